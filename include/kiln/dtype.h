@@ -1,0 +1,94 @@
+// Element types, shapes and C++ scalars: the vocabulary every other header uses.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace kiln {
+
+/// Element type of an Array. Promotion between them follows JAX's lattice;
+/// C++ numbers mixed with arrays are weakly typed (`x_f32 * 2.0` stays f32).
+enum class DType : uint8_t { bool_, i32, i64, f32, f64 };
+
+inline constexpr DType bool_ = DType::bool_;
+inline constexpr DType i32 = DType::i32;
+inline constexpr DType i64 = DType::i64;
+inline constexpr DType f32 = DType::f32;
+inline constexpr DType f64 = DType::f64;
+
+/// Dimensions of an array, outermost first. Every extent is >= 0.
+using Shape = std::vector<int64_t>;
+
+std::string_view dtype_name(DType dtype);
+size_t dtype_size(DType dtype);
+bool is_floating(DType dtype);
+bool is_integer(DType dtype);  // i32, i64 (not bool)
+std::ostream& operator<<(std::ostream& out, DType dtype);
+
+/// "[2,3]" — the notation used in every error message and in printed IR.
+std::string shape_string(const Shape& shape);
+int64_t shape_size(const Shape& shape);
+
+/// The C++ types that map onto a DType.
+template <class T>
+concept Element = std::is_same_v<T, bool> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t> || std::is_same_v<T, float> ||
+                  std::is_same_v<T, double>;
+
+/// Any C++ arithmetic type that may be mixed with arrays.
+template <class T>
+concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+
+template <Element T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) return DType::bool_;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
+  else if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else return DType::f64;
+}
+
+/// A C++ number kept with its kind: bool, integer or floating. Numbers are
+/// weakly typed until they meet an array.
+class Scalar {
+ public:
+  enum class Kind : uint8_t { boolean, integer, floating };
+
+  constexpr Scalar() = default;
+  template <Number T>
+  constexpr Scalar(T value) {  // NOLINT: implicit on purpose, numbers are scalars
+    if constexpr (std::is_same_v<std::remove_cvref_t<T>, bool>) {
+      kind_ = Kind::boolean;
+      integer_ = value ? 1 : 0;
+      floating_ = integer_;
+    } else if constexpr (std::is_integral_v<std::remove_cvref_t<T>>) {
+      kind_ = Kind::integer;
+      integer_ = static_cast<int64_t>(value);
+      floating_ = static_cast<double>(value);
+    } else {
+      kind_ = Kind::floating;
+      floating_ = static_cast<double>(value);
+      integer_ = 0;
+    }
+  }
+
+  constexpr Kind kind() const { return kind_; }
+  constexpr double as_double() const { return floating_; }
+  constexpr int64_t as_int() const { return kind_ == Kind::floating ? static_cast<int64_t>(floating_) : integer_; }
+  /// Exact comparison: same kind and same bits of value.
+  bool operator==(const Scalar& other) const;
+  std::string to_string() const;
+
+ private:
+  Kind kind_ = Kind::integer;
+  int64_t integer_ = 0;
+  double floating_ = 0;
+};
+
+std::ostream& operator<<(std::ostream& out, const Scalar& value);
+
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// The errors users meet. Every message starts with the operation in brackets,
+// names the shapes/dtypes involved and the user's source line, and suggests a fix.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace kiln {
+
+/// Base of every user-facing kiln error.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A traced array was asked for its value (`item`, `to_vector`) while tracing.
+class ConcretizationError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A traced placeholder was used after the trace that made it ended.
+class LeakedTracerError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// An array was used after it was donated to a jitted call.
+class DonatedArrayError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A function recompiled more often than `JitOptions::recompile_limit` with
+/// `on_storm = OnStorm::Error`.
+class StormError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace kiln

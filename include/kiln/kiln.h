@@ -1,0 +1,11 @@
+// kiln: arrays, operations, tracing and compilation. Include this header.
+#pragma once
+
+#include "kiln/array.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/graph.h"
+#include "kiln/io.h"
+#include "kiln/ops.h"
+#include "kiln/random.h"
+#include "kiln/tree.h"

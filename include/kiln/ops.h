@@ -1,0 +1,181 @@
+// Every array operation, as free functions and operators. Semantics follow
+// NumPy (broadcasting, axes, matmul); dtype promotion follows JAX, with C++
+// numbers weakly typed. Each function records the caller's source line.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <vector>
+
+#include "kiln/array.h"
+
+namespace kiln {
+
+/// An Array or a C++ number, remembering the line where the user wrote it.
+/// Operators take Operands so that `a * b` reports the line of `a * b`.
+class Operand {
+ public:
+  Operand(const Array& array, Location where = Location::current()) : array_(array), where_(where) {}
+  template <Number T>
+  Operand(T value, Location where = Location::current()) : number_(value), is_number_(true), where_(where) {}
+
+  bool is_number() const { return is_number_; }
+  const Array& array() const { return array_; }
+  const Scalar& number() const { return number_; }
+  Location where() const { return where_; }
+
+ private:
+  Array array_;
+  Scalar number_;
+  bool is_number_ = false;
+  Location where_;
+};
+
+/// A set of axes for reductions, squeeze, flip. Default-constructed means
+/// "all axes"; negative axes count from the end.
+class Axes {
+ public:
+  Axes() = default;
+  Axes(int axis) : axes_{axis}, all_(false) {}
+  Axes(int64_t axis) : axes_{axis}, all_(false) {}
+  Axes(std::initializer_list<int64_t> axes) : axes_(axes), all_(false) {}
+  Axes(std::vector<int64_t> axes) : axes_(std::move(axes)), all_(false) {}
+  static Axes all() { return Axes(); }
+
+  bool is_all() const { return all_; }
+  const std::vector<int64_t>& list() const { return axes_; }
+
+ private:
+  std::vector<int64_t> axes_;
+  bool all_ = true;
+};
+
+// ---- Elementwise, binary (NumPy broadcasting, JAX promotion) -----------------
+Array add(Operand a, Operand b);
+Array sub(Operand a, Operand b);
+Array mul(Operand a, Operand b);
+/// True division: integers divide as floats, as in NumPy and JAX.
+Array div(Operand a, Operand b);
+Array pow(Operand a, Operand b);
+/// NaN-propagating, like NumPy.
+Array maximum(Operand a, Operand b);
+Array minimum(Operand a, Operand b);
+Array equal(Operand a, Operand b);
+Array not_equal(Operand a, Operand b);
+Array less(Operand a, Operand b);
+Array less_equal(Operand a, Operand b);
+Array greater(Operand a, Operand b);
+Array greater_equal(Operand a, Operand b);
+Array logical_and(Operand a, Operand b);
+Array logical_or(Operand a, Operand b);
+
+// ---- Elementwise, unary ------------------------------------------------------
+// Transcendental functions promote integers and bool to f32 (as JAX does).
+Array neg(const Array& x, Location where = Location::current());
+Array abs(const Array& x, Location where = Location::current());
+Array sign(const Array& x, Location where = Location::current());
+Array exp(const Array& x, Location where = Location::current());
+Array log(const Array& x, Location where = Location::current());
+Array log1p(const Array& x, Location where = Location::current());
+Array expm1(const Array& x, Location where = Location::current());
+Array sqrt(const Array& x, Location where = Location::current());
+Array rsqrt(const Array& x, Location where = Location::current());
+Array square(const Array& x, Location where = Location::current());
+Array tanh(const Array& x, Location where = Location::current());
+Array sigmoid(const Array& x, Location where = Location::current());
+Array erf(const Array& x, Location where = Location::current());
+Array sin(const Array& x, Location where = Location::current());
+Array cos(const Array& x, Location where = Location::current());
+Array floor(const Array& x, Location where = Location::current());
+Array ceil(const Array& x, Location where = Location::current());
+/// Rounds half to even, as NumPy does.
+Array round(const Array& x, Location where = Location::current());
+Array logical_not(const Array& x, Location where = Location::current());
+Array isnan(const Array& x, Location where = Location::current());
+Array relu(const Array& x, Location where = Location::current());
+/// Conversion; floating to integer truncates toward zero, NaN becomes 0 and
+/// out-of-range values saturate (defined behaviour, unlike a C++ cast).
+Array astype(const Array& x, DType dtype, Location where = Location::current());
+/// Identity whose derivative is zero.
+Array stop_gradient(const Array& x, Location where = Location::current());
+
+/// Elementwise choice: x where cond is true, else y (cond broadcasts too).
+Array where(Operand cond, Operand x, Operand y);
+Array clip(Operand x, Operand lo, Operand hi);
+
+// ---- Shape -------------------------------------------------------------------
+/// One dimension may be -1 and is inferred.
+Array reshape(const Array& x, Shape shape, Location where = Location::current());
+/// Empty `perm` reverses the axes.
+Array transpose(const Array& x, std::vector<int64_t> perm = {}, Location where = Location::current());
+Array broadcast_to(const Array& x, Shape shape, Location where = Location::current());
+Array expand_dims(const Array& x, Axes axes, Location where = Location::current());
+/// Default: every axis of extent 1.
+Array squeeze(const Array& x, Axes axes = Axes::all(), Location where = Location::current());
+/// Static slicing per axis, NumPy style: negative start/stop count from the
+/// end; `step` >= 1 (use `flip` to reverse). Omitted trailing axes are whole.
+Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> stop,
+            std::vector<int64_t> step = {}, Location where = Location::current());
+Array concatenate(const std::vector<Array>& xs, int64_t axis = 0, Location where = Location::current());
+Array stack(const std::vector<Array>& xs, int64_t axis = 0, Location where = Location::current());
+/// Constant padding: `lo[i]`/`hi[i]` elements before/after axis i.
+Array pad(const Array& x, std::vector<int64_t> lo, std::vector<int64_t> hi, Scalar value = 0,
+          Location where = Location::current());
+Array flip(const Array& x, Axes axes = Axes::all(), Location where = Location::current());
+
+// ---- Reductions --------------------------------------------------------------
+/// Sum of bool/i32 gives i32 (JAX), i64 stays i64.
+Array sum(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+/// Mean of integers is f32.
+Array mean(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+Array max(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+Array min(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+Array prod(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+/// Index (i32) of the first maximum; without an axis, of the flattened array.
+Array argmax(const Array& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false,
+             Location where = Location::current());
+Array argmin(const Array& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false,
+             Location where = Location::current());
+Array logsumexp(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+Array softmax(const Array& x, int64_t axis = -1, Location where = Location::current());
+Array log_softmax(const Array& x, int64_t axis = -1, Location where = Location::current());
+/// Without an axis, of the flattened array.
+Array cumsum(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
+
+// ---- Linear algebra and indexing ---------------------------------------------
+/// NumPy matmul: 1-d operands are promoted to matrices, batch dims broadcast.
+Array matmul(const Array& a, const Array& b, Location where = Location::current());
+/// Gathers along `axis` (flattened when omitted). Indices are wrapped once if
+/// negative, then clamped into range (NumPy would raise for out-of-range).
+Array take(const Array& x, const Array& indices, std::optional<int64_t> axis = std::nullopt,
+           Location where = Location::current());
+Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Location where = Location::current());
+/// Slice of static `sizes` at dynamic `starts`, clamped so the slice fits (JAX).
+Array dynamic_slice(const Array& x, std::vector<Operand> starts, Shape sizes, Location where = Location::current());
+Array dynamic_update_slice(const Array& x, const Array& update, std::vector<Operand> starts,
+                           Location where = Location::current());
+/// The transpose of `take`: adds `updates` (shape of take(x, indices, axis))
+/// into a copy of x at `indices` along `axis`; repeated indices accumulate.
+Array scatter_add(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
+                  Location where = Location::current());
+Array one_hot(const Array& indices, int64_t num_classes, DType dtype = DType::f32,
+              Location where = Location::current());
+
+// ---- Operators -----------------------------------------------------------------
+Array operator+(Operand a, Operand b);
+Array operator-(Operand a, Operand b);
+Array operator*(Operand a, Operand b);
+Array operator/(Operand a, Operand b);
+Array operator<(Operand a, Operand b);
+Array operator<=(Operand a, Operand b);
+Array operator>(Operand a, Operand b);
+Array operator>=(Operand a, Operand b);
+Array operator==(Operand a, Operand b);
+Array operator!=(Operand a, Operand b);
+Array operator&(Operand a, Operand b);  // logical_and
+Array operator|(Operand a, Operand b);  // logical_or
+Array operator-(Operand x);
+Array operator!(Operand x);
+
+}  // namespace kiln

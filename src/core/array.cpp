@@ -1,0 +1,143 @@
+// Array handles, buffers, element access and printing.
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "core/array_impl.h"
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "core/error_format.h"
+#include "trace/apply.h"
+#include "trace/trace.h"
+
+namespace kiln {
+namespace detail {
+
+std::string AbstractValue::to_string() const {
+  return std::string(dtype_name(dtype)) + shape_string(shape) + (weak ? "~" : "");
+}
+
+Buffer::Buffer(size_t bytes) : bytes_(bytes) {
+  constexpr size_t alignment = 64;
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  data_ = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+  if (!data_) throw std::bad_alloc();
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+Array allocate(AbstractValue type) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->buffer = std::make_shared<Buffer>(static_cast<size_t>(type.size()) * dtype_size(type.dtype));
+  impl->type = std::move(type);
+  return Array(std::move(impl));
+}
+
+const ArrayImpl& impl_of(const Array& array, const char* operation, Location where) {
+  if (!array.impl())
+    raise(operation, "an empty (default-constructed) Array was used", where,
+          "assign an array to it before use, e.g. kiln::zeros({...})");
+  return *array.impl();
+}
+
+
+void read_elements(const Array& array, DType as, void* out, int64_t count, const char* operation,
+                   Location where) {
+  const ArrayImpl& impl = impl_of(array, operation, where);
+  if (impl.trace) {
+    const TraceState& trace = *impl.trace;
+    if (!trace.alive) raise_leaked(impl, operation, where);
+    raise<ConcretizationError>(
+        operation,
+        "cannot read the value of traced array " + impl.type.to_string() + " inside the trace of '" +
+            trace.graph.name + "' (begun at " + location_string(trace.where) + ")",
+        where,
+        "a traced value is known only when the compiled code runs: use kiln::where for a data-dependent "
+        "choice, or pass the value as a static (non-Array) argument");
+  }
+  if (std::string_view(operation) == "item" && impl.type.size() != 1)
+    raise(operation, "needs exactly one element, got " + impl.type.to_string(), where,
+          "index or reduce the array first (e.g. kiln::sum)");
+  dispatch(impl.type.dtype, [&]<class From>() {
+    const From* source = impl.data<From>();
+    dispatch(as, [&]<class To>() {
+      To* target = static_cast<To*>(out);
+      for (int64_t i = 0; i < count; ++i) target[i] = convert_element<To, From>(source[i]);
+    });
+  });
+}
+
+Array make_array(const void* data, DType dtype, Shape shape, Location where) {
+  for (int64_t extent : shape)
+    if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
+  if (!data)
+    raise("array", "the data does not fill shape " + shape_string(shape) + " (" +
+                       std::to_string(shape_size(shape)) + " elements needed)",
+          where, "pass exactly as many values as the shape holds");
+  Array result = allocate(AbstractValue{dtype, false, std::move(shape)});
+  std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
+  return result;
+}
+
+}  // namespace detail
+
+DType Array::dtype() const { return detail::impl_of(*this, "dtype", Location::current()).type.dtype; }
+const Shape& Array::shape() const { return detail::impl_of(*this, "shape", Location::current()).type.shape; }
+int64_t Array::ndim() const { return static_cast<int64_t>(shape().size()); }
+int64_t Array::size() const { return shape_size(shape()); }
+bool Array::weak_type() const { return detail::impl_of(*this, "weak_type", Location::current()).type.weak; }
+bool Array::is_tracer() const { return impl_ && impl_->trace != nullptr; }
+
+int64_t Array::shape(int64_t axis) const {
+  int64_t rank = ndim();
+  if (axis < -rank || axis >= rank)
+    detail::raise("shape", "axis " + std::to_string(axis) + " is out of range for an array of shape " +
+                               shape_string(shape()), Location::current());
+  return shape()[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+}
+
+namespace {
+template <class T>
+void print_element(std::ostream& out, T value) {
+  if constexpr (std::is_same_v<T, bool>) out << (value ? "true" : "false");
+  else out << value;
+}
+
+template <class T>
+void print_nested(std::ostream& out, const T* data, const Shape& shape, size_t axis, int64_t& offset) {
+  constexpr int64_t edge = 3;  // elements shown at each end of a long axis
+  if (axis == shape.size()) {
+    print_element(out, data[offset++]);
+    return;
+  }
+  int64_t inner = 1;
+  for (size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
+  out << "[";
+  for (int64_t i = 0; i < shape[axis]; ++i) {
+    if (shape[axis] > 2 * edge + 1 && i == edge) {
+      out << ", ...";
+      offset += inner * (shape[axis] - 2 * edge);
+      i = shape[axis] - edge - 1;
+      continue;
+    }
+    if (i) out << ", ";
+    print_nested(out, data, shape, axis + 1, offset);
+  }
+  out << "]";
+}
+}  // namespace
+
+std::ostream& operator<<(std::ostream& out, const Array& array) {
+  if (!array.impl()) return out << "Array(empty)";
+  const detail::ArrayImpl& impl = *array.impl();
+  if (impl.trace) return out << "Tracer(%" << impl.value << ": " << impl.type.to_string() << ")";
+  std::ostringstream text;
+  text.precision(7);
+  detail::dispatch(impl.type.dtype, [&]<class T>() {
+    int64_t offset = 0;
+    print_nested(text, impl.data<T>(), impl.type.shape, 0, offset);
+  });
+  return out << "array(" << text.str() << ", " << impl.type.to_string() << ")";
+}
+
+}  // namespace kiln

@@ -1,0 +1,63 @@
+// What an Array handle points at: an abstract value plus either a buffer
+// (concrete array) or a position in a live trace (tracer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kiln/array.h"
+
+namespace kiln::detail {
+
+/// dtype + shape + weak flag: all a trace or a cache key knows of an array.
+struct AbstractValue {
+  DType dtype = DType::f32;
+  bool weak = false;
+  Shape shape;
+
+  int64_t size() const { return shape_size(shape); }
+  int64_t ndim() const { return static_cast<int64_t>(shape.size()); }
+  bool operator==(const AbstractValue& other) const = default;
+  /// "f32[2,3]", with a trailing "~" for weakly typed values.
+  std::string to_string() const;
+};
+
+/// Contiguous, 64-byte aligned, row-major storage.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct TraceState;
+
+struct ArrayImpl {
+  AbstractValue type;
+  std::shared_ptr<Buffer> buffer;     // concrete arrays
+  std::shared_ptr<TraceState> trace;  // tracers
+  int32_t value = -1;                 // tracers: node id in the trace's graph
+
+  template <class T>
+  const T* data() const { return static_cast<const T*>(buffer->data()); }
+  template <class T>
+  T* mutable_data() { return static_cast<T*>(buffer->data()); }
+};
+
+/// A fresh concrete array with uninitialized storage for `type`.
+Array allocate(AbstractValue type);
+/// The impl of a handle, throwing a readable error for an empty handle.
+const ArrayImpl& impl_of(const Array& array, const char* operation, Location where);
+
+}  // namespace kiln::detail

@@ -1,0 +1,29 @@
+// The one format of user-facing error messages.
+#include "core/error_format.h"
+
+#include <cstring>
+
+namespace kiln::detail {
+
+std::string location_string(Location where) {
+  const char* file = where.file_name();
+  if (!file || !*file) return "<unknown>";
+  const char* slash = std::strrchr(file, '/');
+  return std::string(slash ? slash + 1 : file) + ":" + std::to_string(where.line());
+}
+
+std::string format_error(std::string_view operation, std::string_view message, Location where,
+                         std::string_view hint) {
+  std::string text = "[";
+  text += operation;
+  text += "] ";
+  text += message;
+  text += " (at " + location_string(where) + ")";
+  if (!hint.empty()) {
+    text += "\n  hint: ";
+    text += hint;
+  }
+  return text;
+}
+
+}  // namespace kiln::detail

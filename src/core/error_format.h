@@ -1,0 +1,25 @@
+// Builds user-facing error messages in one format:
+//   [operation] what is wrong, with shapes/dtypes (at file.cpp:12)
+//     hint: how to fix it
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "kiln/array.h"
+#include "kiln/error.h"
+
+namespace kiln::detail {
+
+/// "file.cpp:12" — the file's base name keeps messages and printed IR stable.
+std::string location_string(Location where);
+std::string format_error(std::string_view operation, std::string_view message, Location where,
+                         std::string_view hint = {});
+
+template <class ErrorType = Error>
+[[noreturn]] void raise(std::string_view operation, std::string_view message, Location where,
+                        std::string_view hint = {}) {
+  throw ErrorType(format_error(operation, message, where, hint));
+}
+
+}  // namespace kiln::detail

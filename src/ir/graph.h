@@ -1,0 +1,69 @@
+// kiln's IR.
+//
+// A Graph is a list of nodes in SSA form: node i defines value %i, and its
+// inputs are values defined earlier. Every node has one result with a static
+// dtype and shape (dynamic dimensions are a later capability). `input` nodes
+// are the graph's parameters: explicit arguments first by index, then
+// implicit inputs — arrays the traced function read without receiving them,
+// which are bound afresh at every call and never copied into the graph.
+// `literal` nodes hold C++ numbers; a weakly typed literal adopted the dtype
+// of the operation it met. Literal *values* are excluded from the structural
+// hash and structural equality and hashed separately, so graphs that differ
+// only in numbers can be recognized (and their literals lifted to inputs).
+// Every node remembers the user's source line that created it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "ir/primitive.h"
+
+namespace kiln::ir {
+
+using ValueId = int32_t;
+using detail::AbstractValue;
+
+/// Static parameters of a node; the meaning of each field per primitive is
+/// listed in primitives.def.
+struct Attributes {
+  std::vector<int64_t> ints;
+  Shape shape;
+  DType dtype = DType::f32;
+  Scalar scalar;  // literal value only
+
+  bool operator==(const Attributes& other) const = default;
+};
+
+struct Node {
+  Primitive op = Primitive::literal;
+  AbstractValue type;
+  Attributes attrs;
+  std::vector<ValueId> inputs;
+  Location where;
+};
+
+class Graph {
+ public:
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<ValueId> arguments;  // explicit inputs, by argument index
+  std::vector<ValueId> captures;   // implicit inputs, in order of first use
+  std::vector<ValueId> outputs;
+
+  /// Hash of primitives, types, attributes and wiring; not literal values.
+  uint64_t structure_hash() const;
+  /// Hash of literal values in node order.
+  uint64_t literal_hash() const;
+  /// Equal but for literal values.
+  bool structurally_equal(const Graph& other) const;
+  std::vector<Scalar> literal_values() const;
+  /// Human-readable text, one node per line with its source line.
+  std::string to_string() const;
+  /// Checks SSA order, arity and that every node's type matches its rule.
+  /// Throws std::logic_error describing the first violation (a kiln bug).
+  void verify() const;
+};
+
+}  // namespace kiln::ir

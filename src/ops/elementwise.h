@@ -1,0 +1,39 @@
+// What the elementwise families share: JAX-style type promotion with weak
+// C++ numbers, NumPy broadcasting, and materializing operands at a common
+// dtype and shape before a primitive (which wants equal shapes and dtypes).
+#pragma once
+
+#include <string_view>
+
+#include "ops/rules.h"
+#include "kiln/ops.h"
+
+namespace kiln::ops {
+
+struct TypeClass {
+  DType dtype;
+  bool weak;
+};
+
+/// JAX's lattice for kiln's dtypes: bool < int* < i32 < i64 < float* < f32 < f64,
+/// where int*/float* are weak (C++ numbers); a weak result takes the default
+/// dtype of its kind (i32, f32).
+TypeClass promote(TypeClass a, TypeClass b);
+TypeClass type_class(const Operand& operand);
+
+/// NumPy broadcasting of two shapes; throws naming `operation`.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation, Location where);
+
+/// `x` converted to (dtype, weak) and broadcast to `shape`; a number becomes a literal.
+Array materialize(const Operand& operand, TypeClass target, const Shape& shape, Location where);
+/// Identity when `x` already has the dtype; otherwise a convert node.
+Array convert_to(const Array& x, DType dtype, bool weak, Location where);
+/// Identity when shapes match; otherwise a broadcast node (NumPy rule).
+Array broadcast_to_shape(const Array& x, const Shape& shape, Location where);
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+/// Integer coordinates along `axis` of an array of `shape` (the iota primitive).
+Array iota(DType dtype, Shape shape, int64_t axis, Location where);
+}  // namespace kiln::ops

@@ -1,0 +1,6 @@
+// reduce primitives (to be filled in).
+#include "ops/rules.h"
+
+namespace kiln::ops {
+void register_reduce_rules(RuleTable&) {}
+}  // namespace kiln::ops

@@ -1,0 +1,109 @@
+// Trace contexts, implicit inputs and leak detection.
+#include "trace/trace.h"
+
+#include "core/error_format.h"
+#include "kiln/graph.h"
+#include "ops/rules.h"
+
+namespace kiln::detail {
+
+namespace {
+thread_local std::vector<std::shared_ptr<TraceState>> trace_stack;
+
+std::string trace_origin(const TraceState& state) {
+  return "trace of '" + state.graph.name + "' begun at " + location_string(state.where);
+}
+}  // namespace
+
+TraceState* current_trace() { return trace_stack.empty() ? nullptr : trace_stack.back().get(); }
+
+std::shared_ptr<TraceState> current_trace_shared() {
+  return trace_stack.empty() ? nullptr : trace_stack.back();
+}
+
+void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
+  const TraceState& state = *tracer.trace;
+  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
+                        " of the " + trace_origin(state) + ") was used ";
+  message += state.alive ? "outside that trace, on another thread" : "after that trace ended";
+  raise<LeakedTracerError>(operation, message, use,
+                           "return the value from the traced function instead of storing it in a global, "
+                           "a member or a by-reference capture");
+}
+
+ir::ValueId TraceState::value_of(const Array& array, const char* operation, Location use) {
+  const ArrayImpl& impl = impl_of(array, operation, use);
+  if (impl.trace.get() == this) return impl.value;
+  if (impl.trace) {
+    // A tracer of an enclosing, still active trace on this thread is an
+    // implicit input here, like a concrete capture.
+    bool enclosing = false;
+    for (TraceState* t = parent; t; t = t->parent) enclosing |= (t == impl.trace.get());
+    if (!enclosing || !impl.trace->alive) raise_leaked(impl, operation, use);
+  }
+  auto found = capture_ids.find(&impl);
+  if (found != capture_ids.end()) return found->second;
+  ir::Node node;
+  node.op = ir::Primitive::input;
+  node.type = impl.type;
+  node.attrs.ints = {static_cast<int64_t>(graph.captures.size()), 1};
+  node.where = use;
+  auto id = static_cast<ir::ValueId>(graph.nodes.size());
+  graph.nodes.push_back(std::move(node));
+  graph.captures.push_back(id);
+  captured.push_back(array);
+  capture_ids.emplace(&impl, id);
+  return id;
+}
+
+Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->type = node.type;
+  impl->trace = owner;
+  impl->value = static_cast<int32_t>(graph.nodes.size());
+  graph.nodes.push_back(std::move(node));
+  return Array(std::move(impl));
+}
+
+// ---- TraceSession ---------------------------------------------------------------
+
+TraceSession::TraceSession(std::string name, Location where) : state_(std::make_shared<TraceState>()) {
+  state_->graph.name = std::move(name);
+  state_->where = where;
+  state_->parent = current_trace();
+  state_->thread = std::this_thread::get_id();
+  trace_stack.push_back(state_);
+}
+
+TraceSession::~TraceSession() {
+  state_->alive = false;
+  // Sessions nest strictly (RAII), so this one is on top of the stack.
+  if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
+}
+
+Array TraceSession::argument(const Array& example) {
+  const ArrayImpl& impl = impl_of(example, "trace", state_->where);
+  ir::Node node;
+  node.op = ir::Primitive::input;
+  node.type = impl.type;
+  node.attrs.ints = {static_cast<int64_t>(state_->graph.arguments.size()), 0};
+  node.where = state_->where;
+  state_->graph.arguments.push_back(static_cast<ir::ValueId>(state_->graph.nodes.size()));
+  return state_->record(std::move(node), state_);
+}
+
+Graph TraceSession::finish(const std::vector<Array>& outputs) {
+  for (const Array& output : outputs)
+    state_->graph.outputs.push_back(state_->value_of(output, "trace output", state_->where));
+  state_->alive = false;
+  if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
+  // The tracers keep the state alive for leak reports, which need only the name.
+  auto graph = std::make_shared<ir::Graph>(std::move(state_->graph));
+  state_->graph = ir::Graph{};
+  state_->graph.name = graph->name;
+  return Graph(std::move(graph));
+}
+
+std::vector<Array> TraceSession::captured() const { return state_->captured; }
+
+}  // namespace kiln::detail

@@ -1,0 +1,36 @@
+"""Evaluates NumPy expressions for kiln's oracle tests.
+
+Usage: numpy_oracle.py DIR. DIR/cases.txt holds one case per line:
+    INDEX <TAB> EXPRESSION <TAB> comma-separated input .npy names (may be empty)
+Inputs are bound to a, b, c, ... and `np` is NumPy. The result is written
+as DIR/out_INDEX.npy; if NumPy raises, DIR/err_INDEX.txt holds the message.
+"""
+import os
+import sys
+import traceback
+
+import numpy as np
+
+
+def main(directory):
+    with open(os.path.join(directory, "cases.txt")) as cases:
+        for line in cases:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            index, expression, inputs = line.split("\t")
+            names = [name for name in inputs.split(",") if name]
+            scope = {"np": np}
+            for letter, name in zip("abcdefghijklmnopqrstuvwxyz", names):
+                scope[letter] = np.load(os.path.join(directory, name))
+            try:
+                with np.errstate(all="ignore"):
+                    result = np.asarray(eval(expression, scope))
+                np.save(os.path.join(directory, "out_%s.npy" % index), np.ascontiguousarray(result))
+            except Exception:  # the test decides whether NumPy rejecting the case is expected
+                with open(os.path.join(directory, "err_%s.txt" % index), "w") as error:
+                    error.write(traceback.format_exc())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

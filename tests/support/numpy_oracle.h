@@ -1,0 +1,73 @@
+// NumPy as the test oracle: cases are batched, NumPy (Debian python3-numpy)
+// evaluates them all in one process, results come back as .npy files.
+//
+//   NumpyOracle oracle;
+//   int id = oracle.add("np.tanh(a)", {x});
+//   oracle.run();
+//   expect_close(kiln::tanh(x), oracle.result(id));
+#pragma once
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+namespace kiln::testing {
+
+class NumpyOracle {
+ public:
+  NumpyOracle();
+  ~NumpyOracle();
+  NumpyOracle(const NumpyOracle&) = delete;
+  NumpyOracle& operator=(const NumpyOracle&) = delete;
+
+  /// Queues `expression` (Python; inputs are a, b, c, ...; `np` is NumPy).
+  int add(const std::string& expression, const std::vector<Array>& inputs);
+  /// Evaluates every queued case in one Python process.
+  void run();
+  /// The result of case `id`, or nullopt if NumPy raised.
+  std::optional<Array> result(int id) const;
+  /// NumPy's error text for case `id` (empty if it succeeded).
+  std::string error(int id) const;
+
+ private:
+  std::string directory_;
+  std::string cases_;
+  int count_ = 0;
+  int inputs_ = 0;
+  bool ran_ = false;
+};
+
+/// Same shape; integers and bool exactly equal; floats within
+/// |a-b| <= atol + rtol*|b| (NaN equal to NaN, infinities equal). Reports
+/// `context` and the first mismatches.
+::testing::AssertionResult all_close(const Array& actual, const Array& expected, double rtol, double atol,
+                                     const std::string& context = "");
+
+/// Default tolerances for a dtype: exact for integers, ~1e-5 for f32, 1e-12 for f64.
+double default_rtol(DType dtype);
+
+/// Random test data.
+class RandomArrays {
+ public:
+  explicit RandomArrays(uint64_t seed) : engine_(seed) {}
+  Array uniform(Shape shape, DType dtype, double lo = -3, double hi = 3);
+  /// Random shape of rank in [min_rank, max_rank], extents in [0, max_extent]
+  /// (zero only when `allow_zero`).
+  Shape shape(int min_rank, int max_rank, int max_extent = 5, bool allow_zero = true);
+  /// A shape that broadcasts with `shape` (some dims set to 1, some leading dims dropped).
+  Shape broadcastable(const Shape& shape);
+  int64_t integer(int64_t lo, int64_t hi);  // inclusive
+  std::mt19937_64& engine() { return engine_; }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+/// NumPy's name for a dtype ("float32", ...), for use in expressions.
+std::string numpy_dtype(DType dtype);
+
+}  // namespace kiln::testing
