@@ -1,0 +1,193 @@
+// Tracing into a Graph: printed IR with source lines, captured arrays as
+// implicit inputs, literals with their lines, hashing, leak and
+// concretization errors.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include "ir/graph.h"
+
+namespace kiln {
+namespace {
+
+std::string here(int line) { return "test_trace.cpp:" + std::to_string(line); }
+
+// Replaces each "@N" in `text` by the line `base + N`, so golden texts survive
+// edits above them.
+std::string at_lines(std::string text, int base) {
+  for (size_t pos; (pos = text.find('@')) != std::string::npos;) {
+    size_t end = pos + 1;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    int offset = std::stoi(text.substr(pos + 1, end - pos - 1));
+    text.replace(pos, end - pos, std::to_string(base + offset));
+  }
+  return text;
+}
+
+TEST(Trace, PrintsGraphWithSourceLines) {
+  Array x = array({1.0f, 2.0f, 3.0f});
+  Array bias = array({0.5f, 0.5f, 0.5f});
+  const int base = __LINE__;
+  auto fn = [&](const Array& v) {
+    Array y = v * 2.0;            // +2: weak literal adopts f32
+    return tanh(y + bias) - 1;    // +3: bias is captured
+  };
+  Graph graph = make_graph("scaled", fn, x);  // +5
+  std::string expected = at_lines(
+      "graph scaled(%0: f32[3]) captures(%4: f32[3]) {\n"
+      "  %0 = input arg 0 : f32[3]                       # test_trace.cpp:@5\n"
+      "  %1 = literal 2.0 : f32[]                        # test_trace.cpp:@2\n"
+      "  %2 = broadcast[shape=[3]] %1 : f32[3]           # test_trace.cpp:@2\n"
+      "  %3 = mul %0 %2 : f32[3]                         # test_trace.cpp:@2\n"
+      "  %4 = input capture 0 : f32[3]                   # test_trace.cpp:@3\n"
+      "  %5 = add %3 %4 : f32[3]                         # test_trace.cpp:@3\n"
+      "  %6 = tanh %5 : f32[3]                           # test_trace.cpp:@3\n"
+      "  %7 = literal 1.0 : f32[]                        # test_trace.cpp:@3\n"
+      "  %8 = broadcast[shape=[3]] %7 : f32[3]           # test_trace.cpp:@3\n"
+      "  %9 = sub %6 %8 : f32[3]                         # test_trace.cpp:@3\n"
+      "  return %9\n"
+      "}\n",
+      base);
+  EXPECT_EQ(graph.to_string(), expected);
+  graph.ir().verify();
+}
+
+TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
+  Array x = array({1.0, 2.0});
+  Array table = array({10.0, 20.0});
+  Graph graph = make_graph("lookup", [&](const Array& v) { return v + table; }, x);
+  EXPECT_EQ(graph.num_arguments(), 1u);
+  EXPECT_EQ(graph.num_captures(), 1u);
+  for (const auto& node : graph.ir().nodes) EXPECT_NE(node.op, ir::Primitive::literal);
+  // New data for the capture changes the result without a new graph.
+  EXPECT_EQ(detail::interpret(graph, {x}, {table})[0].to_vector<double>(), (std::vector<double>{11, 22}));
+  EXPECT_EQ(detail::interpret(graph, {x}, {array({1.0, 1.0})})[0].to_vector<double>(), (std::vector<double>{2, 3}));
+}
+
+TEST(Trace, SameCaptureUsedTwiceIsOneInput) {
+  Array w = array({2.0f});
+  Graph graph = make_graph("twice", [&](const Array& v) { return v * w + w; }, array({1.0f}));
+  EXPECT_EQ(graph.num_captures(), 1u);
+}
+
+TEST(Trace, LiteralsDifferOnlyInValue) {
+  Array x = array({1.0f, 2.0f});
+  auto with = [&](double threshold) {
+    return make_graph("threshold", [&](const Array& v) { return maximum(v, threshold); }, x);
+  };
+  Graph a = with(0.5), b = with(0.75), c = with(0.5);
+  EXPECT_EQ(a.structure_hash(), b.structure_hash());
+  EXPECT_NE(a.literal_hash(), b.literal_hash());
+  EXPECT_TRUE(a.ir().structurally_equal(b.ir()));
+  EXPECT_FALSE(a == b);
+  EXPECT_TRUE(a == c);
+  EXPECT_EQ(a.literal_hash(), c.literal_hash());
+  Graph other = make_graph("threshold", [&](const Array& v) { return minimum(v, 0.5); }, x);
+  EXPECT_NE(a.structure_hash(), other.structure_hash());
+  EXPECT_FALSE(a.ir().structurally_equal(other.ir()));
+}
+
+TEST(Trace, CreationInsideATraceRecordsNodes) {
+  Graph graph = make_graph("made", [](const Array& v) { return v + arange(3); }, array({1, 2, 3}));
+  EXPECT_EQ(graph.num_captures(), 0u);
+  EXPECT_EQ(detail::interpret(graph, {array({1, 2, 3})}, {})[0].to_vector<int32_t>(), (std::vector<int32_t>{1, 3, 5}));
+}
+
+TEST(Trace, EagerMatchesInterpreter) {
+  Array x = array({-1.5, 0.25, 2.0, 3.5}, {2, 2});
+  auto fn = [](const Array& v) { return where(v > 0, sqrt(v) * 3 + exp(-v), sigmoid(v) - v * v); };
+  Graph graph = make_graph("mixed", fn, x);
+  graph.ir().verify();
+  EXPECT_EQ(detail::interpret(graph, {x}, {})[0].to_vector<double>(), fn(x).to_vector<double>());
+}
+
+TEST(Trace, TracerReportsItself) {
+  Array seen;
+  make_graph("peek", [&](const Array& v) {
+    EXPECT_TRUE(v.is_tracer());
+    EXPECT_EQ(v.shape(), (Shape{2}));
+    EXPECT_EQ(v.dtype(), f32);
+    seen = v;
+    return v;
+  }, array({1.0f, 2.0f}));
+  EXPECT_TRUE(seen.is_tracer());
+}
+
+TEST(Trace, ConcretizationErrorNamesFunctionAndLine) {
+  Array x = array({1.0f, 2.0f});
+  int line = 0;
+  try {
+    make_graph("branchy", [&](const Array& v) {
+      line = __LINE__ + 1;
+      if ((v * 1).item<float>() > 0) return v;
+      return -v;
+    }, x);
+    FAIL() << "expected ConcretizationError";
+  } catch (const ConcretizationError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("[item]"), std::string::npos) << message;
+    EXPECT_NE(message.find("'branchy'"), std::string::npos) << message;
+    EXPECT_NE(message.find(here(line)), std::string::npos) << message;
+    EXPECT_NE(message.find("f32[2]"), std::string::npos) << message;
+    EXPECT_NE(message.find("kiln::where"), std::string::npos) << message;
+  }
+}
+
+TEST(Trace, LeakedTracerErrorNamesWhereTheTraceBegan) {
+  Array leaked;
+  const int traced_at = __LINE__ + 1;
+  make_graph("leaky", [&](const Array& v) { leaked = v * 2; return v; }, array({1.0f}));
+  const int used_at = __LINE__ + 2;
+  try {
+    Array y = leaked + 1;
+    FAIL() << "expected LeakedTracerError";
+  } catch (const LeakedTracerError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("'leaky'"), std::string::npos) << message;
+    EXPECT_NE(message.find("begun at " + here(traced_at)), std::string::npos) << message;
+    EXPECT_NE(message.find("(at " + here(used_at) + ")"), std::string::npos) << message;
+    EXPECT_NE(message.find("after that trace ended"), std::string::npos) << message;
+  }
+  EXPECT_THROW(leaked.item<float>(), LeakedTracerError);
+  EXPECT_THROW(exp(leaked), LeakedTracerError);
+}
+
+TEST(Trace, LeakedTracerInsideAnotherTrace) {
+  Array leaked;
+  make_graph("first", [&](const Array& v) { leaked = v; return v; }, array({1.0f}));
+  EXPECT_THROW(make_graph("second", [&](const Array& v) { return v + leaked; }, array({1.0f})), LeakedTracerError);
+}
+
+TEST(Trace, NestedTraceLiftsOuterTracer) {
+  Array x = array({1.0f, 2.0f});
+  std::optional<Graph> inner;
+  Graph outer = make_graph("outer", [&](const Array& v) {
+    inner = make_graph("inner", [&](const Array& u) { return u * v; }, x);
+    return v;
+  }, x);
+  EXPECT_EQ(inner->num_captures(), 1u);
+  EXPECT_EQ(outer.num_captures(), 0u);
+}
+
+TEST(Trace, StructuredArgumentsAndResults) {
+  std::map<std::string, Array> batch{{"x", array({1.0f, 2.0f})}, {"y", array({3.0f, 4.0f})}};
+  Graph graph = make_graph("structured", [](const std::map<std::string, Array>& b) {
+    return std::make_pair(b.at("x") + b.at("y"), b.at("x") * b.at("y"));
+  }, batch);
+  EXPECT_EQ(graph.num_arguments(), 2u);
+  EXPECT_EQ(graph.ir().outputs.size(), 2u);
+  auto outputs = detail::interpret(graph, {batch["x"], batch["y"]}, {});
+  EXPECT_EQ(outputs[1].to_vector<float>(), (std::vector<float>{3, 8}));
+}
+
+TEST(Verifier, RejectsBrokenGraphs) {
+  Graph graph = make_graph("ok", [](const Array& v) { return exp(v) + 1; }, array({1.0f}));
+  ir::Graph broken = graph.ir();
+  broken.nodes[1].inputs = {5};  // used before defined
+  EXPECT_THROW(broken.verify(), std::logic_error);
+  broken = graph.ir();
+  broken.nodes[1].type.dtype = DType::i32;  // disagrees with its rule
+  EXPECT_THROW(broken.verify(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace kiln
