@@ -9,6 +9,7 @@ packages=(
   python3 python3-numpy
 )
 
+packages+=(${KILN_EXTRA_PACKAGES:-})
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

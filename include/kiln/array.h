@@ -72,7 +72,8 @@ class Array {
 std::ostream& operator<<(std::ostream& out, const Array& array);
 
 namespace detail {
-Array make_array(const void* data, DType dtype, Shape shape, Location where);
+/// Copies `count` elements of `dtype` from `data`; throws unless they fill `shape`.
+Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where);
 }
 
 // ---- Creation ---------------------------------------------------------------
@@ -80,16 +81,13 @@ Array make_array(const void* data, DType dtype, Shape shape, Location where);
 /// An array holding `data` (row-major) with the given shape.
 template <Element T>
 Array array(const std::vector<T>& data, Shape shape, Location where = Location::current()) {
+  auto count = static_cast<int64_t>(data.size());
   if constexpr (std::is_same_v<T, bool>) {
     std::unique_ptr<bool[]> flat(new bool[data.size()]);
     for (size_t i = 0; i < data.size(); ++i) flat[i] = data[i];
-    if (shape_size(shape) != static_cast<int64_t>(data.size()))
-      return detail::make_array(nullptr, DType::bool_, std::move(shape), where);  // reports the mismatch
-    return detail::make_array(flat.get(), DType::bool_, std::move(shape), where);
+    return detail::make_array(flat.get(), count, DType::bool_, std::move(shape), where);
   } else {
-    if (shape_size(shape) != static_cast<int64_t>(data.size()))
-      return detail::make_array(nullptr, dtype_of<T>(), std::move(shape), where);
-    return detail::make_array(data.data(), dtype_of<T>(), std::move(shape), where);
+    return detail::make_array(data.data(), count, dtype_of<T>(), std::move(shape), where);
   }
 }
 template <Element T>

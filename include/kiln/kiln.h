@@ -6,6 +6,8 @@
 #include "kiln/error.h"
 #include "kiln/graph.h"
 #include "kiln/io.h"
+#include "kiln/jit.h"
+#include "kiln/telemetry.h"
 #include "kiln/ops.h"
 #include "kiln/random.h"
 #include "kiln/tree.h"

@@ -25,16 +25,43 @@
 
 namespace kiln {
 
+namespace tree_detail {
+template <class T>
+inline constexpr bool is_registered_leaf = false;  // dependent, so only a use fails
+}  // namespace tree_detail
+
+/// The fallback for types that are neither an Array, hashable, a supported
+/// container nor registered: using one as a tree is a compile-time error that
+/// says what a tree may hold (the compiler's "required from" lines name the type).
 template <class T, class Enable = void>
-struct TreeTraits;  // undefined: the type is neither an Array, hashable, nor registered
+struct TreeTraits {
+  static constexpr bool not_a_tree = true;
+  template <class V>
+  static void visit(const T&, V&) { reject(); }
+  template <class F>
+  static T map_arrays(const T& value, F&) {
+    reject();
+    return value;
+  }
+  // A member of a class template is compiled only when used, so merely
+  // naming TreeTraits<T> (as the Tree concept does) is fine.
+  static void reject() {
+    static_assert(tree_detail::is_registered_leaf<T>,
+                  "kiln: this type cannot be part of a tree. Tree leaves are kiln::Array, C++ numbers, enums "
+                  "and std::string; containers are std::vector, std::array, std::map<std::string, T>, "
+                  "std::pair, std::tuple and std::optional; register a struct with "
+                  "KILN_TREE(Type, field1, field2, ...) at global scope");
+  }
+};
 
 /// A visitor receives, in order:
 ///   array(const Array&)                     dynamic leaf
 ///   static_leaf(uint64_t hash, string text) static leaf (its value is part of a jit key)
+///   key(uint64_t hash, string name)         a map key (part of the structure)
 ///   node(string_view kind, size_t size)     a container and its size (structure)
 ///   enter(string segment) / leave()         path of what follows, e.g. `["tokens"]`, `[2]`, `.weight`
 template <class T>
-concept Tree = requires { sizeof(TreeTraits<std::remove_cvref_t<T>>); };
+concept Tree = !requires { TreeTraits<std::remove_cvref_t<T>>::not_a_tree; };
 
 namespace tree_detail {
 uint64_t hash_bytes(const void* data, size_t size, uint64_t seed);
@@ -139,7 +166,7 @@ struct TreeTraits<std::map<std::string, T>> {
   static void visit(const std::map<std::string, T>& value, V& visitor) {
     visitor.node("map", value.size());
     for (const auto& [key, item] : value) {
-      visitor.static_leaf(tree_detail::hash_bytes(key.data(), key.size(), 0x6b6579), "key \"" + key + "\"");
+      visitor.key(tree_detail::hash_bytes(key.data(), key.size(), 0x6b6579), key);
       visitor.enter("[\"" + key + "\"]");
       TreeTraits<T>::visit(item, visitor);
       visitor.leave();
@@ -213,6 +240,7 @@ struct LeafCollector {
   std::vector<Array> leaves;
   void array(const Array& a) { leaves.push_back(a); }
   void static_leaf(uint64_t, const std::string&) {}
+  void key(uint64_t, const std::string&) {}
   void node(std::string_view, size_t) {}
   void enter(const std::string&) {}
   void leave() {}
@@ -220,8 +248,11 @@ struct LeafCollector {
 [[noreturn]] void throw_tree_mismatch(size_t expected, size_t got, size_t which);
 }  // namespace tree_detail
 
+// tree_leaves and tree_map are unconstrained so that a non-tree type reaches
+// the fallback's readable static_assert instead of a bare constraint failure.
+
 /// The Array leaves of a tree, in visiting order.
-template <Tree T>
+template <class T>
 std::vector<Array> tree_leaves(const T& tree) {
   tree_detail::LeafCollector collector;
   TreeTraits<std::remove_cvref_t<T>>::visit(tree, collector);
@@ -230,7 +261,7 @@ std::vector<Array> tree_leaves(const T& tree) {
 
 /// Applies fn to the Array leaves of `tree` (and the matching leaves of
 /// `others`, which must have the same structure); other leaves are kept.
-template <Tree T, class F, Tree... Others>
+template <class T, class F, class... Others>
 std::remove_cvref_t<T> tree_map(F&& fn, const T& tree, const Others&... others) {
   std::vector<std::vector<Array>> other_leaves{tree_leaves(others)...};
   size_t index = 0;

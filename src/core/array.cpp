@@ -18,13 +18,19 @@ std::string AbstractValue::to_string() const {
 }
 
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
+  if (bytes <= inline_bytes) {
+    data_ = inline_;
+    return;
+  }
   constexpr size_t alignment = 64;
   size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   data_ = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
   if (!data_) throw std::bad_alloc();
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  if (data_ != inline_) std::free(data_);
+}
 
 Array allocate(AbstractValue type) {
   auto impl = std::make_shared<ArrayImpl>();
@@ -33,10 +39,15 @@ Array allocate(AbstractValue type) {
   return Array(std::move(impl));
 }
 
-const ArrayImpl& impl_of(const Array& array, const char* operation, Location where) {
+const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where) {
   if (!array.impl())
     raise(operation, "an empty (default-constructed) Array was used", where,
           "assign an array to it before use, e.g. kiln::zeros({...})");
+  if (array.impl()->donated_to)
+    raise<DonatedArrayError>(operation,
+                             "array " + array.impl()->type.to_string() + " was donated to " + *array.impl()->donated_to +
+                                 " and may no longer be used",
+                             where, "use the function's result instead, or remove the argument from donate_argnums");
   return *array.impl();
 }
 
@@ -67,15 +78,15 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
   });
 }
 
-Array make_array(const void* data, DType dtype, Shape shape, Location where) {
+Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where) {
   for (int64_t extent : shape)
     if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
-  if (!data)
-    raise("array", "the data does not fill shape " + shape_string(shape) + " (" +
-                       std::to_string(shape_size(shape)) + " elements needed)",
+  if (count != shape_size(shape))
+    raise("array", std::to_string(count) + " values do not fill shape " + shape_string(shape) + " (" +
+                       std::to_string(shape_size(shape)) + " elements)",
           where, "pass exactly as many values as the shape holds");
   Array result = allocate(AbstractValue{dtype, false, std::move(shape)});
-  std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
+  if (count > 0) std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
   return result;
 }
 

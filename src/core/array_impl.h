@@ -24,9 +24,11 @@ struct AbstractValue {
   std::string to_string() const;
 };
 
-/// Contiguous, 64-byte aligned, row-major storage.
+/// Contiguous, 64-byte aligned, row-major storage. Small arrays live inside
+/// the Buffer object itself, saving an allocation per scalar or short vector.
 class Buffer {
  public:
+  static constexpr size_t inline_bytes = 64;
   explicit Buffer(size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
@@ -37,6 +39,7 @@ class Buffer {
   size_t bytes() const { return bytes_; }
 
  private:
+  alignas(64) std::byte inline_[inline_bytes];
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };
@@ -48,6 +51,8 @@ struct ArrayImpl {
   std::shared_ptr<Buffer> buffer;     // concrete arrays
   std::shared_ptr<TraceState> trace;  // tracers
   int32_t value = -1;                 // tracers: node id in the trace's graph
+  // Set when the array was donated to a jitted call: the message for a later use.
+  std::shared_ptr<const std::string> donated_to;
 
   template <class T>
   const T* data() const { return static_cast<const T*>(buffer->data()); }
@@ -57,7 +62,13 @@ struct ArrayImpl {
 
 /// A fresh concrete array with uninitialized storage for `type`.
 Array allocate(AbstractValue type);
-/// The impl of a handle, throwing a readable error for an empty handle.
-const ArrayImpl& impl_of(const Array& array, const char* operation, Location where);
+/// The impl of a handle, throwing a readable error for an empty or donated one.
+const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where);
+inline const ArrayImpl& impl_of(const Array& array, const char* operation, Location where) {
+  const ArrayImpl* impl = array.impl().get();
+  if (impl && !impl->donated_to) [[likely]]
+    return *impl;
+  return impl_of_checked(array, operation, where);
+}
 
 }  // namespace kiln::detail

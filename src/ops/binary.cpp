@@ -127,18 +127,22 @@ Array evaluate_binary(const Node& node, std::span<const Array> inputs) {
   return result;
 }
 
-Array binary(Primitive op, const Operand& a, const Operand& b) {
+// `name` is the public function the user called (errors say "[maximum]", not "[max]").
+Array binary(Primitive op, const char* name, const Operand& a, const Operand& b) {
   Location where = a.where();
-  std::string_view name = ir::primitive_name(op);
+  static const Shape scalar_shape;
+  const Shape& sa = a.is_number() ? scalar_shape : detail::impl_of(a.array(), name, where).type.shape;
+  const Shape& sb = b.is_number() ? scalar_shape : detail::impl_of(b.array(), name, where).type.shape;
   TypeClass target = promote(type_class(a), type_class(b));
   if (op == Primitive::div && !is_floating(target.dtype)) target = {DType::f32, target.weak};
   if (is_logical(op)) target = {DType::bool_, false};
-  if (target.dtype == DType::bool_ && (op == Primitive::sub || op == Primitive::pow))
-    detail::raise(name, "is not defined for bool operands", where,
+  if (target.dtype == DType::bool_ && (op == Primitive::sub || op == Primitive::pow)) {
+    auto describe = [&](const Operand& o, const Shape& shape) {
+      return o.is_number() ? "the number " + o.number().to_string() : "bool" + shape_string(shape);
+    };
+    detail::raise(name, "is not defined for bool operands, got " + describe(a, sa) + " and " + describe(b, sb), where,
                   "convert with astype(x, kiln::i32) first, or use logical_and/logical_or/logical_not");
-  static const Shape scalar_shape;
-  const Shape& sa = a.is_number() ? scalar_shape : detail::impl_of(a.array(), name.data(), where).type.shape;
-  const Shape& sb = b.is_number() ? scalar_shape : detail::impl_of(b.array(), name.data(), where).type.shape;
+  }
   Shape shape = broadcast_shapes(sa, sb, name, where);
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }
@@ -158,21 +162,21 @@ void register_binary_rules(RuleTable& table) {
 
 using ops::Primitive;
 
-Array add(Operand a, Operand b) { return ops::binary(Primitive::add, a, b); }
-Array sub(Operand a, Operand b) { return ops::binary(Primitive::sub, a, b); }
-Array mul(Operand a, Operand b) { return ops::binary(Primitive::mul, a, b); }
-Array div(Operand a, Operand b) { return ops::binary(Primitive::div, a, b); }
-Array pow(Operand a, Operand b) { return ops::binary(Primitive::pow, a, b); }
-Array maximum(Operand a, Operand b) { return ops::binary(Primitive::max, a, b); }
-Array minimum(Operand a, Operand b) { return ops::binary(Primitive::min, a, b); }
-Array equal(Operand a, Operand b) { return ops::binary(Primitive::eq, a, b); }
-Array not_equal(Operand a, Operand b) { return ops::binary(Primitive::ne, a, b); }
-Array less(Operand a, Operand b) { return ops::binary(Primitive::lt, a, b); }
-Array less_equal(Operand a, Operand b) { return ops::binary(Primitive::le, a, b); }
-Array greater(Operand a, Operand b) { return ops::binary(Primitive::gt, a, b); }
-Array greater_equal(Operand a, Operand b) { return ops::binary(Primitive::ge, a, b); }
-Array logical_and(Operand a, Operand b) { return ops::binary(Primitive::logical_and, a, b); }
-Array logical_or(Operand a, Operand b) { return ops::binary(Primitive::logical_or, a, b); }
+Array add(Operand a, Operand b) { return ops::binary(Primitive::add, "add", a, b); }
+Array sub(Operand a, Operand b) { return ops::binary(Primitive::sub, "sub", a, b); }
+Array mul(Operand a, Operand b) { return ops::binary(Primitive::mul, "mul", a, b); }
+Array div(Operand a, Operand b) { return ops::binary(Primitive::div, "div", a, b); }
+Array pow(Operand a, Operand b) { return ops::binary(Primitive::pow, "pow", a, b); }
+Array maximum(Operand a, Operand b) { return ops::binary(Primitive::max, "maximum", a, b); }
+Array minimum(Operand a, Operand b) { return ops::binary(Primitive::min, "minimum", a, b); }
+Array equal(Operand a, Operand b) { return ops::binary(Primitive::eq, "equal", a, b); }
+Array not_equal(Operand a, Operand b) { return ops::binary(Primitive::ne, "not_equal", a, b); }
+Array less(Operand a, Operand b) { return ops::binary(Primitive::lt, "less", a, b); }
+Array less_equal(Operand a, Operand b) { return ops::binary(Primitive::le, "less_equal", a, b); }
+Array greater(Operand a, Operand b) { return ops::binary(Primitive::gt, "greater", a, b); }
+Array greater_equal(Operand a, Operand b) { return ops::binary(Primitive::ge, "greater_equal", a, b); }
+Array logical_and(Operand a, Operand b) { return ops::binary(Primitive::logical_and, "logical_and", a, b); }
+Array logical_or(Operand a, Operand b) { return ops::binary(Primitive::logical_or, "logical_or", a, b); }
 
 Array operator+(Operand a, Operand b) { return add(a, b); }
 Array operator-(Operand a, Operand b) { return sub(a, b); }

@@ -21,7 +21,8 @@ Array evaluate_input(const Node& node, std::span<const Array>) {
 }
 
 std::string describe_input(const Node& node) {
-  return (node.attrs.ints[1] ? "capture " : "arg ") + std::to_string(node.attrs.ints[0]);
+  static const char* kinds[] = {"arg ", "capture ", "lifted "};
+  return kinds[node.attrs.ints[1]] + std::to_string(node.attrs.ints[0]);
 }
 
 AbstractValue infer_literal(const Node& node, std::span<const AbstractValue* const>) {

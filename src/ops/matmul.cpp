@@ -1,6 +1,164 @@
-// matmul primitives (to be filled in).
-#include "ops/rules.h"
+// The matmul primitive ([..., m, k] x [..., k, n] with equal batch dims and
+// dtypes): shape/dtype rule, reference kernel, and the public builder with
+// NumPy semantics (1-d operands, broadcast batch dims, promotion).
+#include <algorithm>
+#include <type_traits>
 
-namespace kiln::ops {
-void register_matmul_rules(RuleTable&) {}
-}  // namespace kiln::ops
+#include "core/dispatch.h"
+#include "core/error_format.h"
+#include "ops/elementwise.h"
+#include "trace/apply.h"
+
+namespace kiln {
+namespace ops {
+namespace {
+
+AbstractValue infer_matmul(const Node& node, std::span<const AbstractValue* const> inputs) {
+  if (inputs.size() != 2) detail::raise("matmul", "takes 2 operands, got " + std::to_string(inputs.size()), node.where);
+  const AbstractValue& a = *inputs[0];
+  const AbstractValue& b = *inputs[1];
+  size_t rank = a.shape.size();
+  bool ok = a.dtype == b.dtype && rank >= 2 && b.shape.size() == rank && a.shape[rank - 1] == b.shape[rank - 2];
+  for (size_t i = 0; ok && i + 2 < rank; ++i) ok = a.shape[i] == b.shape[i];
+  if (!ok)
+    detail::raise("matmul",
+                  "operands must be [..., m, k] and [..., k, n] of one dtype and equal batch dims, got " +
+                      a.to_string() + " and " + b.to_string(),
+                  node.where);
+  Shape shape(a.shape.begin(), a.shape.end() - 1);
+  shape.push_back(b.shape[rank - 1]);
+  return {a.dtype, a.weak && b.weak, shape};
+}
+
+// f32 accumulates in double: the reference carries only the final rounding,
+// so it stays within tolerance of NumPy's (BLAS, f32-accumulating) result
+// and of any compiled kernel, each of which differs from it by its own error
+// alone. Integers wrap (unsigned arithmetic) like NumPy's integer matmul;
+// bool is the "or" of "and"s, as in NumPy.
+template <class T>
+using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
+
+template <class A>
+A multiply_add(A acc, A x, A y) {
+  if constexpr (std::is_same_v<A, bool>) {
+    return acc || (x && y);
+  } else if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x) * static_cast<U>(y));
+  } else {
+    return acc + x * y;
+  }
+}
+
+Array evaluate_matmul(const Node& node, std::span<const Array> inputs) {
+  const detail::ArrayImpl& a = *inputs[0].impl();
+  const detail::ArrayImpl& b = *inputs[1].impl();
+  Array result = detail::allocate(node.type);
+  const Shape& a_shape = a.type.shape;
+  size_t rank = a_shape.size();
+  int64_t m = a_shape[rank - 2], k = a_shape[rank - 1], n = b.type.shape[rank - 1];
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < rank; ++i) batch *= a_shape[i];
+  detail::dispatch(node.type.dtype, [&]<class T>() {
+    using A = Accumulator<T>;
+    const T* lhs = a.data<T>();
+    const T* rhs = b.data<T>();
+    T* out = result.impl()->mutable_data<T>();
+    // Row by row, in i-p-j order so both operands are read contiguously.
+    std::vector<A> row(static_cast<size_t>(n));
+    for (int64_t s = 0; s < batch; ++s) {
+      const T* lhs_matrix = lhs + s * m * k;
+      const T* rhs_matrix = rhs + s * k * n;
+      for (int64_t i = 0; i < m; ++i) {
+        std::fill(row.begin(), row.end(), A(0));
+        for (int64_t p = 0; p < k; ++p) {
+          A x = static_cast<A>(lhs_matrix[i * k + p]);
+          for (int64_t j = 0; j < n; ++j)
+            row[static_cast<size_t>(j)] =
+                multiply_add<A>(row[static_cast<size_t>(j)], x, static_cast<A>(rhs_matrix[p * n + j]));
+        }
+        T* out_row = out + (s * m + i) * n;
+        for (int64_t j = 0; j < n; ++j) out_row[j] = static_cast<T>(row[static_cast<size_t>(j)]);
+      }
+    }
+  });
+  return result;
+}
+
+// The reshape primitive directly (not the public builder), skipping no-ops.
+Array reshape_to(const Array& x, const Shape& shape, Location where) {
+  if (detail::impl_of(x, "reshape", where).type.shape == shape) return x;
+  ir::Attributes attrs;
+  attrs.shape = shape;
+  return detail::apply(Primitive::reshape, {x}, std::move(attrs), where);
+}
+
+}  // namespace
+
+void register_matmul_rules(RuleTable& table) {
+  table[static_cast<size_t>(Primitive::matmul)] = {&infer_matmul, &evaluate_matmul, nullptr};
+}
+
+}  // namespace ops
+
+Array matmul(const Array& a, const Array& b, Location where) {
+  const auto& a_type = detail::impl_of(a, "matmul", where).type;
+  const auto& b_type = detail::impl_of(b, "matmul", where).type;
+  int operand_index = 0;
+  for (const auto* type : {&a_type, &b_type}) {
+    if (type->ndim() == 0)
+      detail::raise("matmul",
+                    "input operand " + std::to_string(operand_index) +
+                        " does not have enough dimensions: " + type->to_string() + " is 0-d",
+                    where, "matmul needs operands of rank >= 1; to scale by a scalar use mul (or *)");
+    ++operand_index;
+  }
+  auto describe_operands = [&] { return a_type.to_string() + " @ " + b_type.to_string(); };
+
+  // NumPy: a 1-d left operand is a row [1, k], a 1-d right operand a column [k, 1].
+  Shape a_shape = a_type.shape, b_shape = b_type.shape;
+  bool a_vector = a_shape.size() == 1, b_vector = b_shape.size() == 1;
+  if (a_vector) a_shape.insert(a_shape.begin(), 1);
+  if (b_vector) b_shape.push_back(1);
+  int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
+  int64_t b_k = b_shape[b_shape.size() - 2], n = b_shape.back();
+  if (k != b_k)
+    detail::raise("matmul",
+                  "contraction dimensions differ: " + describe_operands() + " contracts " + std::to_string(k) +
+                      " with " + std::to_string(b_k),
+                  where,
+                  "the last axis of the first operand must equal the " +
+                      std::string(b_vector ? "length of the 1-d second operand" : "second-to-last axis of the second") +
+                      "; transpose one operand?");
+
+  Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
+  size_t batch_rank = std::max(a_batch.size(), b_batch.size());
+  for (size_t i = 0; i < batch_rank; ++i) {
+    int64_t da = i < batch_rank - a_batch.size() ? 1 : a_batch[i - (batch_rank - a_batch.size())];
+    int64_t db = i < batch_rank - b_batch.size() ? 1 : b_batch[i - (batch_rank - b_batch.size())];
+    if (da != db && da != 1 && db != 1)
+      detail::raise("matmul",
+                    "batch dimensions do not broadcast: " + describe_operands() + " has batch shapes " +
+                        shape_string(a_batch) + " and " + shape_string(b_batch),
+                    where, "batch dimensions (all but the last two) follow NumPy broadcasting: equal or 1");
+  }
+  Shape batch = ops::broadcast_shapes(a_batch, b_batch, "matmul", where);
+
+  ops::TypeClass target = ops::promote({a_type.dtype, a_type.weak}, {b_type.dtype, b_type.weak});
+  auto prepare = [&](const Array& x, const Shape& matrix_shape, Shape full_shape) {
+    Array converted = ops::convert_to(x, target.dtype, target.weak, where);
+    full_shape.insert(full_shape.begin(), batch.begin(), batch.end());
+    return ops::broadcast_to_shape(ops::reshape_to(converted, matrix_shape, where), full_shape, where);
+  };
+  Array lhs = prepare(a, a_shape, {m, k});
+  Array rhs = prepare(b, b_shape, {k, n});
+  Array product = detail::apply(ops::Primitive::matmul, {lhs, rhs}, {}, where);
+
+  // Drop the dims that 1-d operands gained.
+  Shape out_shape = batch;
+  if (!a_vector) out_shape.push_back(m);
+  if (!b_vector) out_shape.push_back(n);
+  return ops::reshape_to(product, out_shape, where);
+}
+
+}  // namespace kiln

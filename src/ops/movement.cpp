@@ -2,8 +2,18 @@
 // pad, reverse — shape rules, reference kernels and public builders
 // (reshape, transpose, broadcast_to, expand_dims, squeeze, slice,
 // concatenate, stack, pad, flip).
+//
+// The primitives take canonical attributes (non-negative, in range, sorted);
+// the builders turn NumPy-style arguments into them, report mistakes with
+// the user's line, and skip recording a node when the result would equal x.
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <optional>
+
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "ops/axes.h"
 #include "ops/elementwise.h"
 #include "trace/apply.h"
 
@@ -11,7 +21,125 @@ namespace kiln {
 namespace ops {
 namespace {
 
+void expect_arity(const Node& node, size_t count, size_t expected) {
+  if (count != expected)
+    detail::raise(ir::primitive_name(node.op),
+                  "takes " + std::to_string(expected) + " operand(s), got " + std::to_string(count), node.where);
+}
+
+/// The number of elements of `shape` (extents >= 0), or nullopt when it does
+/// not fit in int64 — such a shape cannot match any array that exists.
+std::optional<int64_t> checked_size(const Shape& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  int64_t size = 1;
+  for (int64_t extent : shape)
+    if (__builtin_mul_overflow(size, extent, &size)) return std::nullopt;
+  return size;
+}
+
+bool all_non_negative(const std::vector<int64_t>& values) {
+  return std::all_of(values.begin(), values.end(), [](int64_t v) { return v >= 0; });
+}
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t a = shape.size(); a-- > 0;) {
+    strides[a] = stride;
+    stride *= shape[a];
+  }
+  return strides;
+}
+
+/// Result element at multi-index `index` (row-major over `type.shape`) is x's
+/// element at offset base + sum(index[a] * steps[a]). Broadcast (step 0),
+/// transpose (permuted strides), slice (scaled strides) and reverse (negated
+/// strides) are all such gathers; their shape rules keep every offset in range.
+Array strided_gather(const Array& x, const AbstractValue& type, int64_t base, const std::vector<int64_t>& steps) {
+  const detail::ArrayImpl& source = *x.impl();
+  Array result = detail::allocate(type);
+  const Shape& shape = type.shape;
+  size_t rank = shape.size();
+  [[maybe_unused]] int64_t source_size = source.type.size();
+  detail::dispatch(type.dtype, [&]<class T>() {
+    const T* in = source.data<T>();
+    T* out = result.impl()->mutable_data<T>();
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t i = 0, n = type.size(); i < n; ++i) {
+      int64_t offset = base;
+      for (size_t a = 0; a < rank; ++a) offset += index[a] * steps[a];
+      assert(offset >= 0 && offset < source_size && "strided_gather: offset outside the source");
+      out[i] = in[offset];
+      for (size_t a = rank; a-- > 0;) {
+        if (++index[a] < shape[a]) break;
+        index[a] = 0;
+      }
+    }
+  });
+  return result;
+}
+
+// ---- reshape -------------------------------------------------------------------
+
+AbstractValue infer_reshape(const Node& node, std::span<const AbstractValue* const> inputs) {
+  expect_arity(node, inputs.size(), 1);
+  const AbstractValue& x = *inputs[0];
+  const Shape& target = node.attrs.shape;
+  if (!all_non_negative(target) || checked_size(target) != x.size())
+    detail::raise("reshape",
+                  "cannot reshape " + x.to_string() + " (" + std::to_string(x.size()) + " elements) into shape " +
+                      shape_string(target),
+                  node.where, "the number of elements must stay the same");
+  return {x.dtype, x.weak, target};
+}
+
+Array evaluate_reshape(const Node& node, std::span<const Array> inputs) {
+  Array result = detail::allocate(node.type);
+  // Row-major order is unchanged by a reshape: the bytes are the same.
+  size_t bytes = static_cast<size_t>(node.type.size()) * dtype_size(node.type.dtype);
+  if (bytes) std::memcpy(result.impl()->buffer->data(), inputs[0].impl()->buffer->data(), bytes);
+  return result;
+}
+
+std::string describe_reshape(const Node& node) { return "shape=" + shape_string(node.attrs.shape); }
+
+// ---- transpose -----------------------------------------------------------------
+
+bool is_permutation(const std::vector<int64_t>& perm, size_t rank) {
+  if (perm.size() != rank) return false;
+  std::vector<bool> seen(rank, false);
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(axis)]) return false;
+    seen[static_cast<size_t>(axis)] = true;
+  }
+  return true;
+}
+
+AbstractValue infer_transpose(const Node& node, std::span<const AbstractValue* const> inputs) {
+  expect_arity(node, inputs.size(), 1);
+  const AbstractValue& x = *inputs[0];
+  const std::vector<int64_t>& perm = node.attrs.ints;
+  if (!is_permutation(perm, x.shape.size()))
+    detail::raise("transpose", ints_string(perm) + " is not a permutation of the axes of " + x.to_string(), node.where,
+                  "list every axis 0.." + std::to_string(x.ndim() - 1) + " exactly once");
+  Shape shape(perm.size());
+  for (size_t a = 0; a < perm.size(); ++a) shape[a] = x.shape[static_cast<size_t>(perm[a])];
+  return {x.dtype, x.weak, shape};
+}
+
+Array evaluate_transpose(const Node& node, std::span<const Array> inputs) {
+  std::vector<int64_t> strides = row_major_strides(inputs[0].impl()->type.shape);
+  std::vector<int64_t> steps(strides.size());
+  for (size_t a = 0; a < steps.size(); ++a) steps[a] = strides[static_cast<size_t>(node.attrs.ints[a])];
+  return strided_gather(inputs[0], node.type, 0, steps);
+}
+
+std::string describe_transpose(const Node& node) { return "perm=" + ints_string(node.attrs.ints); }
+
+// ---- broadcast -----------------------------------------------------------------
+
 AbstractValue infer_broadcast(const Node& node, std::span<const AbstractValue* const> inputs) {
+  expect_arity(node, inputs.size(), 1);
   const AbstractValue& x = *inputs[0];
   const Shape& target = node.attrs.shape;
   bool ok = x.shape.size() <= target.size();
@@ -20,35 +148,177 @@ AbstractValue infer_broadcast(const Node& node, std::span<const AbstractValue* c
     ok = extent == 1 || extent == target[target.size() - 1 - i];
   }
   for (int64_t extent : target) ok = ok && extent >= 0;
-  if (!ok)
-    detail::raise("broadcast_to", "cannot broadcast " + x.to_string() + " to shape " + shape_string(target),
-                  node.where, "each trailing dimension must equal the target's or be 1");
+  if (!ok || !checked_size(target))
+    detail::raise("broadcast_to", "cannot broadcast " + x.to_string() + " to shape " + shape_string(target), node.where,
+                  "each trailing dimension must equal the target's or be 1");
   return {x.dtype, x.weak, target};
 }
 
 Array evaluate_broadcast(const Node& node, std::span<const Array> inputs) {
+  const Shape& in_shape = inputs[0].impl()->type.shape;
+  std::vector<int64_t> strides = row_major_strides(in_shape);
+  size_t offset = node.type.shape.size() - in_shape.size();
+  // Leading new axes and stretched axes of extent 1 do not move in the input.
+  std::vector<int64_t> steps(node.type.shape.size(), 0);
+  for (size_t a = 0; a < in_shape.size(); ++a) steps[a + offset] = in_shape[a] == 1 ? 0 : strides[a];
+  return strided_gather(inputs[0], node.type, 0, steps);
+}
+
+std::string describe_broadcast(const Node& node) { return "shape=" + shape_string(node.attrs.shape); }
+
+// ---- slice ---------------------------------------------------------------------
+
+/// Elements in [start, stop) taken every `step` (start <= stop, step >= 1).
+int64_t slice_extent(int64_t start, int64_t stop, int64_t step) {
+  return stop > start ? (stop - start - 1) / step + 1 : 0;
+}
+
+AbstractValue infer_slice(const Node& node, std::span<const AbstractValue* const> inputs) {
+  expect_arity(node, inputs.size(), 1);
+  const AbstractValue& x = *inputs[0];
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = x.shape.size();
+  bool ok = ints.size() == 3 * rank;
+  Shape shape(rank);
+  for (size_t a = 0; ok && a < rank; ++a) {
+    int64_t start = ints[a], stop = ints[rank + a], step = ints[2 * rank + a];
+    ok = 0 <= start && start <= stop && stop <= x.shape[a] && step >= 1;
+    if (ok) shape[a] = slice_extent(start, stop, step);
+  }
+  if (!ok)
+    detail::raise("slice", "bad start/stop/step " + ints_string(ints) + " for " + x.to_string(), node.where,
+                  "the primitive needs 0 <= start <= stop <= extent and step >= 1 per axis");
+  return {x.dtype, x.weak, shape};
+}
+
+Array evaluate_slice(const Node& node, std::span<const Array> inputs) {
+  std::vector<int64_t> strides = row_major_strides(inputs[0].impl()->type.shape);
+  size_t rank = strides.size();
+  int64_t base = 0;
+  std::vector<int64_t> steps(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    base += node.attrs.ints[a] * strides[a];
+    steps[a] = node.attrs.ints[2 * rank + a] * strides[a];
+  }
+  // An empty result reads nothing, and base may then sit one past the end.
+  if (node.type.size() == 0) return detail::allocate(node.type);
+  return strided_gather(inputs[0], node.type, base, steps);
+}
+
+std::string describe_slice(const Node& node) {
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = ints.size() / 3;
+  auto part = [&](size_t which) {
+    return ints_string(std::vector<int64_t>(ints.begin() + static_cast<std::ptrdiff_t>(which * rank),
+                                            ints.begin() + static_cast<std::ptrdiff_t>((which + 1) * rank)));
+  };
+  return "start=" + part(0) + " stop=" + part(1) + " step=" + part(2);
+}
+
+// ---- concatenate ---------------------------------------------------------------
+
+std::string types_string(std::span<const AbstractValue* const> inputs) {
+  std::string text;
+  for (size_t i = 0; i < inputs.size(); ++i) text += (i ? ", " : "") + inputs[i]->to_string();
+  return text;
+}
+
+AbstractValue infer_concatenate(const Node& node, std::span<const AbstractValue* const> inputs) {
+  if (inputs.empty()) detail::raise("concatenate", "needs at least one operand", node.where);
+  const AbstractValue& first = *inputs[0];
+  int64_t axis = node.attrs.ints.size() == 1 ? node.attrs.ints[0] : -1;
+  if (axis < 0 || axis >= first.ndim())
+    detail::raise("concatenate",
+                  "axis attribute " + ints_string(node.attrs.ints) + " is invalid for " + types_string(inputs),
+                  node.where);
+  Shape shape = first.shape;
+  bool weak = true;
+  shape[static_cast<size_t>(axis)] = 0;
+  for (const AbstractValue* input : inputs) {
+    bool same = input->dtype == first.dtype && input->ndim() == first.ndim();
+    for (size_t a = 0; same && a < shape.size(); ++a)
+      same = static_cast<int64_t>(a) == axis || input->shape[a] == first.shape[a];
+    if (!same)
+      detail::raise("concatenate",
+                    "operands must share dtype and all dimensions but axis " + std::to_string(axis) + ", got " +
+                        types_string(inputs),
+                    node.where);
+    if (__builtin_add_overflow(shape[static_cast<size_t>(axis)], input->shape[static_cast<size_t>(axis)],
+                               &shape[static_cast<size_t>(axis)]))
+      detail::raise("concatenate", "result is too large for " + types_string(inputs), node.where);
+    weak = weak && input->weak;
+  }
+  return {first.dtype, weak, shape};
+}
+
+Array evaluate_concatenate(const Node& node, std::span<const Array> inputs) {
+  Array result = detail::allocate(node.type);
+  const Shape& shape = node.type.shape;
+  size_t axis = static_cast<size_t>(node.attrs.ints[0]);
+  int64_t outer = 1, inner = 1;
+  for (size_t a = 0; a < axis; ++a) outer *= shape[a];
+  for (size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
+  size_t element = dtype_size(node.type.dtype);
+  auto* out = static_cast<unsigned char*>(result.impl()->buffer->data());
+  // Row-major: for each position before the axis, the inputs' blocks follow one another.
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Array& input : inputs) {
+      const detail::ArrayImpl& impl = *input.impl();
+      size_t block = static_cast<size_t>(impl.type.shape[axis] * inner) * element;
+      if (block == 0) continue;
+      std::memcpy(out, static_cast<const unsigned char*>(impl.buffer->data()) + static_cast<size_t>(o) * block, block);
+      out += block;
+    }
+  }
+  return result;
+}
+
+std::string describe_concatenate(const Node& node) { return "axis=" + std::to_string(node.attrs.ints.at(0)); }
+
+// ---- pad -----------------------------------------------------------------------
+
+AbstractValue infer_pad(const Node& node, std::span<const AbstractValue* const> inputs) {
+  expect_arity(node, inputs.size(), 2);
+  const AbstractValue& x = *inputs[0];
+  const AbstractValue& value = *inputs[1];
+  if (value.dtype != x.dtype || value.ndim() != 0)
+    detail::raise("pad",
+                  "padding value must be a 0-d " + std::string(dtype_name(x.dtype)) + " for " + x.to_string() +
+                      ", got " + value.to_string(),
+                  node.where);
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = x.shape.size();
+  bool ok = ints.size() == 2 * rank && all_non_negative(ints);
+  Shape shape(rank);
+  for (size_t a = 0; ok && a < rank; ++a)
+    ok = !__builtin_add_overflow(x.shape[a], ints[a], &shape[a]) &&
+         !__builtin_add_overflow(shape[a], ints[rank + a], &shape[a]);
+  if (!ok || !checked_size(shape))
+    detail::raise("pad", "bad padding lo..., hi... " + ints_string(ints) + " for " + x.to_string(), node.where,
+                  "the primitive needs one non-negative lo and hi per axis");
+  return {x.dtype, x.weak, shape};
+}
+
+Array evaluate_pad(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *inputs[0].impl();
   Array result = detail::allocate(node.type);
   const Shape& out_shape = node.type.shape;
   size_t rank = out_shape.size();
-  size_t offset = rank - x.type.shape.size();
-  // Strides of the input per output axis; 0 where the input is stretched.
-  std::vector<int64_t> strides(rank, 0);
-  int64_t stride = 1;
-  for (size_t i = x.type.shape.size(); i-- > 0;) {
-    strides[i + offset] = x.type.shape[i] == 1 ? 0 : stride;
-    stride *= x.type.shape[i];
-  }
-  detail::dispatch(x.type.dtype, [&]<class T>() {
-    const T* in = x.data<T>();
+  std::vector<int64_t> out_strides = row_major_strides(out_shape);
+  int64_t base = 0;
+  for (size_t a = 0; a < rank; ++a) base += node.attrs.ints[a] * out_strides[a];
+  detail::dispatch(node.type.dtype, [&]<class T>() {
     T* out = result.impl()->mutable_data<T>();
+    std::fill_n(out, node.type.size(), inputs[1].impl()->data<T>()[0]);
+    const T* in = x.data<T>();
+    // Scatter x's elements to their shifted positions in the result.
     std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0, n = node.type.size(); i < n; ++i) {
-      int64_t source = 0;
-      for (size_t a = 0; a < rank; ++a) source += index[a] * strides[a];
-      out[i] = in[source];
+    for (int64_t i = 0, n = x.type.size(); i < n; ++i) {
+      int64_t offset = base;
+      for (size_t a = 0; a < rank; ++a) offset += index[a] * out_strides[a];
+      out[offset] = in[i];
       for (size_t a = rank; a-- > 0;) {
-        if (++index[a] < out_shape[a]) break;
+        if (++index[a] < x.type.shape[a]) break;
         index[a] = 0;
       }
     }
@@ -56,18 +326,321 @@ Array evaluate_broadcast(const Node& node, std::span<const Array> inputs) {
   return result;
 }
 
-std::string describe_broadcast(const Node& node) { return "shape=" + shape_string(node.attrs.shape); }
+std::string describe_pad(const Node& node) {
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  auto middle = ints.begin() + static_cast<std::ptrdiff_t>(ints.size() / 2);
+  return "lo=" + ints_string(std::vector<int64_t>(ints.begin(), middle)) +
+         " hi=" + ints_string(std::vector<int64_t>(middle, ints.end()));
+}
+
+// ---- reverse -------------------------------------------------------------------
+
+AbstractValue infer_reverse(const Node& node, std::span<const AbstractValue* const> inputs) {
+  expect_arity(node, inputs.size(), 1);
+  const AbstractValue& x = *inputs[0];
+  const std::vector<int64_t>& axes = node.attrs.ints;
+  bool ok = std::is_sorted(axes.begin(), axes.end()) && std::adjacent_find(axes.begin(), axes.end()) == axes.end();
+  for (int64_t axis : axes) ok = ok && axis >= 0 && axis < x.ndim();
+  if (!ok)
+    detail::raise("reverse", "axes " + ints_string(axes) + " are invalid for " + x.to_string(), node.where,
+                  "the primitive needs sorted, distinct axes in range");
+  return x;
+}
+
+Array evaluate_reverse(const Node& node, std::span<const Array> inputs) {
+  const Shape& shape = node.type.shape;
+  std::vector<int64_t> steps = row_major_strides(shape);
+  int64_t base = 0;
+  for (int64_t axis : node.attrs.ints) {
+    size_t a = static_cast<size_t>(axis);
+    if (shape[a] == 0) return detail::allocate(node.type);
+    base += (shape[a] - 1) * steps[a];
+    steps[a] = -steps[a];
+  }
+  return strided_gather(inputs[0], node.type, base, steps);
+}
+
+std::string describe_reverse(const Node& node) { return "axes=" + ints_string(node.attrs.ints); }
+
+// ---- helpers for the builders ----------------------------------------------------
+
+const detail::AbstractValue& type_of(const Array& x, const char* operation, Location where) {
+  return detail::impl_of(x, operation, where).type;
+}
+
+std::string array_types_string(const std::vector<Array>& xs, const char* operation, Location where) {
+  std::string text;
+  for (size_t i = 0; i < xs.size(); ++i) text += (i ? ", " : "") + type_of(xs[i], operation, where).to_string();
+  return text;
+}
+
+Array apply_with_ints(Primitive op, std::span<const Array> inputs, std::vector<int64_t> ints, Location where) {
+  ir::Attributes attrs;
+  attrs.ints = std::move(ints);
+  return detail::apply(op, inputs, std::move(attrs), where);
+}
 
 }  // namespace
 
 void register_movement_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::broadcast)] = {&infer_broadcast, &evaluate_broadcast, &describe_broadcast};
+  auto set = [&](Primitive op, PrimitiveRules rules) { table[static_cast<size_t>(op)] = rules; };
+  set(Primitive::reshape, {&infer_reshape, &evaluate_reshape, &describe_reshape});
+  set(Primitive::transpose, {&infer_transpose, &evaluate_transpose, &describe_transpose});
+  set(Primitive::broadcast, {&infer_broadcast, &evaluate_broadcast, &describe_broadcast});
+  set(Primitive::slice, {&infer_slice, &evaluate_slice, &describe_slice});
+  set(Primitive::concatenate, {&infer_concatenate, &evaluate_concatenate, &describe_concatenate});
+  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad});
+  set(Primitive::reverse, {&infer_reverse, &evaluate_reverse, &describe_reverse});
 }
 
 }  // namespace ops
 
-Array broadcast_to(const Array& x, Shape shape, Location where) {
-  return ops::broadcast_to_shape(x, shape, where);
+using ops::Primitive;
+
+Array reshape(const Array& x, Shape shape, Location where) {
+  const auto& type = ops::type_of(x, "reshape", where);
+  auto mismatch = [&](std::string_view hint) {
+    detail::raise("reshape",
+                  "cannot reshape " + type.to_string() + " (" + std::to_string(type.size()) + " elements) into shape " +
+                      shape_string(shape),
+                  where, hint);
+  };
+  std::optional<size_t> inferred;
+  Shape known;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    if (shape[a] == -1) {
+      if (inferred) mismatch("only one dimension may be -1");
+      inferred = a;
+    } else if (shape[a] < 0) {
+      mismatch("dimensions must be >= 0, or -1 for one inferred dimension");
+    } else {
+      known.push_back(shape[a]);
+    }
+  }
+  std::optional<int64_t> known_size = ops::checked_size(known);
+  if (inferred) {
+    // Like NumPy: with a zero among the other dimensions the -1 could be anything.
+    if (!known_size || *known_size == 0 || type.size() % *known_size != 0)
+      mismatch(known_size == 0 ? "-1 is ambiguous when another dimension is 0; give every extent"
+                               : "the product of the other dimensions must divide the number of elements");
+    shape[*inferred] = type.size() / *known_size;
+  } else if (known_size != type.size()) {
+    mismatch("the number of elements must stay the same");
+  }
+  if (shape == type.shape) return x;
+  ir::Attributes attrs;
+  attrs.shape = std::move(shape);
+  return detail::apply(Primitive::reshape, {x}, std::move(attrs), where);
+}
+
+Array transpose(const Array& x, std::vector<int64_t> perm, Location where) {
+  const auto& type = ops::type_of(x, "transpose", where);
+  int64_t rank = type.ndim();
+  std::vector<int64_t> given = perm;
+  if (perm.empty()) {
+    for (int64_t a = rank; a-- > 0;) perm.push_back(a);
+  } else {
+    // NumPy accepts negative axes in a permutation.
+    for (int64_t& axis : perm)
+      if (axis < 0 && axis >= -rank) axis += rank;
+  }
+  if (!ops::is_permutation(perm, static_cast<size_t>(rank)))
+    detail::raise("transpose", ops::ints_string(given) + " is not a permutation of the axes of " + type.to_string(),
+                  where, "list every axis 0.." + std::to_string(rank - 1) + " exactly once (negative axes allowed)");
+  bool identity = true;
+  for (int64_t a = 0; a < rank; ++a) identity = identity && perm[static_cast<size_t>(a)] == a;
+  if (identity) return x;
+  return ops::apply_with_ints(Primitive::transpose, std::span<const Array>(&x, 1), std::move(perm), where);
+}
+
+Array broadcast_to(const Array& x, Shape shape, Location where) { return ops::broadcast_to_shape(x, shape, where); }
+
+Array expand_dims(const Array& x, Axes axes, Location where) {
+  const auto& type = ops::type_of(x, "expand_dims", where);
+  if (axes.is_all())
+    detail::raise("expand_dims", "needs explicit axes for " + type.to_string(), where,
+                  "name the new axes, e.g. expand_dims(x, 0)");
+  int64_t out_rank = type.ndim() + static_cast<int64_t>(axes.list().size());
+  // Axes index the result, as in NumPy: -1 is the new last axis.
+  std::vector<bool> is_new(static_cast<size_t>(out_rank), false);
+  for (int64_t axis : axes.list()) {
+    if (axis < -out_rank || axis >= out_rank)
+      detail::raise("expand_dims",
+                    "axis " + std::to_string(axis) + " is out of range for " + type.to_string() + " with " +
+                        std::to_string(axes.list().size()) + " new axes (result rank " + std::to_string(out_rank) + ")",
+                    where, "valid axes are -" + std::to_string(out_rank) + " to " + std::to_string(out_rank - 1));
+    size_t position = static_cast<size_t>(axis < 0 ? axis + out_rank : axis);
+    if (is_new[position])
+      detail::raise("expand_dims", "repeated axis " + ops::ints_string(axes.list()) + " for " + type.to_string(), where,
+                    "list each new axis once");
+    is_new[position] = true;
+  }
+  Shape shape;
+  size_t next = 0;
+  for (bool added : is_new) shape.push_back(added ? 1 : type.shape[next++]);
+  return reshape(x, std::move(shape), where);
+}
+
+Array squeeze(const Array& x, Axes axes, Location where) {
+  const auto& type = ops::type_of(x, "squeeze", where);
+  std::vector<bool> drop(type.shape.size(), false);
+  if (axes.is_all()) {
+    for (size_t a = 0; a < type.shape.size(); ++a) drop[a] = type.shape[a] == 1;
+  } else {
+    for (int64_t axis : ops::normalize_axes(axes, type.ndim(), "squeeze", type.shape, where)) {
+      if (type.shape[static_cast<size_t>(axis)] != 1)
+        detail::raise("squeeze",
+                      "cannot squeeze axis " + std::to_string(axis) + " of " + type.to_string() + ": its extent is " +
+                          std::to_string(type.shape[static_cast<size_t>(axis)]) + ", not 1",
+                      where, "only axes of extent 1 can be removed; use slice or reshape otherwise");
+      drop[static_cast<size_t>(axis)] = true;
+    }
+  }
+  Shape shape;
+  for (size_t a = 0; a < type.shape.size(); ++a)
+    if (!drop[a]) shape.push_back(type.shape[a]);
+  return reshape(x, std::move(shape), where);
+}
+
+Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> stop, std::vector<int64_t> step,
+            Location where) {
+  const auto& type = ops::type_of(x, "slice", where);
+  size_t rank = type.shape.size();
+  auto too_long = [&](const std::vector<int64_t>& values, const char* what) {
+    if (values.size() > rank)
+      detail::raise("slice",
+                    std::string(what) + " " + ops::ints_string(values) + " has more entries than " + type.to_string() +
+                        " has axes",
+                    where, "give at most one entry per axis; omitted trailing axes are taken whole");
+  };
+  too_long(start, "start");
+  too_long(stop, "stop");
+  too_long(step, "step");
+  std::vector<int64_t> ints(3 * rank);
+  bool whole = true;
+  for (size_t a = 0; a < rank; ++a) {
+    int64_t extent = type.shape[a];
+    auto resolve = [&](const std::vector<int64_t>& values, int64_t fallback, const char* what) {
+      if (a >= values.size()) return fallback;
+      int64_t value = values[a];
+      if (value < -extent || value > extent)
+        detail::raise("slice",
+                      "static index out of range: " + std::string(what) + " " + std::to_string(value) + " for axis " +
+                          std::to_string(a) + " of " + type.to_string(),
+                      where, "valid values are -" + std::to_string(extent) + " to " + std::to_string(extent));
+      return value < 0 ? value + extent : value;
+    };
+    int64_t begin = resolve(start, 0, "start");
+    int64_t end = resolve(stop, extent, "stop");
+    int64_t stride = a < step.size() ? step[a] : 1;
+    if (stride <= 0)
+      detail::raise("slice",
+                    "step " + std::to_string(stride) + " for axis " + std::to_string(a) + " of " + type.to_string() +
+                        " must be >= 1",
+                    where, "to step backwards, flip the axis first: slice(flip(x, axis), ...)");
+    // NumPy gives an empty axis when start passes stop; the primitive wants start <= stop.
+    end = std::max(begin, end);
+    ints[a] = begin;
+    ints[rank + a] = end;
+    ints[2 * rank + a] = stride;
+    whole = whole && begin == 0 && end == extent && (stride == 1 || extent <= 1);
+  }
+  if (whole) return x;
+  return ops::apply_with_ints(Primitive::slice, std::span<const Array>(&x, 1), std::move(ints), where);
+}
+
+Array concatenate(const std::vector<Array>& xs, int64_t axis, Location where) {
+  if (xs.empty())
+    detail::raise("concatenate", "needs at least one array, got an empty list", where,
+                  "pass one or more arrays of one rank");
+  const auto& first = ops::type_of(xs[0], "concatenate", where);
+  std::string all = ops::array_types_string(xs, "concatenate", where);
+  if (first.ndim() == 0)
+    detail::raise("concatenate", "0-d arrays cannot be concatenated, got " + all, where,
+                  "use stack to join 0-d arrays into a 1-d array");
+  int64_t rank = first.ndim();
+  for (const Array& x : xs)
+    if (x.ndim() != rank)
+      detail::raise("concatenate", "arrays must have the same rank, got " + all, where,
+                    "reshape or expand_dims the arrays to one rank first");
+  axis = ops::normalize_axis(axis, rank, "concatenate", first.shape, where);
+  ops::TypeClass target{first.dtype, first.weak};
+  for (const Array& x : xs) {
+    const auto& type = x.impl()->type;
+    for (int64_t a = 0; a < rank; ++a)
+      if (a != axis && type.shape[static_cast<size_t>(a)] != first.shape[static_cast<size_t>(a)])
+        detail::raise("concatenate",
+                      "arrays must match in every dimension but axis " + std::to_string(axis) + ", got " + all, where,
+                      "dimension " + std::to_string(a) + " differs");
+    target = ops::promote(target, {type.dtype, type.weak});
+  }
+  if (xs.size() == 1) return ops::convert_to(xs[0], target.dtype, target.weak, where);
+  std::vector<Array> operands;
+  operands.reserve(xs.size());
+  for (const Array& x : xs) operands.push_back(ops::convert_to(x, target.dtype, target.weak, where));
+  return ops::apply_with_ints(Primitive::concatenate, operands, {axis}, where);
+}
+
+Array stack(const std::vector<Array>& xs, int64_t axis, Location where) {
+  if (xs.empty())
+    detail::raise("stack", "needs at least one array, got an empty list", where,
+                  "pass one or more arrays of one shape");
+  const auto& first = ops::type_of(xs[0], "stack", where);
+  std::string all = ops::array_types_string(xs, "stack", where);
+  for (const Array& x : xs)
+    if (x.shape() != first.shape)
+      detail::raise("stack", "arrays must have the same shape, got " + all, where,
+                    "reshape, slice or pad them to one shape first");
+  int64_t out_rank = first.ndim() + 1;
+  if (axis < -out_rank || axis >= out_rank)
+    detail::raise("stack",
+                  "axis " + std::to_string(axis) + " is out of range for stacking " + all + " (result rank " +
+                      std::to_string(out_rank) + ")",
+                  where, "valid axes are -" + std::to_string(out_rank) + " to " + std::to_string(out_rank - 1));
+  if (axis < 0) axis += out_rank;
+  std::vector<Array> expanded;
+  expanded.reserve(xs.size());
+  for (const Array& x : xs) expanded.push_back(expand_dims(x, axis, where));
+  return concatenate(expanded, axis, where);
+}
+
+Array pad(const Array& x, std::vector<int64_t> lo, std::vector<int64_t> hi, Scalar value, Location where) {
+  const auto& type = ops::type_of(x, "pad", where);
+  size_t rank = type.shape.size();
+  if (lo.size() != rank || hi.size() != rank)
+    detail::raise("pad",
+                  "needs one lo and one hi per axis of " + type.to_string() + ", got lo=" + ops::ints_string(lo) +
+                      " hi=" + ops::ints_string(hi),
+                  where, "give " + std::to_string(rank) + " entries in each list");
+  if (!ops::all_non_negative(lo) || !ops::all_non_negative(hi))
+    detail::raise(
+        "pad",
+        "negative padding lo=" + ops::ints_string(lo) + " hi=" + ops::ints_string(hi) + " for " + type.to_string(),
+        where, "padding must be >= 0; use slice to remove elements");
+  Shape padded = type.shape;
+  bool fits = true;
+  for (size_t a = 0; a < rank; ++a)
+    fits = fits && !__builtin_add_overflow(padded[a], lo[a], &padded[a]) &&
+           !__builtin_add_overflow(padded[a], hi[a], &padded[a]);
+  if (!fits || !ops::checked_size(padded))
+    detail::raise("pad",
+                  "padding lo=" + ops::ints_string(lo) + " hi=" + ops::ints_string(hi) + " of " + type.to_string() +
+                      " gives more elements than an array can hold",
+                  where);
+  bool nothing = std::all_of(lo.begin(), lo.end(), [](int64_t v) { return v == 0; }) &&
+                 std::all_of(hi.begin(), hi.end(), [](int64_t v) { return v == 0; });
+  if (nothing) return x;
+  std::vector<int64_t> ints = std::move(lo);
+  ints.insert(ints.end(), hi.begin(), hi.end());
+  Array fill = detail::literal(value, type.dtype, false, where);
+  return ops::apply_with_ints(Primitive::pad, std::vector<Array>{x, fill}, std::move(ints), where);
+}
+
+Array flip(const Array& x, Axes axes, Location where) {
+  const auto& type = ops::type_of(x, "flip", where);
+  std::vector<int64_t> normalized = ops::normalize_axes(axes, type.ndim(), "flip", type.shape, where);
+  if (normalized.empty()) return x;
+  return ops::apply_with_ints(Primitive::reverse, std::span<const Array>(&x, 1), std::move(normalized), where);
 }
 
 }  // namespace kiln

@@ -26,7 +26,8 @@ def main(directory):
             try:
                 with np.errstate(all="ignore"):
                     result = np.asarray(eval(expression, scope))
-                np.save(os.path.join(directory, "out_%s.npy" % index), np.ascontiguousarray(result))
+                # np.ascontiguousarray would turn a 0-d result into shape (1,).
+                np.save(os.path.join(directory, "out_%s.npy" % index), np.asarray(result, order="C"))
             except Exception:  # the test decides whether NumPy rejecting the case is expected
                 with open(os.path.join(directory, "err_%s.txt" % index), "w") as error:
                     error.write(traceback.format_exc())

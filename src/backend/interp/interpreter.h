@@ -2,6 +2,7 @@
 // reference kernels. It is the oracle compiled code is tested against.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -12,5 +13,20 @@ namespace kiln::interp {
 /// Runs `graph` on concrete `arguments` and `captures` (in the graph's order).
 /// Throws kiln::Error when their number or abstract values do not match.
 std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments, std::span<const Array> captures);
+
+/// A graph prepared for repeated runs: small subgraphs that depend on no
+/// input (literals and what is computed from them alone) are evaluated once,
+/// and each value's last use is known in advance.
+class Program {
+ public:
+  explicit Program(std::shared_ptr<const ir::Graph> graph);
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures) const;
+
+ private:
+  std::shared_ptr<const ir::Graph> graph_;
+  std::vector<Array> constants_;        // by node id; empty where not constant
+  std::vector<ir::ValueId> schedule_;   // nodes evaluated per run, in order
+  std::vector<size_t> last_use_;        // by node id: last schedule position reading it
+};
 
 }  // namespace kiln::interp

@@ -1,0 +1,33 @@
+// Side-by-side measurement on top of Google Benchmark: every workload runs
+// with repetitions in one process, and the report prints min and median per
+// call plus each ratio next to its goal.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::bench {
+
+struct Timing {
+  double min_seconds = 0;     // per call, best repetition
+  double median_seconds = 0;  // per call, median repetition
+};
+
+/// Registers `body` (one call per iteration) under `name`.
+void add(const std::string& name, std::function<void()> body);
+/// Runs everything registered (respecting --benchmark_filter etc.).
+void run_all(int argc, char** argv);
+/// The timing of a registered workload after run_all; throws if it did not run.
+Timing timing(const std::string& name);
+bool ran(const std::string& name);
+
+/// Prints "label: ours / theirs = ratio (goal ...)" using medians and mins.
+/// `lower_is_better_goal` is the largest acceptable ours/theirs time ratio.
+void compare(const std::string& label, const std::string& ours, const std::string& theirs, double max_time_ratio,
+             const std::string& goal_text);
+/// Prints an absolute figure against an absolute goal (seconds per unit).
+void absolute(const std::string& label, double seconds_min, double seconds_median, double goal_seconds,
+              const std::string& unit);
+
+}  // namespace kiln::bench

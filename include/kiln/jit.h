@@ -1,0 +1,328 @@
+// kiln::jit: trace a function once per signature, compile its graph once per
+// process, and explain every compile.
+//
+//   auto step = kiln::jit(train_step, {.name = "step", .donate_argnums = {0}});
+//   auto [params, loss] = step(params, batch);
+//   step.stats().compiles; step.last_miss_explanation();
+//
+// Array leaves of the arguments are dynamic (their dtype, shape and weak flag
+// are part of the key); every other leaf (numbers, strings, enums) is static
+// (its value is part of the key). A number passed where a non-generic
+// function's parameter is an Array becomes a dynamic, weakly typed scalar.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/graph.h"
+#include "kiln/tree.h"
+
+namespace kiln {
+
+/// How a callable with state (captures) is cached.
+enum class Captures {
+  Auto,     // captureless: by signature; stateful: re-traced every call, looked up by graph
+  Retrace,  // always re-trace, even captureless callables
+  Constant  // by signature even with state: captures are frozen at trace time
+};
+
+/// What a recompilation storm does.
+enum class OnStorm { Warn, Error, Generalize };
+
+struct JitOptions {
+  std::string name;                // default: the call site, file:line
+  std::vector<int> donate_argnums; // arguments whose arrays the call consumes
+  Captures captures = Captures::Auto;
+  int verify_every = 0;            // with Constant: re-trace every N-th hit, warn on a stale capture
+  int recompile_limit = 8;
+  OnStorm on_storm = OnStorm::Warn;
+  std::vector<std::pair<int, int>> dynamic_dims;  // (argument leaf, dimension); a later capability
+  std::string device = "cpu";
+};
+
+struct CacheStats {
+  int64_t calls = 0;
+  int64_t hits = 0;     // calls served by an executable this function already had
+  int64_t misses = 0;   // calls that needed an executable this function did not have
+  int64_t traces = 0;
+  int64_t compiles = 0; // executables actually compiled (not found in the process-wide cache)
+  int64_t persistent_hits = 0;
+  double compile_seconds = 0;
+  double trace_seconds = 0;
+};
+
+struct CacheLimits {
+  size_t per_function = 64;  // signature/graph entries kept per jitted function (LRU)
+  size_t graphs = 1024;      // executables kept process-wide (LRU)
+};
+
+void set_cache_limits(CacheLimits limits);
+CacheLimits cache_limits();
+/// Totals over every jitted function of the process.
+CacheStats global_cache_stats();
+/// Drops every process-wide executable (jitted objects keep theirs).
+void clear_graph_cache();
+
+namespace detail {
+
+/// A non-owning reference to a callable.
+template <class Signature>
+class FunctionRef;
+template <class R, class... A>
+class FunctionRef<R(A...)> {
+ public:
+  template <class F>
+  FunctionRef(F& fn) : object_(&fn), call_([](void* object, A... args) -> R {
+    return (*static_cast<F*>(object))(std::forward<A>(args)...);
+  }) {}
+  R operator()(A... args) const { return call_(object_, std::forward<A>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, A...);
+};
+
+/// The flattened arguments of one call.
+struct CallArguments {
+  std::string signature;            // bytes: structure, abstract values, static values
+  std::vector<Array> arrays;        // dynamic leaves, in order
+};
+
+/// One path-named piece of a signature, for explanations.
+struct SignatureToken {
+  enum class Kind { array, static_value, node } kind;
+  std::string path;   // e.g. `arg 1["tokens"]`
+  std::string text;   // abstract value, static value or container kind
+  uint64_t hash = 0;  // static values and nodes
+  size_t size = 0;    // nodes
+  Shape shape;        // arrays
+  DType dtype = DType::f32;
+  bool weak = false;
+};
+using SignatureDescription = std::vector<SignatureToken>;
+
+struct TraceOutcome {
+  std::vector<Array> outputs;
+  std::shared_ptr<const void> skeleton;  // the traced result, rebuilt with real outputs
+};
+
+struct CallResult {
+  std::vector<Array> outputs;
+  std::shared_ptr<const void> skeleton;
+};
+
+class JitFunction;
+
+/// The non-template part of a jitted object: caches, explanations, storms, stats.
+class JitCore {
+ public:
+  JitCore(JitOptions options, bool stateful, Location where);
+  ~JitCore();
+  CallResult call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                  FunctionRef<SignatureDescription()> describe);
+  Graph lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace);
+  CacheStats stats() const;
+  size_t cache_size() const;
+  std::string last_miss_explanation() const;
+  const std::string& name() const;
+
+ private:
+  std::unique_ptr<JitFunction> function_;
+};
+
+// ---- argument flattening -----------------------------------------------------------
+
+struct SignatureBuilder {
+  CallArguments& out;
+  void array(const Array& a);
+  void static_leaf(uint64_t hash, const std::string&);
+  void key(uint64_t hash, const std::string&);
+  void node(std::string_view kind, size_t size);
+  void enter(const std::string&) {}
+  void leave() {}
+};
+
+struct SignatureDescriber {
+  SignatureDescription tokens;
+  std::vector<std::string> path;
+  std::string current() const;
+  void array(const Array& a);
+  void static_leaf(uint64_t hash, const std::string& text);
+  void key(uint64_t, const std::string&) {}
+  void node(std::string_view kind, size_t size);
+  void enter(const std::string& segment) { path.push_back(segment); }
+  void leave() { path.pop_back(); }
+};
+
+/// A dynamic weakly typed 0-d array for a number passed as an Array parameter.
+Array weak_scalar(Scalar value);
+/// Marks the arrays of donated arguments as consumed by `function` (except
+/// those returned as outputs).
+void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function);
+bool tracing_active();
+
+// Parameter types of a non-generic callable, when they can be known.
+template <class F, class = void>
+struct ParameterTypes {
+  static constexpr bool known = false;
+};
+template <class F>
+struct ParameterTypes<F, std::void_t<decltype(&F::operator())>> : ParameterTypes<decltype(&F::operator())> {};
+template <class R, class... P>
+struct ParameterTypes<R (*)(P...)> {
+  static constexpr bool known = true;
+  using types = std::tuple<std::remove_cvref_t<P>...>;
+};
+template <class R, class... P>
+struct ParameterTypes<R(P...)> : ParameterTypes<R (*)(P...)> {};
+template <class C, class R, class... P>
+struct ParameterTypes<R (C::*)(P...) const> : ParameterTypes<R (*)(P...)> {};
+template <class C, class R, class... P>
+struct ParameterTypes<R (C::*)(P...)> : ParameterTypes<R (*)(P...)> {};
+
+/// The value passed for parameter I: a number meant for an Array parameter
+/// becomes a weak dynamic scalar; everything else passes through.
+template <class F, size_t I, class A>
+decltype(auto) adapt_argument(const A& argument) {
+  if constexpr (ParameterTypes<F>::known && Number<A>) {
+    using Types = typename ParameterTypes<F>::types;
+    if constexpr (I < std::tuple_size_v<Types> && std::is_same_v<std::tuple_element_t<I, Types>, Array>) {
+      return weak_scalar(Scalar(argument));
+    } else {
+      return (argument);
+    }
+  } else {
+    return (argument);
+  }
+}
+
+}  // namespace detail
+
+/// A jitted callable. Copies share one cache.
+template <class F>
+class Jitted {
+ public:
+  Jitted(F fn, JitOptions options, Location where)
+      : fn_(std::make_shared<F>(std::move(fn))),
+        core_(std::make_shared<detail::JitCore>(std::move(options), is_stateful(), where)) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    return call(std::index_sequence_for<Args...>(), args...);
+  }
+
+  CacheStats stats() const { return core_->stats(); }
+  size_t cache_size() const { return core_->cache_size(); }
+  std::string last_miss_explanation() const { return core_->last_miss_explanation(); }
+  const std::string& name() const { return core_->name(); }
+
+  /// The graph `fn` traces to for these arguments (nothing is compiled or run).
+  template <class... Args>
+  Graph lower(const Args&... args) const {
+    return lower_adapted(std::index_sequence_for<Args...>(), args...);
+  }
+
+ private:
+  static constexpr bool is_stateful() {
+    return !(std::is_empty_v<F> || std::is_function_v<std::remove_pointer_t<F>>);
+  }
+
+  template <size_t... I, class... Args>
+  Graph lower_adapted(std::index_sequence<I...>, const Args&... args) const {
+    return lower_impl(detail::adapt_argument<F, I>(args)...);
+  }
+
+  template <class... Args>
+  static detail::CallArguments flatten(const Args&... args) {
+    detail::CallArguments arguments;
+    detail::SignatureBuilder builder{arguments};
+    ((arguments.signature.push_back('P'), TreeTraits<Args>::visit(args, builder)), ...);
+    return arguments;
+  }
+
+  template <class... Args>
+  auto make_trace(const Args&... args) const {
+    return [this, &args...](detail::TraceSession& session) {
+      auto placeholder = [&](const Array& a) { return session.argument(a); };
+      std::tuple<Args...> traced{TreeTraits<Args>::map_arrays(args, placeholder)...};
+      using Result = std::remove_cvref_t<decltype(std::apply(*fn_, traced))>;
+      auto result = std::make_shared<Result>(std::apply(*fn_, traced));
+      detail::TraceOutcome outcome;
+      outcome.outputs = tree_leaves(*result);
+      outcome.skeleton = std::move(result);
+      return outcome;
+    };
+  }
+
+  template <class... Args>
+  Graph lower_impl(const Args&... args) const {
+    detail::CallArguments arguments = flatten(args...);
+    auto trace = make_trace(args...);
+    return core_->lower(arguments, trace);
+  }
+
+  template <size_t... I, class... Args>
+  auto call(std::index_sequence<I...>, const Args&... unadapted) const {
+    return call_adapted(detail::adapt_argument<F, I>(unadapted)...);
+  }
+
+  template <class... Args>
+  auto call_adapted(const Args&... args) const {
+    using Result = std::remove_cvref_t<std::invoke_result_t<F&, const Args&...>>;
+    // Inside another trace (jit under grad, nested jit) the function is inlined.
+    if (detail::tracing_active()) return Result((*fn_)(args...));
+    detail::CallArguments arguments = flatten(args...);
+    auto trace = make_trace(args...);
+    auto describe = [&] {
+      detail::SignatureDescriber describer;
+      size_t index = 0;
+      ((describer.enter("arg " + std::to_string(index++)), TreeTraits<Args>::visit(args, describer),
+        describer.leave()),
+       ...);
+      return std::move(describer.tokens);
+    };
+    detail::CallResult result = core_->call(arguments, trace, describe);
+    if (!donated_.empty()) donate(result.outputs, args...);
+    const auto& skeleton = *static_cast<const Result*>(result.skeleton.get());
+    size_t next = 0;
+    auto fill = [&](const Array&) { return result.outputs[next++]; };
+    return TreeTraits<Result>::map_arrays(skeleton, fill);
+  }
+
+  template <class... Args>
+  void donate(const std::vector<Array>& outputs, const Args&... args) const {
+    std::vector<Array> consumed;
+    int index = 0;
+    ((std::find(donated_.begin(), donated_.end(), index++) != donated_.end()
+          ? (void)[&] {
+              for (Array& leaf : tree_leaves(args)) consumed.push_back(std::move(leaf));
+            }()
+          : (void)0),
+     ...);
+    detail::mark_donated(consumed, outputs, core_->name());
+  }
+
+  std::shared_ptr<F> fn_;
+  std::shared_ptr<detail::JitCore> core_;
+  std::vector<int> donated_;
+
+  template <class G>
+  friend Jitted<G> jit(G fn, JitOptions options, Location where);
+};
+
+/// Wraps `fn` so calls trace once per signature and run compiled code.
+template <class F>
+Jitted<F> jit(F fn, JitOptions options = {}, Location where = Location::current()) {
+  std::vector<int> donated = options.donate_argnums;
+  Jitted<F> jitted(std::move(fn), std::move(options), where);
+  jitted.donated_ = std::move(donated);
+  return jitted;
+}
+
+}  // namespace kiln

@@ -1,0 +1,40 @@
+// Observability: every trace, compile, cache hit, execution and storm is an
+// event that subscribers receive and KILN_LOG prints.
+//
+// KILN_LOG=compiles,recompiles,storms,cache,all,none (default: storms).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace kiln::telemetry {
+
+enum class EventKind { trace, compile, cache_hit, persistent_hit, execute, storm };
+
+struct Event {
+  EventKind kind;
+  std::string function;  // the jitted function's name
+  std::string key;       // digest of the cache key, 16 hex digits
+  double seconds = 0;    // duration of the traced/compiled/executed step
+  std::string reason;    // for compiles and storms: why (the miss explanation)
+};
+
+std::string_view kind_name(EventKind kind);
+
+/// Receives every event until the returned handle is destroyed. Callbacks
+/// may run on any thread that calls a jitted function.
+class Subscription {
+ public:
+  Subscription() = default;
+  explicit Subscription(std::shared_ptr<void> token) : token_(std::move(token)) {}
+  void reset() { token_.reset(); }
+
+ private:
+  std::shared_ptr<void> token_;
+};
+
+[[nodiscard]] Subscription subscribe(std::function<void(const Event&)> callback);
+
+}  // namespace kiln::telemetry

@@ -1,0 +1,35 @@
+// The interpreter as a backend: "compiling" keeps the graph, running
+// interprets it. Compiled backends plug in behind the same interface.
+#include "backend/interp/interpreter.h"
+#include "runtime/executable.h"
+
+namespace kiln::runtime {
+
+namespace {
+class InterpretedGraph final : public Executable {
+ public:
+  explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : program_(std::move(graph)) {}
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const override {
+    return program_.run(arguments, implicit_inputs);
+  }
+  std::string_view backend() const override { return "interp"; }
+
+ private:
+  interp::Program program_;
+};
+
+class InterpreterBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "interp"; }
+  std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
+    return std::make_shared<InterpretedGraph>(std::move(graph));
+  }
+};
+}  // namespace
+
+const Backend& default_backend() {
+  static const InterpreterBackend backend;
+  return backend;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,124 @@
+// Process-wide graph -> executable cache (see the header).
+#include "cache/graph_cache.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+namespace kiln::cache {
+
+namespace {
+
+struct Slot {
+  std::shared_ptr<const ir::Graph> graph;
+  std::shared_ptr<const runtime::Executable> executable;  // null while compiling
+  std::list<Slot*>::iterator recency;
+};
+
+class GraphCache {
+ public:
+  GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph) {
+    uint64_t key = graph_key(*graph);
+    std::vector<Scalar> literals = graph->literal_values();
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      Slot* slot = find(key, *graph, literals);
+      if (!slot) break;
+      if (slot->executable) {
+        touch(slot);
+        return {slot->executable, false, 0, key};
+      }
+      // Another thread is compiling this graph: wait for it.
+      compiled_.wait(lock);
+    }
+    auto slot = std::make_unique<Slot>();
+    slot->graph = graph;
+    Slot* placeholder = slot.get();
+    slots_.emplace(key, std::move(slot));
+    lock.unlock();
+
+    std::shared_ptr<const runtime::Executable> executable;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      executable = runtime::default_backend().compile(graph);
+    } catch (...) {
+      lock.lock();
+      erase(placeholder, key);
+      compiled_.notify_all();
+      throw;
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    lock.lock();
+    placeholder->executable = executable;
+    recency_.push_front(placeholder);
+    placeholder->recency = recency_.begin();
+    evict();
+    compiled_.notify_all();
+    return {executable, true, seconds, key};
+  }
+
+  size_t size() {
+    std::lock_guard lock(mutex_);
+    return slots_.size();
+  }
+
+  void set_limit(size_t limit) {
+    std::lock_guard lock(mutex_);
+    limit_ = limit;
+    evict();
+  }
+
+ private:
+  Slot* find(uint64_t key, const ir::Graph& graph, const std::vector<Scalar>& literals) {
+    auto [begin, end] = slots_.equal_range(key);
+    for (auto it = begin; it != end; ++it)
+      if (it->second->graph->structurally_equal(graph) && it->second->graph->literal_values() == literals)
+        return it->second.get();
+    return nullptr;
+  }
+
+  void touch(Slot* slot) { recency_.splice(recency_.begin(), recency_, slot->recency); }
+
+  void erase(Slot* slot, uint64_t key) {
+    auto [begin, end] = slots_.equal_range(key);
+    for (auto it = begin; it != end; ++it)
+      if (it->second.get() == slot) {
+        slots_.erase(it);
+        return;
+      }
+  }
+
+  void evict() {
+    while (recency_.size() > limit_) {
+      Slot* oldest = recency_.back();
+      recency_.pop_back();
+      erase(oldest, graph_key(*oldest->graph));
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable compiled_;
+  std::unordered_multimap<uint64_t, std::unique_ptr<Slot>> slots_;
+  std::list<Slot*> recency_;  // compiled slots, most recent first
+  size_t limit_ = CacheLimits{}.graphs;
+};
+
+GraphCache& instance() {
+  static GraphCache cache;
+  return cache;
+}
+
+}  // namespace
+
+uint64_t graph_key(const ir::Graph& graph) {
+  return graph.structure_hash() * 0x9e3779b97f4a7c15ull ^ graph.literal_hash();
+}
+
+GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph) { return instance().get_or_compile(graph); }
+size_t graph_cache_size() { return instance().size(); }
+void set_graph_cache_limit(size_t limit) { instance().set_limit(limit); }
+
+}  // namespace kiln::cache

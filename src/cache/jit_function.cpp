@@ -1,0 +1,477 @@
+// The per-function cache (see the header). Lookups and bookkeeping happen
+// under the function's mutex; tracing, compiling and running do not.
+#include "cache/jit_function.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "cache/explain.h"
+#include "cache/graph_cache.h"
+#include "core/error_format.h"
+#include "telemetry/telemetry.h"
+#include "trace/trace.h"
+
+namespace kiln {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Process-wide totals; atomics keep the hit path free of a shared lock.
+struct GlobalStats {
+  std::atomic<int64_t> calls{0}, hits{0}, misses{0}, traces{0}, compiles{0}, persistent_hits{0};
+  std::atomic<double> compile_seconds{0}, trace_seconds{0};
+};
+
+struct GlobalState {
+  std::mutex mutex;
+  GlobalStats stats;
+  CacheLimits limits;
+};
+
+GlobalState& global() {
+  static GlobalState state;
+  return state;
+}
+
+void add_global(const CacheStats& delta) {
+  GlobalStats& g = global().stats;
+  constexpr auto relaxed = std::memory_order_relaxed;
+  if (delta.calls) g.calls.fetch_add(delta.calls, relaxed);
+  if (delta.hits) g.hits.fetch_add(delta.hits, relaxed);
+  if (delta.misses) g.misses.fetch_add(delta.misses, relaxed);
+  if (delta.traces) g.traces.fetch_add(delta.traces, relaxed);
+  if (delta.compiles) g.compiles.fetch_add(delta.compiles, relaxed);
+  if (delta.persistent_hits) g.persistent_hits.fetch_add(delta.persistent_hits, relaxed);
+  if (delta.compile_seconds != 0) g.compile_seconds.fetch_add(delta.compile_seconds, relaxed);
+  if (delta.trace_seconds != 0) g.trace_seconds.fetch_add(delta.trace_seconds, relaxed);
+}
+
+std::string ordinal(int64_t n) {
+  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+  return std::to_string(n) + suffix;
+}
+
+constexpr size_t evicted_memory = 4096;
+}  // namespace
+
+void set_cache_limits(CacheLimits limits) {
+  {
+    std::lock_guard lock(global().mutex);
+    global().limits = limits;
+  }
+  cache::set_graph_cache_limit(limits.graphs);
+}
+
+CacheLimits cache_limits() {
+  std::lock_guard lock(global().mutex);
+  return global().limits;
+}
+
+CacheStats global_cache_stats() {
+  const GlobalStats& g = global().stats;
+  return CacheStats{g.calls.load(), g.hits.load(), g.misses.load(), g.traces.load(), g.compiles.load(),
+                    g.persistent_hits.load(), g.compile_seconds.load(), g.trace_seconds.load()};
+}
+
+void clear_graph_cache() {
+  cache::set_graph_cache_limit(0);
+  cache::set_graph_cache_limit(cache_limits().graphs);
+}
+
+namespace detail {
+
+JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
+    : options_(std::move(options)), stateful_(stateful), where_(where) {
+  name_ = options_.name.empty() ? location_string(where) : options_.name;
+}
+
+bool JitFunction::signature_mode() const {
+  return options_.captures == Captures::Constant || (options_.captures == Captures::Auto && !stateful_);
+}
+
+JitFunction::Traced JitFunction::run_trace(FunctionRef<TraceOutcome(TraceSession&)> trace) {
+  auto start = Clock::now();
+  TraceSession session(name_, where_);
+  TraceOutcome outcome = trace(session);
+  Traced traced{session.finish(outcome.outputs), session.captured(), std::move(outcome.skeleton)};
+  double seconds = seconds_since(start);
+  {
+    std::lock_guard lock(mutex_);
+    stats_.traces += 1;
+    stats_.trace_seconds += seconds;
+  }
+  add_global(CacheStats{.traces = 1, .trace_seconds = seconds});
+  if (telemetry::wanted(telemetry::EventKind::trace))
+    telemetry::emit({telemetry::EventKind::trace, name_, telemetry::digest(traced.graph.structure_hash()), seconds, ""});
+  return traced;
+}
+
+std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arguments,
+                                    const std::vector<Array>* captures, const std::vector<Array>* lifted) const {
+  const std::vector<Array>& bound_captures = captures ? *captures : entry.captures;
+  const std::vector<Array>& bound_lifted = lifted ? *lifted : entry.lifted_inputs;
+  bool timed = telemetry::wanted(telemetry::EventKind::execute);
+  auto start = timed ? Clock::now() : Clock::time_point{};
+  std::vector<Array> outputs;
+  if (bound_lifted.empty()) {
+    outputs = entry.executable->run(arguments.arrays, bound_captures);
+  } else {
+    std::vector<Array> implicit = bound_captures;
+    implicit.insert(implicit.end(), bound_lifted.begin(), bound_lifted.end());
+    outputs = entry.executable->run(arguments.arrays, implicit);
+  }
+  if (timed)
+    telemetry::emit({telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
+  return outputs;
+}
+
+CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                             FunctionRef<SignatureDescription()> describe) {
+  add_global(CacheStats{.calls = 1});
+  if (signature_mode()) {
+    std::shared_ptr<Entry> entry;
+    bool verify = false;
+    {
+      std::lock_guard lock(mutex_);
+      stats_.calls += 1;
+      auto found = by_signature_.find(arguments.signature);
+      if (found != by_signature_.end()) {
+        entry = found->second;
+        stats_.hits += 1;
+        touch(entry);
+        entry->hits += 1;
+        verify = options_.captures == Captures::Constant && options_.verify_every > 0 &&
+                 entry->hits % options_.verify_every == 0;
+      }
+    }
+    if (entry) {
+      add_global(CacheStats{.hits = 1});
+      if (telemetry::wanted(telemetry::EventKind::cache_hit))
+        telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(entry->executable_key), 0, "signature"});
+      if (!verify) return {run(*entry, arguments, nullptr, nullptr), entry->skeleton};
+      Traced fresh = run_trace(trace);
+      verify_frozen(*entry, fresh);
+      Admitted updated = admit(arguments, std::move(fresh), describe);
+      return {run(*updated.entry, arguments, nullptr, &updated.lifted_inputs), updated.entry->skeleton};
+    }
+  } else {
+    std::lock_guard lock(mutex_);
+    stats_.calls += 1;
+  }
+
+  auto start = Clock::now();
+  Traced traced = run_trace(trace);
+  double trace_seconds = seconds_since(start);
+  std::vector<Array> captures = traced.captures;
+  // A re-traced call binds what this trace captured and the numbers it saw,
+  // not what the entry froze.
+  Admitted admitted = admit(arguments, std::move(traced), describe);
+  CallResult result{run(*admitted.entry, arguments, &captures, &admitted.lifted_inputs), admitted.entry->skeleton};
+  if (!signature_mode()) note_call_time(seconds_since(start), trace_seconds);
+  return result;
+}
+
+std::shared_ptr<Entry> JitFunction::find_by_graph(uint64_t key, const ir::Graph& graph) const {
+  auto [begin, end] = by_graph_.equal_range(key);
+  for (auto it = begin; it != end; ++it)
+    if (it->second->lifted.graph->structurally_equal(graph) &&
+        it->second->lifted.graph->literal_values() == graph.literal_values())
+      return it->second;
+  return nullptr;
+}
+
+void JitFunction::touch(const std::shared_ptr<Entry>& entry) {
+  if (!entries_.empty() && entries_.front() == entry) return;  // the steady state of a hot loop
+  auto position = std::find(entries_.begin(), entries_.end(), entry);
+  if (position != entries_.end()) entries_.splice(entries_.begin(), entries_, position);
+}
+
+void JitFunction::insert(const std::shared_ptr<Entry>& entry, bool by_signature) {
+  entries_.push_front(entry);
+  by_graph_.emplace(entry->executable_key, entry);
+  if (by_signature) by_signature_[entry->signature] = entry;
+  size_t limit = std::max<size_t>(1, cache_limits().per_function);
+  while (entries_.size() > limit) {
+    std::shared_ptr<Entry> oldest = entries_.back();
+    entries_.pop_back();
+    std::erase_if(by_signature_, [&](const auto& item) { return item.second == oldest; });
+    for (auto it = by_graph_.begin(); it != by_graph_.end();)
+      it = it->second == oldest ? by_graph_.erase(it) : std::next(it);
+    for (std::string remembered : {oldest->signature, std::to_string(oldest->executable_key)}) {
+      if (evicted_.insert(remembered).second) evicted_order_.push_back(remembered);
+    }
+    while (evicted_order_.size() > evicted_memory) {
+      evicted_.erase(evicted_order_.front());
+      evicted_order_.pop_front();
+    }
+  }
+}
+
+std::string JitFunction::explain(const CallArguments& arguments, const SignatureDescription& description,
+                                 const ir::Graph& graph, std::string& hint, bool& same_signature,
+                                 const Entry*& closest) const {
+  std::vector<cache::Difference> best;
+  closest = nullptr;
+  for (const auto& entry : entries_) {
+    std::vector<cache::Difference> differences = entry->signature == arguments.signature
+                                                     ? cache::diff_graphs(*entry->traced, graph)
+                                                     : cache::diff_signatures(entry->description, description);
+    // Prefer fewer differences, then an entry with this very signature.
+    bool better = !closest || differences.size() < best.size() ||
+                  (differences.size() == best.size() && entry->signature == arguments.signature &&
+                   closest->signature != arguments.signature);
+    if (better) {
+      best = std::move(differences);
+      closest = entry.get();
+    }
+  }
+  same_signature = closest && closest->signature == arguments.signature;
+  if (best.empty()) {
+    hint = "nothing about the call changed; the executable was not in this function's cache";
+    return "no difference from a cached call was found";
+  }
+  std::string text;
+  for (size_t i = 0; i < best.size() && i < 8; ++i) text += (i ? "; " : "") + best[i].text;
+  if (best.size() > 8) text += "; and " + std::to_string(best.size() - 8) + " more";
+  hint = best.front().hint;
+  return text;
+}
+
+JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced,
+                                         FunctionRef<SignatureDescription()> describe) {
+  std::shared_ptr<const ir::Graph> graph = traced.graph.shared();
+  uint64_t structure = graph->structure_hash();
+  bool cacheable_by_signature = signature_mode() && (traced.captures.empty() || options_.captures == Captures::Constant);
+
+  std::unique_lock lock(mutex_);
+  auto lift_with = [&](const std::vector<bool>& sites) {
+    return std::any_of(sites.begin(), sites.end(), [](bool b) { return b; })
+               ? transform::lift_literals(*graph, sites)
+               : transform::LiftedGraph{graph, {}, {}};
+  };
+  transform::LiftedGraph lifted = lift_with(lifted_sites_[structure]);
+  uint64_t key = cache::graph_key(*lifted.graph);
+
+  if (std::shared_ptr<Entry> known = find_by_graph(key, *lifted.graph)) {
+    stats_.hits += 1;
+    add_global(CacheStats{.hits = 1});
+    touch(known);
+    if (cacheable_by_signature && !by_signature_.count(arguments.signature)) {
+      // Another signature (e.g. an unused static value) traced to this graph.
+      auto alias = std::make_shared<Entry>(*known);
+      alias->signature = arguments.signature;
+      alias->description = describe();
+      alias->captures = traced.captures;
+      alias->skeleton = traced.skeleton;
+      by_signature_[alias->signature] = alias;
+      lock.unlock();
+      if (telemetry::wanted(telemetry::EventKind::cache_hit))
+        telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, "graph"});
+      return {alias, transform::lifted_inputs(lifted)};
+    }
+    lock.unlock();
+    if (telemetry::wanted(telemetry::EventKind::cache_hit))
+      telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, "graph"});
+    // Same executable; this trace's result (static outputs) is the one to rebuild.
+    auto view = std::make_shared<Entry>(*known);
+    view->skeleton = traced.skeleton;
+    return {view, transform::lifted_inputs(lifted)};
+  }
+
+  // A miss: explain it against the closest entry, lift churning literals, watch for storms.
+  stats_.misses += 1;
+  add_global(CacheStats{.misses = 1});
+  SignatureDescription description = describe();
+  std::string explanation, hint;
+  bool same_signature = false;
+  bool lifting = false;
+  int64_t compile_number = stats_.misses;
+  if (!entries_.empty()) {
+    const Entry* closest = nullptr;
+    explanation = explain(arguments, description, *graph, hint, same_signature, closest);
+    if (evicted_.count(arguments.signature) || evicted_.count(std::to_string(key))) {
+      explanation = "this call's entry was evicted (least recently used; the limit is " +
+                    std::to_string(cache_limits().per_function) + " entries per function); " + explanation;
+      hint = "raise the limit with kiln::set_cache_limits if this function needs more entries";
+    }
+    // Literal lifting: the same structure with other numbers means those
+    // numbers churn; make them runtime inputs so the next value compiles nothing.
+    if (closest && closest->traced->structure_hash() == structure && closest->traced->structurally_equal(*graph)) {
+      std::vector<size_t> changed = cache::changed_literals(*closest->traced, *graph);
+      std::vector<bool>& sites = lifted_sites_[structure];
+      sites.resize(graph->literal_values().size(), false);
+      for (size_t k : changed) {
+        lifting |= !sites[k];
+        sites[k] = true;
+      }
+      if (lifting) {
+        lifted = lift_with(sites);
+        key = cache::graph_key(*lifted.graph);
+        explanation += " — lifted to a runtime input: further values will not compile";
+      }
+    }
+  }
+  bool over_limit = compile_number > options_.recompile_limit;
+  bool storm = (same_signature && !lifting) || over_limit;
+  if (storm && options_.on_storm == OnStorm::Generalize) {
+    std::vector<bool>& sites = lifted_sites_[structure];
+    sites.assign(graph->literal_values().size(), true);
+    lifted = lift_with(sites);
+    key = cache::graph_key(*lifted.graph);
+  }
+  std::string storm_text;
+  if (storm) {
+    storm_text = "recompilation storm in '" + name_ + "': " + ordinal(compile_number) + " compile" +
+                 (over_limit ? " (recompile_limit is " + std::to_string(options_.recompile_limit) + ")" : "") +
+                 (same_signature && !lifting ? " with the same argument signature as a cached entry" : "") + ": " +
+                 explanation + "\n  hint: " + hint;
+  }
+  if (!explanation.empty()) last_explanation_ = explanation + "\n  hint: " + hint;
+  bool report_storm = storm && !storm_reported_;
+  if (report_storm && options_.on_storm == OnStorm::Warn) storm_reported_ = true;
+  lock.unlock();
+
+  if (!explanation.empty())
+    telemetry::log(telemetry::log_recompiles,
+                   "'" + name_ + "' compiles again (" + ordinal(compile_number) + " compile): " + explanation +
+                       "\n  hint: " + hint);
+  if (storm) {
+    if (telemetry::wanted(telemetry::EventKind::storm))
+      telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(key), 0, storm_text});
+    if (options_.on_storm == OnStorm::Error)
+      throw StormError(format_error("jit", storm_text, where_, "fix the cause above, or raise recompile_limit"));
+    if (report_storm) telemetry::log(telemetry::log_storms, storm_text);
+  }
+
+  cache::GraphLookup lookup = cache::get_or_compile(lifted.graph);
+  auto entry = std::make_shared<Entry>();
+  entry->signature = arguments.signature;
+  entry->description = std::move(description);
+  entry->traced = graph;
+  entry->lifted = std::move(lifted);
+  entry->lifted_inputs = transform::lifted_inputs(entry->lifted);
+  entry->executable_key = lookup.key;
+  entry->executable = lookup.executable;
+  entry->captures = std::move(traced.captures);
+  entry->skeleton = std::move(traced.skeleton);
+
+  lock.lock();
+  if (lookup.compiled) {
+    stats_.compiles += 1;
+    stats_.compile_seconds += lookup.compile_seconds;
+  }
+  // A concurrent miss may have admitted the same graph meanwhile; keep one entry.
+  if (std::shared_ptr<Entry> raced = find_by_graph(entry->executable_key, *entry->lifted.graph)) {
+    if (cacheable_by_signature) by_signature_[arguments.signature] = raced;
+  } else {
+    insert(entry, cacheable_by_signature);
+  }
+  lock.unlock();
+  if (lookup.compiled) add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
+
+  std::string reason = explanation.empty() ? "first call" : explanation;
+  if (lookup.compiled) {
+    telemetry::log(telemetry::log_compiles, "compiled '" + name_ + "' (" + std::to_string(graph->nodes.size()) +
+                                                " nodes, key " + telemetry::digest(lookup.key) + ") in " +
+                                                std::to_string(lookup.compile_seconds * 1e3) + " ms: " + reason);
+    if (telemetry::wanted(telemetry::EventKind::compile))
+      telemetry::emit({telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
+  }
+  return {entry, entry->lifted_inputs};
+}
+
+void JitFunction::verify_frozen(const Entry& entry, const Traced& fresh) {
+  std::vector<cache::Difference> differences = cache::diff_graphs(*entry.traced, fresh.graph.ir());
+  const ir::Graph& graph = fresh.graph.ir();
+  for (size_t k = 0; k < entry.captures.size() && k < fresh.captures.size(); ++k)
+    if (entry.captures[k].impl() != fresh.captures[k].impl())
+      differences.push_back({"the array captured at " +
+                                 location_string(graph.nodes[static_cast<size_t>(graph.captures[k])].where) +
+                                 " is no longer the one frozen at trace time",
+                             ""});
+  if (differences.empty()) return;
+  std::string text = "stale capture in '" + name_ + "' (Captures::Constant): ";
+  for (size_t i = 0; i < differences.size(); ++i) text += (i ? "; " : "") + differences[i].text;
+  text += "\n  hint: calls between verifications used the frozen values; use Captures::Auto to re-trace every call";
+  {
+    std::lock_guard lock(mutex_);
+    last_explanation_ = text;
+  }
+  telemetry::log(telemetry::log_storms | telemetry::log_recompiles, text);
+  if (telemetry::wanted(telemetry::EventKind::storm))
+    telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(entry.executable_key), 0, text});
+  std::lock_guard lock(mutex_);
+  // The fresh trace replaces the stale entry for this signature.
+  by_signature_.erase(entry.signature);
+}
+
+void JitFunction::note_call_time(double call_seconds, double trace_seconds) {
+  constexpr int64_t calls_before_judging = 20;
+  constexpr double noticeable_share = 0.25;
+  std::string text;
+  {
+    std::lock_guard lock(mutex_);
+    if (retrace_cost_reported_) return;
+    timed_calls_ += 1;
+    timed_call_seconds_ += call_seconds;
+    timed_trace_seconds_ += trace_seconds;
+    if (timed_calls_ < calls_before_judging) return;
+    double share = timed_trace_seconds_ / timed_call_seconds_;
+    if (share < noticeable_share) return;
+    retrace_cost_reported_ = true;
+    char numbers[160];
+    std::snprintf(numbers, sizeof numbers, "%.0f%% of its call time (%.1f us of %.1f us per call)", share * 100,
+                  timed_trace_seconds_ / static_cast<double>(timed_calls_) * 1e6,
+                  timed_call_seconds_ / static_cast<double>(timed_calls_) * 1e6);
+    text = "'" + name_ + "' is re-traced on every call because it captures state; tracing takes " + numbers +
+           ". Pass the captured arrays as arguments to make it captureless, or use "
+           "JitOptions{.captures = kiln::Captures::Constant} if the captures never change";
+  }
+  telemetry::log(telemetry::log_recompiles | telemetry::log_cache, text);
+}
+
+Graph JitFunction::lower(CallArguments&, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+  TraceSession session(name_, where_);
+  TraceOutcome outcome = trace(session);
+  return session.finish(outcome.outputs);
+}
+
+CacheStats JitFunction::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+size_t JitFunction::cache_size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+std::string JitFunction::last_miss_explanation() const {
+  std::lock_guard lock(mutex_);
+  return last_explanation_;
+}
+
+// ---- JitCore: the handle the public template holds ------------------------------
+
+JitCore::JitCore(JitOptions options, bool stateful, Location where)
+    : function_(std::make_unique<JitFunction>(std::move(options), stateful, where)) {}
+JitCore::~JitCore() = default;
+CallResult JitCore::call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                         FunctionRef<SignatureDescription()> describe) {
+  return function_->call(arguments, trace, describe);
+}
+Graph JitCore::lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+  return function_->lower(arguments, trace);
+}
+CacheStats JitCore::stats() const { return function_->stats(); }
+size_t JitCore::cache_size() const { return function_->cache_size(); }
+std::string JitCore::last_miss_explanation() const { return function_->last_miss_explanation(); }
+const std::string& JitCore::name() const { return function_->name(); }
+
+}  // namespace detail
+}  // namespace kiln

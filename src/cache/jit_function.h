@@ -1,0 +1,97 @@
+// The per-function cache of a jitted object: signature entries over the
+// process-wide graph cache, literal lifting, miss explanations, storm
+// detection, statistics. See DESIGN §3 for the semantics.
+#pragma once
+
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/jit.h"
+#include "runtime/executable.h"
+#include "transform/literal_lifting.h"
+
+namespace kiln::detail {
+
+struct Entry {
+  std::string signature;
+  SignatureDescription description;
+  std::shared_ptr<const ir::Graph> traced;  // as traced: literal values and source lines
+  transform::LiftedGraph lifted;            // what was compiled
+  std::vector<Array> lifted_inputs;         // the lifted literals' values at trace time
+  uint64_t executable_key = 0;
+  std::shared_ptr<const runtime::Executable> executable;
+  std::vector<Array> captures;  // as traced; bound on signature hits (Constant freezes them)
+  std::shared_ptr<const void> skeleton;
+  int64_t hits = 0;
+};
+
+class JitFunction {
+ public:
+  JitFunction(JitOptions options, bool stateful, Location where);
+
+  CallResult call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                  FunctionRef<SignatureDescription()> describe);
+  Graph lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace);
+
+  CacheStats stats() const;
+  size_t cache_size() const;
+  std::string last_miss_explanation() const;
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Traced {
+    Graph graph;
+    std::vector<Array> captures;
+    std::shared_ptr<const void> skeleton;
+  };
+  Traced run_trace(FunctionRef<TraceOutcome(TraceSession&)> trace);
+  struct Admitted {
+    std::shared_ptr<Entry> entry;
+    std::vector<Array> lifted_inputs;  // this trace's values of the lifted literals
+  };
+  /// Finds or compiles the executable for a fresh trace and records the entry.
+  Admitted admit(CallArguments& arguments, Traced traced, FunctionRef<SignatureDescription()> describe);
+  std::vector<Array> run(const Entry& entry, const CallArguments& arguments, const std::vector<Array>* captures,
+                         const std::vector<Array>* lifted) const;
+  void verify_frozen(const Entry& entry, const Traced& fresh);
+  void note_call_time(double call_seconds, double trace_seconds);
+
+  // Under mutex_:
+  std::shared_ptr<Entry> find_by_graph(uint64_t key, const ir::Graph& graph) const;
+  void insert(const std::shared_ptr<Entry>& entry, bool by_signature);
+  /// Marks an entry most recently used.
+  void touch(const std::shared_ptr<Entry>& entry);
+  std::string explain(const CallArguments& arguments, const SignatureDescription& description, const ir::Graph& graph,
+                      std::string& hint, bool& same_signature, const Entry*& closest) const;
+
+  bool signature_mode() const;
+
+  JitOptions options_;
+  bool stateful_;
+  Location where_;
+  std::string name_;
+
+  mutable std::mutex mutex_;
+  std::list<std::shared_ptr<Entry>> entries_;  // most recently used first
+  std::unordered_map<std::string, std::shared_ptr<Entry>> by_signature_;
+  std::unordered_multimap<uint64_t, std::shared_ptr<Entry>> by_graph_;
+  std::map<uint64_t, std::vector<bool>> lifted_sites_;  // traced structure -> lifted literal ordinals
+  std::unordered_set<std::string> evicted_;             // signatures and graph keys that were evicted
+  std::deque<std::string> evicted_order_;
+  CacheStats stats_;
+  std::string last_explanation_;
+  bool storm_reported_ = false;
+  bool retrace_cost_reported_ = false;
+  int64_t timed_calls_ = 0;
+  double timed_call_seconds_ = 0;
+  double timed_trace_seconds_ = 0;
+};
+
+}  // namespace kiln::detail

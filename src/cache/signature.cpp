@@ -1,0 +1,104 @@
+// Flattening a call's arguments into a signature (the cache key's bytes) and,
+// on a miss only, into a path-named description for explanations.
+#include <cstring>
+
+#include "core/array_impl.h"
+#include "core/error_format.h"
+#include "kiln/jit.h"
+#include "trace/apply.h"
+#include "trace/trace.h"
+
+namespace kiln::detail {
+
+namespace {
+template <class T>
+void append(std::string& bytes, const T& value) {
+  bytes.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+}  // namespace
+
+void SignatureBuilder::array(const Array& a) {
+  const ArrayImpl& impl = impl_of(a, "jit", Location::current());
+  if (impl.trace && !impl.trace->alive) raise_leaked(impl, "jit", Location::current());
+  out.signature.push_back('A');
+  append(out.signature, impl.type.dtype);
+  append(out.signature, impl.type.weak);
+  append(out.signature, static_cast<uint8_t>(impl.type.shape.size()));
+  if (!impl.type.shape.empty())
+    out.signature.append(reinterpret_cast<const char*>(impl.type.shape.data()), impl.type.shape.size() * sizeof(int64_t));
+  out.arrays.push_back(a);
+}
+
+void SignatureBuilder::static_leaf(uint64_t hash, const std::string&) {
+  out.signature.push_back('S');
+  append(out.signature, hash);
+}
+
+void SignatureBuilder::key(uint64_t hash, const std::string&) {
+  out.signature.push_back('K');
+  append(out.signature, hash);
+}
+
+void SignatureBuilder::node(std::string_view kind, size_t size) {
+  out.signature.push_back('N');
+  out.signature.append(kind);
+  append(out.signature, size);
+}
+
+std::string SignatureDescriber::current() const {
+  std::string text;
+  for (size_t i = 0; i < path.size(); ++i) {
+    // "arg 1" then ["key"], [2], .field without spaces.
+    text += path[i];
+  }
+  return text;
+}
+
+void SignatureDescriber::array(const Array& a) {
+  const AbstractValue& type = a.impl()->type;
+  SignatureToken token{SignatureToken::Kind::array, current(), "array " + type.to_string()};
+  token.shape = type.shape;
+  token.dtype = type.dtype;
+  token.weak = type.weak;
+  tokens.push_back(std::move(token));
+}
+
+void SignatureDescriber::static_leaf(uint64_t hash, const std::string& text) {
+  SignatureToken token{SignatureToken::Kind::static_value, current(), text};
+  token.hash = hash;
+  tokens.push_back(std::move(token));
+}
+
+void SignatureDescriber::node(std::string_view kind, size_t size) {
+  SignatureToken token{SignatureToken::Kind::node, current(), std::string(kind)};
+  token.size = size;
+  token.hash = std::hash<std::string_view>{}(kind);
+  tokens.push_back(std::move(token));
+}
+
+Array weak_scalar(Scalar value) {
+  DType dtype = value.kind() == Scalar::Kind::floating  ? DType::f32
+                : value.kind() == Scalar::Kind::integer ? DType::i32
+                                                        : DType::bool_;
+  Scalar rounded = scalar_as(value, dtype);
+  Array result = allocate(AbstractValue{dtype, dtype != DType::bool_, {}});
+  switch (dtype) {
+    case DType::f32: *result.impl()->mutable_data<float>() = static_cast<float>(rounded.as_double()); break;
+    case DType::i32: *result.impl()->mutable_data<int32_t>() = static_cast<int32_t>(rounded.as_int()); break;
+    default: *result.impl()->mutable_data<bool>() = rounded.as_int() != 0; break;
+  }
+  return result;
+}
+
+void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function) {
+  auto message = std::make_shared<const std::string>("jitted '" + function + "'");
+  for (const Array& array : arrays) {
+    bool returned = false;
+    for (const Array& output : outputs) returned |= output.impl() == array.impl();
+    if (!returned && array.impl() && !array.impl()->trace) array.impl()->donated_to = message;
+  }
+}
+
+bool tracing_active() { return current_trace() != nullptr; }
+
+}  // namespace kiln::detail

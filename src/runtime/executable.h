@@ -1,0 +1,34 @@
+// The one interface between the cache and a backend: a compiled graph that
+// runs on concrete inputs. Inputs are, in order, the graph's explicit
+// arguments and then its implicit inputs (captures, lifted literals).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::runtime {
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  /// Thread-safe: many calls may run at once.
+  virtual std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const = 0;
+  virtual std::string_view backend() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  /// Compiles a verified graph; throws kiln::Error if it cannot.
+  virtual std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const = 0;
+};
+
+/// The backend jit compiles with (the reference interpreter for now).
+const Backend& default_backend();
+
+}  // namespace kiln::runtime

@@ -1,0 +1,359 @@
+// jit and its cache: exact compile counts, never-stale results, explanations,
+// storms, donation, telemetry, threads.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include <thread>
+
+#include "telemetry/telemetry.h"
+
+namespace kiln {
+namespace {
+
+std::string here(int line) { return "test_jit.cpp:" + std::to_string(line); }
+
+class Jit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    clear_graph_cache();
+    set_cache_limits(CacheLimits{});
+    telemetry::set_log_mask(0);
+  }
+  void TearDown() override { telemetry::set_log_mask(telemetry::log_storms); }
+  static int64_t global_compiles() { return global_cache_stats().compiles; }
+};
+
+Array sample_batch(int i) {
+  std::vector<float> values(16);
+  for (size_t k = 0; k < values.size(); ++k) values[k] = static_cast<float>(i) * 0.5f + static_cast<float>(k);
+  return array(values, {4, 4});
+}
+
+TEST_F(Jit, StatefulLambdaWithFreshCapturedBatchCompilesOnce) {
+  Array w = array(std::vector<float>(16, 0.25f), {4, 4});
+  Array batch;
+  auto loss = [&](const Array& weights) { return sum(matmul(batch, weights) * batch); };
+  auto jitted = jit(loss, {.name = "replay"});
+  for (int i = 0; i < 1000; ++i) {
+    batch = sample_batch(i);  // a fresh array each call, like a replay-buffer sample
+    Array got = jitted(w);
+    Array expected = loss(w);
+    ASSERT_EQ(got.item<float>(), expected.item<float>()) << "call " << i;
+  }
+  EXPECT_EQ(jitted.stats().compiles, 1);
+  EXPECT_EQ(jitted.stats().calls, 1000);
+  EXPECT_EQ(jitted.stats().traces, 1000);  // stateful: re-traced every call, looked up by graph
+  EXPECT_EQ(jitted.stats().hits, 999);
+  EXPECT_EQ(jitted.cache_size(), 1u);
+}
+
+Array affine(const Array& x) { return x * 3.0f + 1.0f; }
+
+TEST_F(Jit, JitCreatedInALoopCompilesOnce) {
+  int64_t before = global_compiles();
+  Array x = array({1.0f, 2.0f});
+  for (int i = 0; i < 100; ++i) {
+    auto f = jit([](const Array& v) { return exp(v) * 2.0f; });
+    EXPECT_EQ(f(x).to_vector<float>(), (exp(x) * 2.0f).to_vector<float>());
+  }
+  EXPECT_EQ(global_compiles() - before, 1);
+  for (int i = 0; i < 10; ++i) jit(&affine)(x);
+  EXPECT_EQ(global_compiles() - before, 2);
+}
+
+TEST_F(Jit, TwoFunctionsTracingToOneGraphCompileOnce) {
+  int64_t before = global_compiles();
+  auto f = jit([](const Array& v) { return v * v + 1.0f; });
+  auto g = jit([](const Array& u) { return u * u + 1.0f; });
+  Array x = array({3.0f});
+  EXPECT_EQ(f(x).item<float>(), 10.0f);
+  EXPECT_EQ(g(x).item<float>(), 10.0f);
+  EXPECT_EQ(global_compiles() - before, 1);
+  EXPECT_EQ(f.stats().compiles + g.stats().compiles, 1);
+}
+
+TEST_F(Jit, CapturedThresholdIsNeverStaleWithAuto) {
+  double threshold = 0.5;
+  Array x = array({0.25f, 0.75f, 1.5f});
+  auto clip_low = jit([&](const Array& v) { return where(v > threshold, v, 0.0f); });
+  for (double t : {0.5, 1.0, 0.1, 2.0, 0.5}) {
+    threshold = t;
+    EXPECT_EQ(clip_low(x).to_vector<float>(), where(x > t, x, 0.0f).to_vector<float>()) << "threshold " << t;
+  }
+  EXPECT_LE(clip_low.stats().compiles, 2);
+}
+
+TEST_F(Jit, ConstantCapturesReportStaleValuesWithTheirLine) {
+  double threshold = 0.5;
+  Array x = array({0.25f, 0.75f, 1.5f});
+  const int line = __LINE__ + 1;
+  auto f = jit([&](const Array& v) { return where(v > threshold, v, 0.0f); },
+               {.captures = Captures::Constant, .verify_every = 1});
+  f(x);
+  threshold = 1.0;
+  std::vector<telemetry::Event> storms;
+  auto subscription = telemetry::subscribe([&](const telemetry::Event& e) {
+    if (e.kind == telemetry::EventKind::storm) storms.push_back(e);
+  });
+  Array y = f(x);
+  ASSERT_EQ(storms.size(), 1u);
+  EXPECT_NE(storms[0].reason.find("stale capture"), std::string::npos) << storms[0].reason;
+  EXPECT_NE(storms[0].reason.find(here(line)), std::string::npos) << storms[0].reason;
+  EXPECT_NE(storms[0].reason.find("0.5 -> 1"), std::string::npos) << storms[0].reason;
+  EXPECT_NE(f.last_miss_explanation().find("0.5 -> 1"), std::string::npos) << f.last_miss_explanation();
+  // The verification re-traced, so this result is already fresh.
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 1.5f}));
+}
+
+TEST_F(Jit, ConstantWithoutVerificationKeepsFrozenCaptures) {
+  double scale = 2.0;
+  Array x = array({1.0f});
+  auto f = jit([&](const Array& v) { return v * scale; }, {.captures = Captures::Constant});
+  EXPECT_EQ(f(x).item<float>(), 2.0f);
+  scale = 3.0;
+  EXPECT_EQ(f(x).item<float>(), 2.0f);  // documented: Constant freezes what it traced
+  EXPECT_EQ(f.stats().traces, 1);
+}
+
+TEST_F(Jit, StepCounterIsLiftedAfterItsSecondValue) {
+  int step = 0;
+  Array x = array({1.0f, 2.0f});
+  const int line = __LINE__ + 1;
+  auto f = jit([&](const Array& v) { return v * step + 1.0f; }, {.name = "schedule"});
+  std::string second_explanation;
+  for (step = 0; step < 100; ++step) {
+    EXPECT_EQ(f(x).to_vector<float>(), (x * step + 1.0f).to_vector<float>());
+    if (step == 1) second_explanation = f.last_miss_explanation();
+  }
+  EXPECT_EQ(f.stats().compiles, 2);
+  EXPECT_NE(second_explanation.find(here(line)), std::string::npos) << second_explanation;
+  EXPECT_NE(second_explanation.find("0.0 -> 1.0"), std::string::npos) << second_explanation;
+  EXPECT_NE(second_explanation.find("lifted"), std::string::npos) << second_explanation;
+}
+
+TEST_F(Jit, MissingMapKeyIsNamed) {
+  auto f = jit([](const std::map<std::string, Array>& batch) {
+    Array total = zeros({2});
+    for (const auto& [name, value] : batch) total = total + value;
+    return total;
+  });
+  Array a = array({1.0f, 2.0f});
+  f(std::map<std::string, Array>{{"tokens", a}, {"mask", a}});
+  f(std::map<std::string, Array>{{"mask", a}});
+  std::string explanation = f.last_miss_explanation();
+  EXPECT_NE(explanation.find("arg 0[\"tokens\"] is missing"), std::string::npos) << explanation;
+  EXPECT_NE(explanation.find("hint:"), std::string::npos) << explanation;
+}
+
+TEST_F(Jit, ShapeChangeNamesArgumentPathDimensionOldAndNew) {
+  auto f = jit([](const Array& w, const std::map<std::string, Array>& batch) { return sum(batch.at("tokens")) * w; });
+  Array w = array({1.0f});
+  f(w, std::map<std::string, Array>{{"tokens", zeros({32, 128})}});
+  f(w, std::map<std::string, Array>{{"tokens", zeros({48, 128})}});
+  std::string explanation = f.last_miss_explanation();
+  EXPECT_NE(explanation.find("arg 1[\"tokens\"] dimension 0 changed: 32 -> 48"), std::string::npos) << explanation;
+  EXPECT_NE(explanation.find("f32[32,128] -> f32[48,128]"), std::string::npos) << explanation;
+  EXPECT_NE(explanation.find("dynamic_dims"), std::string::npos) << explanation;
+  EXPECT_EQ(f.stats().compiles, 2);
+}
+
+TEST_F(Jit, StaticArgumentsArePartOfTheKey) {
+  auto f = jit([](const Array& x, int power) {
+    Array result = x;
+    for (int i = 1; i < power; ++i) result = result * x;
+    return result;
+  });
+  Array x = array({2.0f});
+  EXPECT_EQ(f(x, 3).item<float>(), 8.0f);
+  EXPECT_EQ(f(x, 3).item<float>(), 8.0f);
+  EXPECT_EQ(f(x, 4).item<float>(), 16.0f);
+  EXPECT_EQ(f.stats().compiles, 2);
+  EXPECT_EQ(f.stats().hits, 1);
+  EXPECT_NE(f.last_miss_explanation().find("arg 1 static value changed: 3 -> 4"), std::string::npos)
+      << f.last_miss_explanation();
+}
+
+TEST_F(Jit, NumberForAnArrayParameterIsAWeakDynamicScalar) {
+  auto f = jit([](const Array& x, Array scale) { return x * scale; });
+  Array x = array({1.0f, 2.0f});
+  EXPECT_EQ(f(x, 2.0).to_vector<float>(), (std::vector<float>{2, 4}));
+  EXPECT_EQ(f(x, 3.5).to_vector<float>(), (std::vector<float>{3.5f, 7}));
+  EXPECT_EQ(f(x, 3.5).dtype(), f32);  // weak: adopts x's dtype
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+TEST_F(Jit, StructuredResults) {
+  auto f = jit([](const Array& x) { return std::make_tuple(x + 1, std::vector<Array>{x * 2, x * 3}, 7); });
+  auto [a, list, seven] = f(array({1, 2}));
+  EXPECT_EQ(a.to_vector<int32_t>(), (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(list[1].to_vector<int32_t>(), (std::vector<int32_t>{3, 6}));
+  EXPECT_EQ(seven, 7);
+}
+
+TEST_F(Jit, LowerReturnsTheGraphWithSourceLines) {
+  auto f = jit([](const Array& x) { return tanh(x) * 2.0f; }, {.name = "scaled_tanh"});
+  const int line = __LINE__ - 1;
+  Graph graph = f.lower(array({1.0f, 2.0f}));
+  EXPECT_NE(graph.to_string().find("graph scaled_tanh("), std::string::npos);
+  EXPECT_NE(graph.to_string().find(here(line)), std::string::npos) << graph;
+  EXPECT_EQ(f.stats().compiles, 0);
+}
+
+TEST_F(Jit, DefaultNameIsTheCallSite) {
+  auto f = jit([](const Array& x) { return x; });
+  EXPECT_EQ(f.name(), here(__LINE__ - 1));
+}
+
+TEST_F(Jit, DonatedArraysCannotBeUsedAgain) {
+  auto step = jit([](const Array& params, const Array& grads) { return params - grads * 0.1f; },
+                  {.name = "sgd", .donate_argnums = {0}});
+  Array params = array({1.0f, 2.0f});
+  Array grads = array({1.0f, 1.0f});
+  Array updated = step(params, grads);
+  EXPECT_NO_THROW(grads + 1);  // not donated
+  try {
+    Array again = params * 2;
+    FAIL() << "expected DonatedArrayError";
+  } catch (const DonatedArrayError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("'sgd'"), std::string::npos) << message;
+    EXPECT_NE(message.find("f32[2]"), std::string::npos) << message;
+    EXPECT_NE(message.find(here(__LINE__ - 6)), std::string::npos) << message;
+  }
+  EXPECT_THROW(step(params, grads), DonatedArrayError);
+  std::vector<float> twice = step(updated, grads).to_vector<float>();
+  EXPECT_NEAR(twice[0], 0.8f, 1e-6);
+  EXPECT_NEAR(twice[1], 1.8f, 1e-6);
+}
+
+TEST_F(Jit, StormWarnsOnceForTheSameSignature) {
+  bool flag = false;
+  auto f = jit([&](const Array& x) { return flag ? exp(x) : log(x); }, {.name = "flaky"});
+  std::vector<telemetry::Event> storms;
+  auto subscription = telemetry::subscribe([&](const telemetry::Event& e) {
+    if (e.kind == telemetry::EventKind::storm) storms.push_back(e);
+  });
+  Array x = array({1.0f});
+  f(x);
+  flag = true;
+  f(x);
+  ASSERT_EQ(storms.size(), 1u);
+  EXPECT_NE(storms[0].reason.find("same argument signature"), std::string::npos) << storms[0].reason;
+  EXPECT_NE(storms[0].reason.find("different path"), std::string::npos) << storms[0].reason;
+  EXPECT_EQ(storms[0].function, "flaky");
+}
+
+TEST_F(Jit, StormErrorPastTheRecompileLimit) {
+  auto f = jit([](const Array& x) { return x + 1; }, {.recompile_limit = 3, .on_storm = OnStorm::Error});
+  for (int n = 1; n <= 3; ++n) f(zeros({n}));
+  EXPECT_THROW(f(zeros({4})), StormError);
+}
+
+TEST_F(Jit, GeneralizeLiftsEveryLiteral) {
+  int a = 1;
+  auto f = jit([&](const Array& x) { return x * a; }, {.recompile_limit = 1, .on_storm = OnStorm::Generalize});
+  Array x = array({1.0f});
+  for (a = 1; a < 10; ++a) EXPECT_EQ(f(x).item<float>(), static_cast<float>(a));
+  EXPECT_EQ(f.stats().compiles, 2);
+}
+
+TEST_F(Jit, EvictedEntryIsExplainedAsAnEviction) {
+  set_cache_limits(CacheLimits{.per_function = 2, .graphs = 1024});
+  auto f = jit([](const Array& x) { return x * 2; });
+  f(zeros({1}));
+  f(zeros({2}));
+  f(zeros({3}));  // evicts the entry for [1]
+  EXPECT_EQ(f.cache_size(), 2u);
+  f(zeros({1}));
+  EXPECT_NE(f.last_miss_explanation().find("evicted"), std::string::npos) << f.last_miss_explanation();
+  EXPECT_EQ(f.stats().compiles, 3);  // the process-wide cache still held [1]'s executable
+}
+
+TEST_F(Jit, ProcessWideCacheIsBounded) {
+  set_cache_limits(CacheLimits{.per_function = 64, .graphs = 2});
+  auto f = jit([](const Array& x) { return x * 2; });
+  for (int n = 1; n <= 5; ++n) f(zeros({n}));
+  auto g = jit([](const Array& x) { return x * 2; });
+  g(zeros({1}));  // evicted process-wide: compiles again
+  EXPECT_EQ(g.stats().compiles, 1);
+}
+
+TEST_F(Jit, TelemetryEvents) {
+  std::vector<telemetry::Event> events;
+  auto subscription = telemetry::subscribe([&](const telemetry::Event& e) { events.push_back(e); });
+  auto f = jit([](const Array& x) { return x + 1; }, {.name = "events"});
+  f(array({1.0f}));
+  f(array({2.0f}));
+  std::vector<telemetry::EventKind> kinds;
+  for (const auto& e : events) kinds.push_back(e.kind);
+  using K = telemetry::EventKind;
+  EXPECT_EQ(kinds, (std::vector<K>{K::trace, K::compile, K::execute, K::cache_hit, K::execute}));
+  EXPECT_EQ(events[1].function, "events");
+  EXPECT_EQ(events[1].reason, "first call");
+  EXPECT_EQ(events[1].key.size(), 16u);
+  subscription.reset();
+  f(array({3.0f}));
+  EXPECT_EQ(events.size(), 5u);
+}
+
+TEST_F(Jit, RecompileLogExplains) {
+  telemetry::set_log_mask(telemetry::log_recompiles);
+  auto f = jit([](const Array& x) { return x + 1; }, {.name = "logged"});
+  f(zeros({2}));
+  ::testing::internal::CaptureStderr();
+  f(zeros({3}));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("kiln: 'logged' compiles again (2nd compile): arg 0 dimension 0 changed: 2 -> 3"),
+            std::string::npos) << log;
+}
+
+TEST_F(Jit, RetraceCostIsReportedOnce) {
+  telemetry::set_log_mask(telemetry::log_cache);
+  std::vector<Array> weights;
+  for (int i = 0; i < 50; ++i) weights.push_back(array({static_cast<float>(i)}));
+  auto f = jit([&](const Array& x) {
+    Array total = x;
+    for (const Array& w : weights) total = total * w + 1.0f;  // many nodes: tracing dominates
+    return total;
+  }, {.name = "heavy"});
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 30; ++i) f(array({1.0f}));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  size_t first = log.find("'heavy' is re-traced on every call");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("'heavy' is re-traced on every call", first + 1), std::string::npos) << log;
+  EXPECT_NE(log.find("Captures::Constant"), std::string::npos) << log;
+}
+
+TEST_F(Jit, ManyThreadsFewSignaturesCompileExactlyOncePerSignature) {
+  auto f = jit([](const Array& x) { return x * 2.0f + 1.0f; }, {.name = "threads"});
+  std::vector<Array> inputs;
+  for (int n = 1; n <= 4; ++n) inputs.push_back(arange(n) * 1.0f);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        const Array& x = inputs[static_cast<size_t>((i + t) % 4)];
+        std::vector<float> got = f(x).to_vector<float>();
+        std::vector<float> in = x.to_vector<float>();
+        for (size_t k = 0; k < in.size(); ++k)
+          if (got[k] != in[k] * 2.0f + 1.0f) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(f.stats().compiles, 4);
+  EXPECT_EQ(f.stats().calls, 16000);
+}
+
+TEST_F(Jit, JitInsideATraceIsInlined) {
+  auto inner = jit([](const Array& x) { return x * 2; });
+  Graph graph = make_graph("outer", [&](const Array& x) { return inner(x) + 1; }, array({1, 2}));
+  EXPECT_EQ(inner.stats().calls, 0);
+  EXPECT_EQ(detail::interpret(graph, {array({1, 2})}, {})[0].to_vector<int32_t>(), (std::vector<int32_t>{3, 5}));
+}
+
+}  // namespace
+}  // namespace kiln
