@@ -167,6 +167,16 @@ Array weak_scalar(Scalar value);
 void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function);
 bool tracing_active();
 
+/// Whether a callable carries state (captures) that can change between calls.
+/// Wrappers declare `static constexpr bool kiln_stateful` to forward theirs.
+template <class F>
+constexpr bool stateful() {
+  if constexpr (requires { F::kiln_stateful; }) return F::kiln_stateful;
+  else return !(std::is_empty_v<F> || std::is_function_v<std::remove_pointer_t<F>>);
+}
+template <class F>
+inline constexpr bool stateful_v = stateful<F>();
+
 // Parameter types of a non-generic callable, when they can be known.
 template <class F, class = void>
 struct ParameterTypes {
@@ -229,9 +239,12 @@ class Jitted {
   }
 
  private:
-  static constexpr bool is_stateful() {
-    return !(std::is_empty_v<F> || std::is_function_v<std::remove_pointer_t<F>>);
-  }
+  static constexpr bool is_stateful() { return detail::stateful_v<F>; }
+
+ public:
+  static constexpr bool kiln_stateful = detail::stateful_v<F>;
+
+ private:
 
   template <size_t... I, class... Args>
   Graph lower_adapted(std::index_sequence<I...>, const Args&... args) const {

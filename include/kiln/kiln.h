@@ -4,6 +4,7 @@
 #include "kiln/array.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/grad.h"
 #include "kiln/graph.h"
 #include "kiln/io.h"
 #include "kiln/jit.h"

@@ -30,8 +30,8 @@ bool write_all(int fd, std::string_view bytes) {
 }
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::vector<std::string_view>& chunks,
-                           const char* operation, Location where) {
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& chunks, const char* operation,
+                           Location where) {
   static std::atomic<uint64_t> counter{0};
   // The temporary lives next to the target so the rename stays on one file
   // system; O_EXCL keeps concurrent writers (threads or processes) apart.
@@ -80,8 +80,8 @@ InputFile::InputFile(const std::string& path, const char* operation, Location wh
 void InputFile::read(uint64_t offset, void* out, uint64_t count, const char* what) {
   if (offset > size_ || count > size_ - offset)
     detail::raise(operation_,
-                  "'" + path_ + "' is truncated: its " + what + " needs " + std::to_string(count) + " bytes at offset " +
-                      std::to_string(offset) + " but the file has " + std::to_string(size_),
+                  "'" + path_ + "' is truncated: its " + what + " needs " + std::to_string(count) +
+                      " bytes at offset " + std::to_string(offset) + " but the file has " + std::to_string(size_),
                   where_, "the file is damaged or was not completely written; write it again");
   if (count == 0) return;
   in_.clear();

@@ -15,8 +15,8 @@ namespace kiln::io {
 /// Writes the concatenation of `chunks` to `path` through a temporary file in
 /// the same directory and a rename, so readers see the old file or the whole
 /// new one, never a partial write. Errors name `operation`.
-void write_file_atomically(const std::string& path, const std::vector<std::string_view>& chunks,
-                           const char* operation, Location where);
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& chunks, const char* operation,
+                           Location where);
 
 /// A file opened for reading, with its size known up front so that sizes read
 /// from (possibly hostile) headers can be checked before anything is allocated.

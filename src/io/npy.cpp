@@ -26,11 +26,16 @@ constexpr uint32_t max_header_bytes = 1u << 20;
 
 std::string descr_of(DType dtype) {
   switch (dtype) {
-    case DType::bool_: return "|b1";
-    case DType::i32: return "<i4";
-    case DType::i64: return "<i8";
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
+    case DType::bool_:
+      return "|b1";
+    case DType::i32:
+      return "<i4";
+    case DType::i64:
+      return "<i8";
+    case DType::f32:
+      return "<f4";
+    case DType::f64:
+      return "<f8";
   }
   return "";
 }
@@ -143,7 +148,8 @@ class HeaderParser {
       uint64_t value = 0;
       while (position_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[position_]))) {
         value = value * 10 + static_cast<uint64_t>(text_[position_++] - '0');
-        if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail("has a shape entry that is too large");
+        if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+          fail("has a shape entry that is too large");
       }
       if (position_ < text_.size() && text_[position_] == 'L') ++position_;  // Python 2 longs
       shape.push_back(static_cast<int64_t>(value));
@@ -191,12 +197,15 @@ void fortran_to_row_major(const unsigned char* from, unsigned char* to, const Sh
 void save_npy(const std::string& path, const Array& array, Location where) {
   const detail::ArrayImpl& impl = detail::impl_of(array, "save_npy", where);
   if (impl.trace)
-    detail::raise<ConcretizationError>("save_npy", "cannot save traced array " + impl.type.to_string() + " while tracing",
-                                       where, "return the array from the traced function and save it outside");
+    detail::raise<ConcretizationError>("save_npy",
+                                       "cannot save traced array " + impl.type.to_string() + " while tracing", where,
+                                       "return the array from the traced function and save it outside");
   std::string shape = "(";
   for (size_t i = 0; i < impl.type.shape.size(); ++i) shape += std::to_string(impl.type.shape[i]) + ", ";
-  if (impl.type.shape.size() > 1) shape.resize(shape.size() - 2);
-  else if (impl.type.shape.size() == 1) shape.resize(shape.size() - 1);
+  if (impl.type.shape.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (impl.type.shape.size() == 1)
+    shape.resize(shape.size() - 1);
   shape += ")";
   std::string header =
       "{'descr': '" + descr_of(impl.type.dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";
@@ -245,7 +254,8 @@ Array load_npy(const std::string& path, Location where) {
   auto dtype = dtype_of_descr(header.descr);
   if (!dtype) {
     std::string hint = "kiln reads little-endian bool, int32, int64, float32 and float64 arrays";
-    if (!header.descr.empty() && header.descr[0] == '>') hint = "big-endian data: save x.astype(x.dtype.newbyteorder('<')) instead";
+    if (!header.descr.empty() && header.descr[0] == '>')
+      hint = "big-endian data: save x.astype(x.dtype.newbyteorder('<')) instead";
     detail::raise("load_npy", quoted(path) + " holds dtype " + quoted(header.descr) + ", which kiln does not read",
                   where, hint);
   }

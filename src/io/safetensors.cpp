@@ -8,9 +8,8 @@
 #include <bit>
 #include <cstring>
 #include <limits>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/array_impl.h"
 #include "core/error_format.h"
@@ -30,11 +29,16 @@ constexpr uint64_t max_header_bytes = 100'000'000;
 
 const char* dtype_code(DType dtype) {
   switch (dtype) {
-    case DType::bool_: return "BOOL";
-    case DType::i32: return "I32";
-    case DType::i64: return "I64";
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
+    case DType::bool_:
+      return "BOOL";
+    case DType::i32:
+      return "I32";
+    case DType::i64:
+      return "I64";
+    case DType::f32:
+      return "F32";
+    case DType::f64:
+      return "F64";
   }
   return "";
 }
@@ -93,7 +97,8 @@ class HeaderReader {
     // out-of-range values do not.
     if (!value.is_number_unsigned()) fail(what + " must be a non-negative integer, got " + preview(value));
     uint64_t number = value.get<uint64_t>();
-    if (number > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(what + " is too large: " + preview(value));
+    if (number > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(what + " is too large: " + preview(value));
     return number;
   }
 
@@ -145,9 +150,8 @@ class HeaderReader {
   /// The format requires the tensors to tile the data exactly: no gaps, no
   /// overlaps, nothing after the last one.
   void check_tiling(std::vector<Entry>& entries) const {
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-    });
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
     uint64_t next = 0;
     for (const Entry& entry : entries) {
       if (entry.begin != next)
@@ -156,8 +160,7 @@ class HeaderReader {
              std::to_string(next) + ")");
       next = entry.end;
     }
-    if (next != data_size_)
-      fail("the data has " + std::to_string(data_size_ - next) + " bytes after the last tensor");
+    if (next != data_size_) fail("the data has " + std::to_string(data_size_ - next) + " bytes after the last tensor");
   }
 
  private:
@@ -175,9 +178,9 @@ void save(const std::string& path, const std::map<std::string, Array>& arrays, L
                     where, "choose another name");
     const detail::ArrayImpl& impl = detail::impl_of(array, "save", where);
     if (impl.trace)
-      detail::raise<ConcretizationError>("save", "cannot save traced array " + quoted(name) + " " +
-                                                     impl.type.to_string() + " while tracing",
-                                         where, "return the array from the traced function and save it outside");
+      detail::raise<ConcretizationError>(
+          "save", "cannot save traced array " + quoted(name) + " " + impl.type.to_string() + " while tracing", where,
+          "return the array from the traced function and save it outside");
     entries.emplace_back(&name, &impl);
   }
   // Widest elements first, then by name (the map's order), so every tensor
@@ -239,8 +242,10 @@ std::map<std::string, Array> load(const std::string& path, Location where) {
 
   std::vector<Entry> entries;
   for (const auto& [name, info] : header.items()) {
-    if (name == metadata_key) reader.metadata(info);
-    else entries.push_back(reader.entry(name, info));
+    if (name == metadata_key)
+      reader.metadata(info);
+    else
+      entries.push_back(reader.entry(name, info));
   }
   reader.check_tiling(entries);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -23,6 +24,22 @@ struct PrimitiveRules {
   Array (*evaluate)(const Node& node, std::span<const Array> inputs) = nullptr;
   /// Attribute text for printed IR ("axes=[0,1]"); null prints nothing.
   std::string (*describe)(const Node& node) = nullptr;
+
+  // Derivative rules, written with the public ops (passing node.where) so the
+  // derivative graph traces, compiles and differentiates again like user code.
+  // Only floating inputs and outputs carry derivatives.
+
+  /// Reverse mode: one cotangent per input given the output's cotangent; an
+  /// empty Array for an input that gets none (integers, indices, zero).
+  std::vector<Array> (*vjp)(const Node& node, std::span<const Array> inputs, const Array& output,
+                            const Array& cotangent) = nullptr;
+  /// Forward mode: the output's tangent given one tangent per input (an
+  /// empty Array stands for zero; at least one is non-empty).
+  Array (*jvp)(const Node& node, std::span<const Array> inputs, const Array& output,
+               std::span<const Array> tangents) = nullptr;
+  /// Set instead of vjp/jvp when the primitive has no derivative, with why
+  /// (e.g. "bool result", "piecewise constant: zero almost everywhere").
+  const char* no_derivative = nullptr;
 };
 
 using RuleTable = std::array<PrimitiveRules, ir::primitive_count>;

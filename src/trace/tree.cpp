@@ -1,8 +1,8 @@
 // Out-of-line helpers of include/kiln/tree.h: hashing of static leaves and
 // the error for trees of different shapes given to tree_map.
-#include <xxhash.h>
-
 #include "kiln/tree.h"
+
+#include <xxhash.h>
 
 namespace kiln::tree_detail {
 

@@ -111,9 +111,10 @@ TEST(Tree, FlattenOrderFollowsContainersAndFields) {
   std::map<std::string, Array> by_name = {{"zeta", scalar(3.0f)}, {"alpha", scalar(1.0f)}, {"mid", scalar(2.0f)}};
   EXPECT_EQ(firsts(tree_leaves(by_name)), (std::vector<float>{1, 2, 3}));
 
-  auto mixed = std::make_tuple(scalar(10.0f), std::string("s"), std::vector<Array>{scalar(11.0f), scalar(12.0f)},
-                               std::pair<Array, int>{scalar(13.0f), 7}, std::array<Array, 2>{scalar(14.0f), scalar(15.0f)},
-                               std::optional<Array>(scalar(16.0f)), std::optional<Array>());
+  auto mixed =
+      std::make_tuple(scalar(10.0f), std::string("s"), std::vector<Array>{scalar(11.0f), scalar(12.0f)},
+                      std::pair<Array, int>{scalar(13.0f), 7}, std::array<Array, 2>{scalar(14.0f), scalar(15.0f)},
+                      std::optional<Array>(scalar(16.0f)), std::optional<Array>());
   EXPECT_EQ(firsts(tree_leaves(mixed)), (std::vector<float>{10, 11, 12, 13, 14, 15, 16}));
 
   Params p = make_params(20);
@@ -126,20 +127,20 @@ TEST(Tree, FlattenOrderFollowsContainersAndFields) {
 TEST(Tree, VisitorSeesStructurePathsAndStaticLeaves) {
   std::map<std::string, std::vector<Array>> tree = {{"b", {zeros({2})}}, {"a", {zeros({1, 3}), zeros({})}}};
   Recorder r = record(tree);
-  EXPECT_EQ(r.events, (std::vector<std::string>{"node map 2", "key a", "node vector 2", "array [\"a\"][0] [1,3]",
-                                                "array [\"a\"][1] []", "key b", "node vector 1",
-                                                "array [\"b\"][0] [2]"}));
+  EXPECT_EQ(r.events,
+            (std::vector<std::string>{"node map 2", "key a", "node vector 2", "array [\"a\"][0] [1,3]",
+                                      "array [\"a\"][1] []", "key b", "node vector 1", "array [\"b\"][0] [2]"}));
 
   Model m{make_params(0), {}, "net", 3, Activation::tanh, std::nullopt};
   Recorder rm = record(m);
-  EXPECT_EQ(rm.events, (std::vector<std::string>{
-                           "node tree_test::Model 0", "node tree_test::Params 0", "array .encoder.w1 [2,2]",
-                           "array .encoder.b1 [2]", "array .encoder.w2 [2,1]", "array .encoder.b2 [1]",
-                           "node vector 0", "static \"net\"", "static 3", "static enum 1", "node optional 0"}));
+  EXPECT_EQ(rm.events, (std::vector<std::string>{"node tree_test::Model 0", "node tree_test::Params 0",
+                                                 "array .encoder.w1 [2,2]", "array .encoder.b1 [2]",
+                                                 "array .encoder.w2 [2,1]", "array .encoder.b2 [1]", "node vector 0",
+                                                 "static \"net\"", "static 3", "static enum 1", "node optional 0"}));
 
   Recorder rp = record(std::make_tuple(std::pair<double, bool>{0.25, true}, 1.5f));
-  EXPECT_EQ(rp.events, (std::vector<std::string>{"node tuple 2", "node pair 2", "static 0.25", "static true",
-                                                 "static 1.5"}));
+  EXPECT_EQ(rp.events,
+            (std::vector<std::string>{"node tuple 2", "node pair 2", "static 0.25", "static true", "static 1.5"}));
 }
 
 TEST(Tree, StaticLeafHashesAreByValue) {
@@ -188,7 +189,8 @@ TEST(Tree, MapCallsInLeafOrder) {
   // jit rebuilds results by handing out outputs one by one.
   auto tree = std::make_tuple(std::vector<Array>{scalar(0.0f), scalar(0.0f)},
                               std::map<std::string, Array>{{"b", scalar(0.0f)}, {"a", scalar(0.0f)}},
-                              std::pair<Array, Array>{scalar(0.0f), scalar(0.0f)}, std::array<Array, 2>{scalar(0.0f), scalar(0.0f)},
+                              std::pair<Array, Array>{scalar(0.0f), scalar(0.0f)},
+                              std::array<Array, 2>{scalar(0.0f), scalar(0.0f)},
                               Params{scalar(0.0f), scalar(0.0f), scalar(0.0f), scalar(0.0f)});
   float next = 0;
   auto numbered = tree_map([&](const Array&) { return scalar(next++); }, tree);

@@ -75,9 +75,12 @@ std::string numpy_literal(const Array& x) {
     for (int64_t v : x.to_vector<int64_t>()) text << v << ",";
   } else {
     for (double v : x.to_vector<double>()) {
-      if (std::isnan(v)) text << "float('nan'),";
-      else if (std::isinf(v)) text << (v > 0 ? "float('inf')," : "float('-inf'),");
-      else text << v << ",";
+      if (std::isnan(v))
+        text << "float('nan'),";
+      else if (std::isinf(v))
+        text << (v > 0 ? "float('inf')," : "float('-inf'),");
+      else
+        text << v << ",";
     }
   }
   text << "], dtype=" << testing::numpy_dtype(x.dtype()) << ").reshape((";
@@ -107,8 +110,8 @@ std::map<std::string, Array> sample_arrays() {
         v[0] = INT64_MIN, v[1] = INT64_MAX;
         x = array(v, shape);
       }
-      std::string name = std::string(dtype_name(dtype)) + "_" + std::to_string(shape.size()) + "d_" +
-                         std::to_string(x.size());
+      std::string name =
+          std::string(dtype_name(dtype)) + "_" + std::to_string(shape.size()) + "d_" + std::to_string(x.size());
       arrays[name] = x;
     }
   }
@@ -284,7 +287,7 @@ np.save(os.path.join(d, 'object.npy'), np.array([{'a': 1}], dtype=object), allow
     expect_identical(load_npy(directory / (name + ".npy")), read_expectation(directory / (name + ".txt")), name);
 
   const std::vector<std::pair<std::string, std::string>> unsupported = {
-      {"big_endian", "'>f4'"}, {"half", "'<f2'"}, {"uint8", "'|u1'"},
+      {"big_endian", "'>f4'"}, {"half", "'<f2'"},  {"uint8", "'|u1'"},
       {"complex", "'<c8'"},    {"object", "'|O'"}, {"structured", "structured dtype"}};
   for (const auto& [name, fragment] : unsupported)
     expect_error([&] { load_npy(directory / (name + ".npy")); }, {"[load_npy]", name + ".npy", fragment}, name);
@@ -330,7 +333,8 @@ TEST(Npy, DamagedAndHostileFilesAreErrors) {
       {"shape past the data", npy_file(header("<f8", "False", "(1000000000000,)"), eight), "truncated"},
       {"truncated data", npy_file(header("<f8", "False", "(2,)"), eight), "truncated"},
       {"extra key", npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'x': 1}", eight), "'x'"},
-      {"repeated key", npy_file("{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': ()}", eight), "'descr'"},
+      {"repeated key", npy_file("{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': ()}", eight),
+       "'descr'"},
       {"missing key", npy_file("{'descr': '<f8', 'shape': (1,)}", eight), "lacks"},
       {"not a dict", npy_file("[1, 2]", eight), "malformed"},
       {"unterminated", npy_file("{'descr': '<f8", eight), "unterminated"},
@@ -364,7 +368,8 @@ TEST(Npy, DamagedAndHostileFilesAreErrors) {
 
 TEST(Npy, BoolBytesAreCanonical) {
   TemporaryDirectory directory;
-  write_bytes(directory / "b.npy", npy_file("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x02\xff", 3)));
+  write_bytes(directory / "b.npy",
+              npy_file("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x02\xff", 3)));
   Array b = load_npy(directory / "b.npy");
   EXPECT_EQ(b.to_vector<bool>(), (std::vector<bool>{false, true, true}));
   EXPECT_EQ(logical_not(b).to_vector<bool>(), (std::vector<bool>{true, false, false}));
@@ -507,7 +512,8 @@ TEST(Safetensors, DamagedAndHostileFilesAreErrors) {
       {"nested dimension", safetensors_file(tensor("F32", "[[1]]", "[0, 4]"), four), "a list of 1 items"},
       {"shape not list", safetensors_file(tensor("F32", "4", "[0, 4]"), four), "not a list"},
       {"huge dimension", safetensors_file(tensor("F32", "[18446744073709551615]", "[0, 4]"), four), "too large"},
-      {"overflowing shape", safetensors_file(tensor("F32", "[4294967296, 4294967296]", "[0, 4]"), four), "more elements"},
+      {"overflowing shape", safetensors_file(tensor("F32", "[4294967296, 4294967296]", "[0, 4]"), four),
+       "more elements"},
       {"overflowing bytes", safetensors_file(tensor("F64", "[4611686018427387904]", "[0, 4]"), four), "more bytes"},
       {"one offset", safetensors_file(tensor("F32", "[1]", "[0]"), four), "not [begin, end]"},
       {"reversed offsets", safetensors_file(tensor("F32", "[0]", "[4, 0]"), four), "outside"},
@@ -528,8 +534,8 @@ TEST(Safetensors, DamagedAndHostileFilesAreErrors) {
       {"metadata not object", safetensors_file("{\"__metadata__\": [1]}"), "__metadata__"},
       {"metadata not strings", safetensors_file("{\"__metadata__\": {\"k\": 1}}"), "'k'"},
       {"deeply nested", safetensors_file(std::string(200000, '[') + std::string(200000, ']')), "not a JSON object"},
-      {"deeply nested entry",
-       safetensors_file("{\"t\": " + std::string(200000, '[') + std::string(200000, ']') + "}"), "a list of 1 items"},
+      {"deeply nested entry", safetensors_file("{\"t\": " + std::string(200000, '[') + std::string(200000, ']') + "}"),
+       "a list of 1 items"},
   };
   for (const auto& [what, bytes, fragment] : cases) {
     write_bytes(path, bytes);
@@ -547,7 +553,8 @@ TEST(Safetensors, DamagedAndHostileFilesAreErrors) {
   std::mt19937 engine(10);
   for (int trial = 0; trial < 3000; ++trial) {
     std::string damaged = valid;
-    for (int flips = 1 + trial % 3; flips > 0; --flips) damaged[engine() % damaged.size()] = static_cast<char>(engine() % 256);
+    for (int flips = 1 + trial % 3; flips > 0; --flips)
+      damaged[engine() % damaged.size()] = static_cast<char>(engine() % 256);
     write_bytes(path, damaged);
     expect_load_or_error([&] { load(path); }, "damage trial " + std::to_string(trial));
   }
@@ -562,10 +569,12 @@ TEST(Safetensors, DamagedAndHostileFilesAreErrors) {
 TEST(Io, SavingErrors) {
   TemporaryDirectory directory;
   Array x = array({1.0f});
-  int line = __LINE__ + 1;
-  expect_error([&] { save(directory / "no/such/dir/x.safetensors", {{"x", x}}); }, {"[save]", "no/such/dir", "test_io.cpp:" + std::to_string(line)});
-  line = __LINE__ + 1;
-  expect_error([&] { save_npy(directory / "no/such/dir/x.npy", x); }, {"[save_npy]", "no/such/dir", "test_io.cpp:" + std::to_string(line)});
+  std::string missing = directory / "no/such/dir/x";
+  const int line = __LINE__ + 1;
+  auto save_into_missing = [&] { save(missing + ".safetensors", {{"x", x}}); };
+  auto save_npy_into_missing = [&] { save_npy(missing + ".npy", x); };
+  expect_error(save_into_missing, {"[save]", "no/such/dir", "test_io.cpp:" + std::to_string(line)});
+  expect_error(save_npy_into_missing, {"[save_npy]", "no/such/dir", "test_io.cpp:" + std::to_string(line + 1)});
   expect_error([&] { save(directory / "x.safetensors", {{"", x}}); }, {"[save]", "empty"});
   expect_error([&] { save(directory / "x.safetensors", {{"__metadata__", x}}); }, {"[save]", "reserved"});
   expect_error([&] { save(directory / "x.safetensors", {{"x", Array()}}); }, {"[save]", "empty"});
@@ -579,21 +588,30 @@ TEST(Io, SavingErrors) {
 TEST(Io, SavingATracerIsAConcretizationError) {
   TemporaryDirectory directory;
   Array x = array({1.0f, 2.0f});
-  EXPECT_THROW(make_graph("f", [&](const Array& t) {
-                 save(directory / "t.safetensors", {{"t", t * 2}});
-                 return t;
-               }, x),
+  EXPECT_THROW(make_graph(
+                   "f",
+                   [&](const Array& t) {
+                     save(directory / "t.safetensors", {{"t", t * 2}});
+                     return t;
+                   },
+                   x),
                ConcretizationError);
-  EXPECT_THROW(make_graph("g", [&](const Array& t) {
-                 save_npy(directory / "t.npy", t);
-                 return t;
-               }, x),
+  EXPECT_THROW(make_graph(
+                   "g",
+                   [&](const Array& t) {
+                     save_npy(directory / "t.npy", t);
+                     return t;
+                   },
+                   x),
                ConcretizationError);
   try {
-    make_graph("h", [&](const Array& t) {
-      save(directory / "t.safetensors", {{"weights", t}});
-      return t;
-    }, x);
+    make_graph(
+        "h",
+        [&](const Array& t) {
+          save(directory / "t.safetensors", {{"weights", t}});
+          return t;
+        },
+        x);
   } catch (const ConcretizationError& error) {
     EXPECT_NE(std::string(error.what()).find("'weights' f32[2]"), std::string::npos) << error.what();
   }

@@ -18,8 +18,8 @@ namespace kiln {
 namespace {
 
 using testing::all_close;
-using testing::NumpyOracle;
 using testing::numpy_dtype;
+using testing::NumpyOracle;
 using testing::RandomArrays;
 
 const std::vector<DType> all_dtypes = {bool_, i32, i64, f32, f64};
@@ -51,7 +51,8 @@ Array make(const std::vector<double>& values, const Shape& shape, DType dtype) {
       for (double x : values) v.push_back(static_cast<float>(x));
       return array(v, shape);
     }
-    case DType::f64: break;
+    case DType::f64:
+      break;
   }
   return array(values, shape);
 }
@@ -63,9 +64,12 @@ Array random_array(RandomArrays& random, const Shape& shape, DType dtype, double
   std::vector<double> values(static_cast<size_t>(shape_size(shape)));
   for (double& v : values) {
     v = real(random.engine());
-    if (dtype == DType::bool_) v = random.engine()() & 1;
-    else if (!is_floating(dtype)) v = std::floor(v);
-    else if (ties) v = std::round(v * 2) / 2;
+    if (dtype == DType::bool_)
+      v = random.engine()() & 1;
+    else if (!is_floating(dtype))
+      v = std::floor(v);
+    else if (ties)
+      v = std::round(v * 2) / 2;
   }
   return make(values, shape, dtype);
 }
@@ -74,8 +78,10 @@ Array random_array(RandomArrays& random, const Shape& shape, DType dtype, double
 std::string python_number(const Scalar& value, DType dtype) {
   std::ostringstream text;
   text.precision(17);
-  if (value.kind() == Scalar::Kind::floating) text << value.as_double();
-  else text << value.as_int();
+  if (value.kind() == Scalar::Kind::floating)
+    text << value.as_double();
+  else
+    text << value.as_int();
   std::string literal = text.str();
   if (dtype == DType::bool_) literal = value.as_double() != 0 ? "True" : "False";
   return numpy_dtype(dtype) + "(" + literal + ")";
@@ -110,16 +116,18 @@ void expect_error(F&& run, std::vector<std::string> fragments, int line) {
 enum Class { B, IW, I32, I64, FW, F32, F64 };
 // Written out by hand from JAX's documented table rather than computed, so it
 // checks the library's algorithm instead of repeating it.
+// clang-format off
 constexpr Class join_table[7][7] = {
-    /*           B    IW   I32  I64  FW   F32  F64 */
-    /* B   */ {B, IW, I32, I64, FW, F32, F64},
-    /* IW  */ {IW, IW, I32, I64, FW, F32, F64},
-    /* I32 */ {I32, I32, I32, I64, FW, F32, F64},
-    /* I64 */ {I64, I64, I64, I64, FW, F32, F64},
-    /* FW  */ {FW, FW, FW, FW, FW, F32, F64},
+    /*         B    IW   I32  I64  FW   F32  F64 */
+    /* B   */ {B,   IW,  I32, I64, FW,  F32, F64},
+    /* IW  */ {IW,  IW,  I32, I64, FW,  F32, F64},
+    /* I32 */ {I32, I32, I32, I64, FW,  F32, F64},
+    /* I64 */ {I64, I64, I64, I64, FW,  F32, F64},
+    /* FW  */ {FW,  FW,  FW,  FW,  FW,  F32, F64},
     /* F32 */ {F32, F32, F32, F32, F32, F32, F64},
     /* F64 */ {F64, F64, F64, F64, F64, F64, F64},
 };
+// clang-format on
 
 struct Type {
   DType dtype;
@@ -128,27 +136,37 @@ struct Type {
 
 Class class_of(DType dtype, bool weak) {
   switch (dtype) {
-    case DType::bool_: return B;
-    case DType::i32: return weak ? IW : I32;
-    case DType::i64: return weak ? IW : I64;
-    case DType::f32: return weak ? FW : F32;
-    case DType::f64: return weak ? FW : F64;
+    case DType::bool_:
+      return B;
+    case DType::i32:
+      return weak ? IW : I32;
+    case DType::i64:
+      return weak ? IW : I64;
+    case DType::f32:
+      return weak ? FW : F32;
+    case DType::f64:
+      return weak ? FW : F64;
   }
   return F64;
 }
 Class class_of(const Scalar& number) {
   switch (number.kind()) {
-    case Scalar::Kind::boolean: return B;
-    case Scalar::Kind::integer: return IW;
-    case Scalar::Kind::floating: break;
+    case Scalar::Kind::boolean:
+      return B;
+    case Scalar::Kind::integer:
+      return IW;
+    case Scalar::Kind::floating:
+      break;
   }
   return FW;
 }
-Class class_of(const Operand& o) { return o.is_number() ? class_of(o.number()) : class_of(o.array().dtype(), o.array().weak_type()); }
+Class class_of(const Operand& o) {
+  return o.is_number() ? class_of(o.number()) : class_of(o.array().dtype(), o.array().weak_type());
+}
 
 Type resolve(Class c) {
-  constexpr Type types[] = {{bool_, false}, {i32, true}, {i32, false}, {i64, false},
-                            {f32, true},   {f32, false}, {f64, false}};
+  constexpr Type types[] = {{bool_, false}, {i32, true},  {i32, false}, {i64, false},
+                            {f32, true},    {f32, false}, {f64, false}};
   return types[c];
 }
 
@@ -190,8 +208,8 @@ const std::vector<UnaryCase>& unary_cases() {
       {"floor", [](const Array& x) { return floor(x); }, "np.floor(x)", Result::same, -3, 3, true, true},
       {"ceil", [](const Array& x) { return ceil(x); }, "np.ceil(x)", Result::same, -3, 3, true, true},
       {"round", [](const Array& x) { return round(x); }, "np.round(x)", Result::same, -3, 3, true, true},
-      {"logical_not", [](const Array& x) { return logical_not(x); }, "np.logical_not(x)", Result::boolean, -2, 2,
-       true, true},
+      {"logical_not", [](const Array& x) { return logical_not(x); }, "np.logical_not(x)", Result::boolean, -2, 2, true,
+       true},
       {"isnan", [](const Array& x) { return isnan(x); }, "np.isnan(x)", Result::boolean, -3, 3},
       {"stop_gradient", [](const Array& x) { return stop_gradient(x); }, "x", Result::same, -3, 3},
   };
@@ -246,12 +264,11 @@ const std::vector<BinaryCase>& binary_cases() {
       {"less", [](O a, O b) { return less(a, b); }, [](O a, O b) { return a < b; }, "np.less", Kind::compare},
       {"less_equal", [](O a, O b) { return less_equal(a, b); }, [](O a, O b) { return a <= b; }, "np.less_equal",
        Kind::compare},
-      {"greater", [](O a, O b) { return greater(a, b); }, [](O a, O b) { return a > b; }, "np.greater",
-       Kind::compare},
+      {"greater", [](O a, O b) { return greater(a, b); }, [](O a, O b) { return a > b; }, "np.greater", Kind::compare},
       {"greater_equal", [](O a, O b) { return greater_equal(a, b); }, [](O a, O b) { return a >= b; },
        "np.greater_equal", Kind::compare},
-      {"logical_and", [](O a, O b) { return logical_and(a, b); }, [](O a, O b) { return a & b; },
-       "np.logical_and", Kind::logical},
+      {"logical_and", [](O a, O b) { return logical_and(a, b); }, [](O a, O b) { return a & b; }, "np.logical_and",
+       Kind::logical},
       {"logical_or", [](O a, O b) { return logical_or(a, b); }, [](O a, O b) { return a | b; }, "np.logical_or",
        Kind::logical},
   };
@@ -262,13 +279,16 @@ const std::vector<BinaryCase>& binary_cases() {
 std::pair<DType, Type> binary_types(const BinaryCase& c, Class a, Class b) {
   Type joined = resolve(join_table[a][b]);
   switch (c.kind) {
-    case Kind::arithmetic: return {joined.dtype, joined};
+    case Kind::arithmetic:
+      return {joined.dtype, joined};
     case Kind::divide: {
       Type t = is_floating(joined.dtype) ? joined : Type{f32, joined.weak};
       return {t.dtype, t};
     }
-    case Kind::compare: return {joined.dtype, {bool_, false}};
-    case Kind::logical: break;
+    case Kind::compare:
+      return {joined.dtype, {bool_, false}};
+    case Kind::logical:
+      break;
   }
   return {bool_, {bool_, false}};
 }
@@ -298,14 +318,13 @@ TEST(Elementwise, UnaryMatchesNumpyOnRandomShapesAndDtypes) {
         Array x = random_array(random, random.shape(0, 4), dtype, c.lo, c.hi, c.ties);
         if (trial == 2) x = weak(x);
         Array y = c.kiln(x);
-        std::string context = std::string(c.name) + "(" + std::string(dtype_name(dtype)) +
-                              shape_string(x.shape()) + (x.weak_type() ? "~" : "") + ")";
+        std::string context = std::string(c.name) + "(" + std::string(dtype_name(dtype)) + shape_string(x.shape()) +
+                              (x.weak_type() ? "~" : "") + ")";
         EXPECT_EQ(y.dtype(), unary_result(c, dtype)) << context;
         // Results keep the operand's weak flag, except those that are bool by
         // definition; relu(bool) is max(bool, 0), which is int* by promotion.
-        bool weak_result = std::string(c.name) == "relu" && dtype == bool_
-                               ? true
-                               : x.weak_type() && c.result != Result::boolean;
+        bool weak_result =
+            std::string(c.name) == "relu" && dtype == bool_ ? true : x.weak_type() && c.result != Result::boolean;
         EXPECT_EQ(y.weak_type(), weak_result) << context;
         pending.push_back({oracle.add(unary_expression(c, dtype), {x}), y, context});
       }
@@ -321,8 +340,8 @@ TEST(Elementwise, UnaryMatchesNumpyOnRandomShapesAndDtypes) {
 }
 
 TEST(Elementwise, UnarySpecialValues) {
-  const std::vector<double> specials = {0.0, -0.0, inf, -inf, nan, 1, -1, 0.5, -0.5, 1.5, 2.5, -2.5,
-                                        1e-30, -1e-30, 100, -100, 1e30};
+  const std::vector<double> specials = {0.0, -0.0, inf,  -inf,  nan,    1,   -1,   0.5, -0.5,
+                                        1.5, 2.5,  -2.5, 1e-30, -1e-30, 100, -100, 1e30};
   NumpyOracle oracle;
   std::vector<std::tuple<int, Array, std::string>> pending;
   for (DType dtype : {f32, f64}) {
@@ -334,8 +353,9 @@ TEST(Elementwise, UnarySpecialValues) {
   }
   // Integer extremes: negation and abs wrap, as in NumPy.
   for (DType dtype : {i32, i64}) {
-    Array x = dtype == i32 ? array<int32_t>({std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 0, -1})
-                           : array<int64_t>({std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0, -1});
+    Array x = dtype == i32
+                  ? array<int32_t>({std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 0, -1})
+                  : array<int64_t>({std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0, -1});
     for (const UnaryCase& c : unary_cases())
       if (c.result != Result::floating)
         pending.emplace_back(oracle.add(unary_expression(c, dtype), {x}), c.kiln(x),
@@ -345,7 +365,8 @@ TEST(Elementwise, UnarySpecialValues) {
   for (const auto& [id, actual, context] : pending) {
     auto expected = oracle.result(id);
     ASSERT_TRUE(expected) << context << ": " << oracle.error(id);
-    EXPECT_TRUE(all_close(actual, *expected, testing::default_rtol(actual.dtype()), tolerance(actual.dtype()), context));
+    EXPECT_TRUE(
+        all_close(actual, *expected, testing::default_rtol(actual.dtype()), tolerance(actual.dtype()), context));
   }
   // Rounding is half to even, and signs of zero survive where IEEE keeps them.
   EXPECT_EQ(round(array({0.5, 1.5, 2.5, -0.5, -1.5})).to_vector<double>(), (std::vector<double>{0, 2, 2, -0.0, -2}));
@@ -416,7 +437,8 @@ TEST(Elementwise, BinaryMatchesNumpyOverDtypePairsAndBroadcasting) {
           if (!defined_for(c, ca, cb)) continue;
           auto [compute, result] = binary_types(c, ca, cb);
           std::string context = std::string(c.name) + "(" + std::string(dtype_name(da)) + shape_string(sa) +
-                                (a.weak_type() ? "~" : "") + ", " + std::string(dtype_name(db)) + shape_string(sb) + ")";
+                                (a.weak_type() ? "~" : "") + ", " + std::string(dtype_name(db)) + shape_string(sb) +
+                                ")";
           Array y = c.kiln(a, b);
           EXPECT_EQ(y.dtype(), result.dtype) << context;
           EXPECT_EQ(y.weak_type(), result.weak) << context;
@@ -455,7 +477,8 @@ TEST(Elementwise, BinaryWithCppNumbersOnEitherSide) {
           Class ca = class_of(first), cb = class_of(second);
           if (!defined_for(c, ca, cb)) continue;
           auto [compute, result] = binary_types(c, ca, cb);
-          if (std::string(c.name) == "pow" && !number_first && !is_floating(compute) && number.as_double() < 0) continue;
+          if (std::string(c.name) == "pow" && !number_first && !is_floating(compute) && number.as_double() < 0)
+            continue;
           std::string context = std::string(c.name) + (number_first ? "(number " : "(") + number.to_string() +
                                 (number_first ? ", " : " with ") + std::string(dtype_name(dtype)) + ")";
           Array y = c.kiln(first, second);
@@ -473,7 +496,8 @@ TEST(Elementwise, BinaryWithCppNumbersOnEitherSide) {
   for (const auto& [id, actual, context] : pending) {
     auto expected = oracle.result(id);
     ASSERT_TRUE(expected) << context << ": " << oracle.error(id);
-    EXPECT_TRUE(all_close(actual, *expected, testing::default_rtol(actual.dtype()), tolerance(actual.dtype()), context));
+    EXPECT_TRUE(
+        all_close(actual, *expected, testing::default_rtol(actual.dtype()), tolerance(actual.dtype()), context));
   }
 }
 
@@ -489,8 +513,8 @@ TEST(Elementwise, BinarySpecialValues) {
       auto [compute, result] = binary_types(c, class_of(dtype, false), class_of(dtype, false));
       std::string expression = std::string(c.numpy) + "(a.astype(" + numpy_dtype(compute) + "), b.astype(" +
                                numpy_dtype(compute) + ")).astype(" + numpy_dtype(result.dtype) + ")";
-      pending.emplace_back(oracle.add(expression, {a, b}), c.kiln(a, b), std::string(c.name) + " specials " +
-                                                                              std::string(dtype_name(dtype)));
+      pending.emplace_back(oracle.add(expression, {a, b}), c.kiln(a, b),
+                           std::string(c.name) + " specials " + std::string(dtype_name(dtype)));
     }
   }
   // Integer arithmetic wraps like NumPy's; integer powers use exact squaring.
@@ -509,7 +533,8 @@ TEST(Elementwise, BinarySpecialValues) {
   for (const auto& [id, actual, context] : pending) {
     auto expected = oracle.result(id);
     ASSERT_TRUE(expected) << context << ": " << oracle.error(id);
-    EXPECT_TRUE(all_close(actual, *expected, testing::default_rtol(actual.dtype()), tolerance(actual.dtype()), context));
+    EXPECT_TRUE(
+        all_close(actual, *expected, testing::default_rtol(actual.dtype()), tolerance(actual.dtype()), context));
   }
   // Negative integer exponents (NumPy raises): the truncated exact result.
   EXPECT_EQ(pow(array<int32_t>({2, 1, -1, -1, 0, 5}), array<int32_t>({-1, -5, -3, -2, -1, 0})).to_vector<int32_t>(),
@@ -556,7 +581,8 @@ TEST(Elementwise, WhereAndClip) {
       Array clipped = clip(x, lo, hi);
       EXPECT_EQ(clipped.dtype(), t.dtype) << "clip " << context;
       pending.emplace_back(
-          oracle.add("np.minimum(np.maximum(a.astype(" + T + "), b.astype(" + T + ")), c.astype(" + T + "))", {x, lo, hi}),
+          oracle.add("np.minimum(np.maximum(a.astype(" + T + "), b.astype(" + T + ")), c.astype(" + T + "))",
+                     {x, lo, hi}),
           clipped, "clip " + context);
       Array clipped_numbers = clip(x, -1, 1.5);
       Type tc = resolve(join_table[class_of(dx, false)][FW]);
@@ -591,8 +617,8 @@ TEST(Elementwise, UnaryOperators) {
 // ---- Promotion and weak types -------------------------------------------------------------
 
 TEST(Elementwise, PromotionLatticeIsJaxs) {
-  const std::vector<Type> classes = {{bool_, false}, {i32, true}, {i32, false}, {i64, false},
-                                     {f32, true},    {f32, false}, {f64, false}, {i64, true}, {f64, true}};
+  const std::vector<Type> classes = {{bool_, false}, {i32, true},  {i32, false}, {i64, false}, {f32, true},
+                                     {f32, false},   {f64, false}, {i64, true},  {f64, true}};
   for (Type ta : classes) {
     for (Type tb : classes) {
       Array a = ones({2}, ta.dtype), b = ones({2}, tb.dtype);
@@ -630,24 +656,42 @@ TEST(Elementwise, WeakCppNumbersFollowTheArray) {
     const char* what;
   };
   const std::vector<Row> rows = {
-      {xf * 2.0, f32, false, "f32 * 2.0"},     {2.0 * xf, f32, false, "2.0 * f32"},
-      {xi + 1.5, f32, true, "i32 + 1.5"},      {xi + 1, i32, false, "i32 + 1"},
-      {xb + 1, i32, true, "bool + 1"},         {xb + 1.5, f32, true, "bool + 1.5"},
-      {xb + true, bool_, false, "bool + true"}, {xi + true, i32, false, "i32 + true"},
-      {xi + xl, i64, false, "i32 + i64"},      {xl + xf, f32, false, "i64 + f32"},
-      {xl + 1, i64, false, "i64 + 1"},         {xl * 2.5, f32, true, "i64 * 2.5"},
-      {xd + 1.5f, f64, false, "f64 + 1.5f"},   {xf + xd, f64, false, "f32 + f64"},
-      {xb + xi, i32, false, "bool + i32"},     {xi / 2, f32, false, "i32 / 2"},
-      {xi / xi, f32, false, "i32 / i32"},      {xl / xl, f32, false, "i64 / i64"},
-      {xd / 2, f64, false, "f64 / 2"},         {add(1, 2), i32, true, "1 + 2"},
-      {add(1, 2.5), f32, true, "1 + 2.5"},     {add(true, false), bool_, false, "true + false"},
-      {add(true, 2), i32, true, "true + 2"},   {add(int64_t{1}, short{2}), i32, true, "int64 + short"},
-      {xi * 2.0f, f32, true, "i32 * 2.0f"},    {xf + 'a', f32, false, "f32 + char"},
-      {exp(weak(xi)), f32, true, "exp(i32~)"}, {exp(xi), f32, false, "exp(i32)"},
-      {exp(xb), f32, false, "exp(bool)"},      {astype(weak(xf), f32), f32, false, "astype(f32~)"},
-      {isnan(weak(xf)), bool_, false, "isnan(f32~)"}, {floor(weak(xi)), i32, true, "floor(i32~)"},
-      {relu(xi), i32, false, "relu(i32)"},     {relu(xf), f32, false, "relu(f32)"},
-      {square(weak(xf)), f32, true, "square(f32~)"}, {stop_gradient(weak(xd)), f64, true, "stop_gradient(f64~)"},
+      {xf * 2.0, f32, false, "f32 * 2.0"},
+      {2.0 * xf, f32, false, "2.0 * f32"},
+      {xi + 1.5, f32, true, "i32 + 1.5"},
+      {xi + 1, i32, false, "i32 + 1"},
+      {xb + 1, i32, true, "bool + 1"},
+      {xb + 1.5, f32, true, "bool + 1.5"},
+      {xb + true, bool_, false, "bool + true"},
+      {xi + true, i32, false, "i32 + true"},
+      {xi + xl, i64, false, "i32 + i64"},
+      {xl + xf, f32, false, "i64 + f32"},
+      {xl + 1, i64, false, "i64 + 1"},
+      {xl * 2.5, f32, true, "i64 * 2.5"},
+      {xd + 1.5f, f64, false, "f64 + 1.5f"},
+      {xf + xd, f64, false, "f32 + f64"},
+      {xb + xi, i32, false, "bool + i32"},
+      {xi / 2, f32, false, "i32 / 2"},
+      {xi / xi, f32, false, "i32 / i32"},
+      {xl / xl, f32, false, "i64 / i64"},
+      {xd / 2, f64, false, "f64 / 2"},
+      {add(1, 2), i32, true, "1 + 2"},
+      {add(1, 2.5), f32, true, "1 + 2.5"},
+      {add(true, false), bool_, false, "true + false"},
+      {add(true, 2), i32, true, "true + 2"},
+      {add(int64_t{1}, short{2}), i32, true, "int64 + short"},
+      {xi * 2.0f, f32, true, "i32 * 2.0f"},
+      {xf + 'a', f32, false, "f32 + char"},
+      {exp(weak(xi)), f32, true, "exp(i32~)"},
+      {exp(xi), f32, false, "exp(i32)"},
+      {exp(xb), f32, false, "exp(bool)"},
+      {astype(weak(xf), f32), f32, false, "astype(f32~)"},
+      {isnan(weak(xf)), bool_, false, "isnan(f32~)"},
+      {floor(weak(xi)), i32, true, "floor(i32~)"},
+      {relu(xi), i32, false, "relu(i32)"},
+      {relu(xf), f32, false, "relu(f32)"},
+      {square(weak(xf)), f32, true, "square(f32~)"},
+      {stop_gradient(weak(xd)), f64, true, "stop_gradient(f64~)"},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(row.result.dtype(), row.dtype) << row.what;
@@ -685,7 +729,8 @@ TEST(Elementwise, Errors) {
 // ---- Tracing -------------------------------------------------------------------------------
 
 Array traced_unary(const UnaryCase& c, const Array& x) {
-  Graph graph = make_graph("f", [&](const Array& t) { return c.kiln(t); }, x);
+  Graph graph = make_graph(
+      "f", [&](const Array& t) { return c.kiln(t); }, x);
   return detail::interpret(graph, {x}, {}).at(0);
 }
 
@@ -706,15 +751,18 @@ TEST(Elementwise, TracedMatchesEager) {
       for (DType db : {i32, f32, bool_}) {
         if (!defined_for(c, class_of(da, false), class_of(db, false))) continue;
         Shape sa = random.shape(0, 3);
-        Array a = binary_operand(random, c, sa, da, false), b = binary_operand(random, c, random.broadcastable(sa), db, true);
-        std::string context = std::string(c.name) + " traced " + std::string(dtype_name(da)) + "," +
-                              std::string(dtype_name(db));
-        Graph graph = make_graph("f", [&](const Array& p, const Array& q) { return c.kiln(p, q); }, a, b);
+        Array a = binary_operand(random, c, sa, da, false),
+              b = binary_operand(random, c, random.broadcastable(sa), db, true);
+        std::string context =
+            std::string(c.name) + " traced " + std::string(dtype_name(da)) + "," + std::string(dtype_name(db));
+        Graph graph = make_graph(
+            "f", [&](const Array& p, const Array& q) { return c.kiln(p, q); }, a, b);
         Array traced = detail::interpret(graph, {a, b}, {}).at(0), eager = c.kiln(a, b);
         EXPECT_EQ(traced.dtype(), eager.dtype()) << context;
         EXPECT_TRUE(all_close(traced, eager, 0, 0, context));
         // C++ numbers inside the trace become literals with the same promotion.
-        Graph with_number = make_graph("g", [&](const Array& p) { return c.kiln(p, 2); }, a);
+        Graph with_number = make_graph(
+            "g", [&](const Array& p) { return c.kiln(p, 2); }, a);
         Array traced_number = detail::interpret(with_number, {a}, {}).at(0), eager_number = c.kiln(a, 2);
         EXPECT_EQ(traced_number.dtype(), eager_number.dtype()) << context;
         EXPECT_TRUE(all_close(traced_number, eager_number, 0, 0, context + " with 2"));
@@ -722,9 +770,11 @@ TEST(Elementwise, TracedMatchesEager) {
     }
   }
   Array c = array({true, false, true}), x = array({1.0f, 2.0f, 3.0f});
-  Graph graph = make_graph("w", [](const Array& p, const Array& q) { return clip(kiln::where(p, q, -q), -2, 2.5); }, c, x);
+  Graph graph = make_graph(
+      "w", [](const Array& p, const Array& q) { return clip(kiln::where(p, q, -q), -2, 2.5); }, c, x);
   EXPECT_TRUE(all_close(detail::interpret(graph, {c, x}, {}).at(0), clip(kiln::where(c, x, -x), -2, 2.5), 0, 0));
-  Graph cast = make_graph("a", [](const Array& p) { return astype(p, i64) + stop_gradient(p); }, x);
+  Graph cast = make_graph(
+      "a", [](const Array& p) { return astype(p, i64) + stop_gradient(p); }, x);
   EXPECT_TRUE(all_close(detail::interpret(cast, {x}, {}).at(0), astype(x, i64) + stop_gradient(x), 0, 0));
 }
 

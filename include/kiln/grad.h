@@ -1,0 +1,213 @@
+// Automatic differentiation: value_and_grad, grad, vjp, jvp.
+//
+//   auto vg = kiln::value_and_grad(loss);            // d/d(first argument)
+//   auto [value, grads] = vg(params, batch);          // grads has params' type
+//   auto both = kiln::grad(loss, {0, 1});             // a tuple over all arguments;
+//                                                     // slots not asked for hold empty arrays
+//   auto [y, pullback] = kiln::vjp(fn, x);  auto [dx] = pullback(dy);
+//   auto [y, dy] = kiln::jvp(fn, std::tuple{x}, std::tuple{dx});
+//
+// Derivatives are graph transformations: the function is traced, and its
+// graph replayed with each primitive's derivative rule. Called outside a
+// trace, value_and_grad and grad go through jit's caches (a function called in
+// a loop compiles once); inside jit they become part of the enclosing graph.
+// Captured arrays are constants of differentiation and stay implicit inputs.
+// Integer and bool leaves carry no derivative; asking for one is an error.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kiln/jit.h"
+
+namespace kiln {
+
+/// Which arguments to differentiate with respect to.
+class Argnums {
+ public:
+  Argnums() = default;
+  Argnums(int index) : list_{index}, given_(true) {}
+  Argnums(std::initializer_list<int> list) : list_(list), given_(true) {}
+  bool given() const { return given_; }
+  bool contains(size_t index) const {
+    if (!given_) return index == 0;
+    for (int i : list_)
+      if (i >= 0 && static_cast<size_t>(i) == index) return true;
+    return false;
+  }
+  const std::vector<int>& list() const { return list_; }
+
+ private:
+  std::vector<int> list_;
+  bool given_ = false;
+};
+
+namespace detail {
+
+/// A function traced on placeholders for every array leaf of its arguments.
+struct TracedFunction {
+  std::optional<Graph> graph;
+  std::vector<Array> leaves;          // the real leaves, in order
+  std::vector<size_t> leaf_argument;  // the argument each leaf belongs to
+  std::vector<Array> captures;
+};
+
+struct ReplayState;
+
+/// Replays the traced graph, seeds its first output (a floating scalar) with
+/// 1, and returns the outputs and one cotangent per leaf: zeros where a wanted
+/// leaf got none, empty where not wanted. Throws for a wanted integer leaf.
+std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunction& traced,
+                                                                const std::vector<char>& wanted,
+                                                                const std::string& name, Location where);
+std::shared_ptr<ReplayState> replay_graph(const TracedFunction& traced, std::vector<Array>& outputs);
+std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents);
+std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<Array>& tangents,
+                                std::vector<Array>& outputs);
+[[noreturn]] void raise_aux_mismatch(const std::string& name, bool has_aux, Location where);
+std::string location_text(Location where);
+
+template <class T>
+struct IsPair : std::false_type {};
+template <class A, class B>
+struct IsPair<std::pair<A, B>> : std::true_type {};
+
+template <class F, class... Args>
+auto trace_function(const F& fn, const std::string& name, Location where, TracedFunction& out, const Args&... args) {
+  TraceSession session(name, where);
+  size_t argument = 0;
+  auto placeholder = [&](const Array& a) {
+    out.leaves.push_back(a);
+    out.leaf_argument.push_back(argument);
+    return session.argument(a);
+  };
+  auto traced = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<Args...>{(argument = I, TreeTraits<Args>::map_arrays(args, placeholder))...};
+  }(std::index_sequence_for<Args...>());
+  auto result = std::apply(fn, traced);
+  out.graph = session.finish(tree_leaves(result));
+  out.captures = session.captured();
+  return result;
+}
+
+template <class Tree>
+Tree fill_leaves(const Tree& skeleton, const std::vector<Array>& values, size_t& next) {
+  auto fill = [&](const Array&) { return values[next++]; };
+  return TreeTraits<Tree>::map_arrays(skeleton, fill);
+}
+
+/// The traceable form of value_and_grad / grad. `AllArguments`: gradients
+/// for every argument in a tuple (argnums given) instead of the first alone.
+template <class F, bool OnlyGrad, bool AllArguments>
+struct GradFunction {
+  F fn;
+  Argnums argnums;
+  bool has_aux = false;
+  std::string name;
+  Location where;
+  static constexpr bool kiln_stateful = stateful_v<F>;
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    static_assert(sizeof...(Args) > 0, "value_and_grad/grad need at least one argument to differentiate");
+    TracedFunction traced;
+    auto skeleton = trace_function(fn, name, where, traced, args...);
+    using Result = decltype(skeleton);
+    if (IsPair<Result>::value != has_aux) raise_aux_mismatch(name, has_aux, where);
+    std::vector<char> wanted;
+    for (size_t argument : traced.leaf_argument) wanted.push_back(argnums.contains(argument));
+    auto [outputs, cotangents] = differentiate(traced, wanted, name, where);
+    size_t next = 0;
+    Result value = fill_leaves(skeleton, outputs, next);
+    next = 0;
+    // Braced initialization runs left to right, matching the leaves' order.
+    std::tuple<Args...> all{fill_leaves(args, cotangents, next)...};
+    auto gradients = [&] {
+      if constexpr (AllArguments) return all;
+      else return std::get<0>(all);
+    }();
+    if constexpr (OnlyGrad) return gradients;
+    else return std::pair<Result, decltype(gradients)>{std::move(value), std::move(gradients)};
+  }
+};
+
+template <class F, bool OnlyGrad, bool AllArguments>
+auto make_grad(F fn, Argnums argnums, bool has_aux, const char* kind, Location where) {
+  std::string name = std::string(kind) + "(" + location_text(where) + ")";
+  GradFunction<F, OnlyGrad, AllArguments> function{std::move(fn), std::move(argnums), has_aux, name, where};
+  return jit(std::move(function), JitOptions{.name = name}, where);
+}
+
+}  // namespace detail
+
+/// (value, gradient with respect to the first argument).
+template <class F>
+auto value_and_grad(F fn, Location where = Location::current()) {
+  return detail::make_grad<F, false, false>(std::move(fn), Argnums(), false, "value_and_grad", where);
+}
+/// (value, tuple of gradients for every argument; those not in `argnums` hold empty arrays).
+/// With `has_aux`, the function returns (loss, aux) and the value is that pair.
+template <class F>
+auto value_and_grad(F fn, Argnums argnums, bool has_aux = false, Location where = Location::current()) {
+  return detail::make_grad<F, false, true>(std::move(fn), std::move(argnums), has_aux, "value_and_grad", where);
+}
+/// (value, gradient with respect to the first argument) of a function returning (loss, aux).
+template <class F>
+auto value_and_grad_with_aux(F fn, Location where = Location::current()) {
+  return detail::make_grad<F, false, false>(std::move(fn), Argnums(), true, "value_and_grad", where);
+}
+/// Gradient with respect to the first argument.
+template <class F>
+auto grad(F fn, Location where = Location::current()) {
+  return detail::make_grad<F, true, false>(std::move(fn), Argnums(), false, "grad", where);
+}
+/// Tuple of gradients for every argument; those not in `argnums` hold empty arrays.
+template <class F>
+auto grad(F fn, Argnums argnums, bool has_aux = false, Location where = Location::current()) {
+  return detail::make_grad<F, true, true>(std::move(fn), std::move(argnums), has_aux, "grad", where);
+}
+
+/// The function's value and a pullback mapping an output cotangent (same
+/// tree as the value) to a tuple of input cotangents (one per argument).
+template <class F, class... Args>
+auto vjp(const F& fn, const Args&... primals) {
+  detail::TracedFunction traced;
+  auto skeleton = detail::trace_function(fn, "vjp", Location::current(), traced, primals...);
+  using Result = decltype(skeleton);
+  std::vector<Array> outputs;
+  std::shared_ptr<detail::ReplayState> state = detail::replay_graph(traced, outputs);
+  size_t next = 0;
+  Result value = detail::fill_leaves(skeleton, outputs, next);
+  auto pullback = [state, primals = std::tuple<Args...>(primals...)](const Result& cotangent) {
+    std::vector<Array> cotangents = detail::pull_back(*state, tree_leaves(cotangent));
+    size_t index = 0;
+    return std::apply([&](const auto&... p) { return std::tuple<Args...>{detail::fill_leaves(p, cotangents, index)...}; },
+                      primals);
+  };
+  return std::pair<Result, decltype(pullback)>{std::move(value), std::move(pullback)};
+}
+
+/// Forward mode: (value, tangent of the value) for `tangents` of the
+/// arguments (same trees as `primals`).
+template <class F, class... Args>
+auto jvp(const F& fn, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
+  detail::TracedFunction traced;
+  auto skeleton = std::apply(
+      [&](const auto&... p) { return detail::trace_function(fn, "jvp", Location::current(), traced, p...); }, primals);
+  using Result = decltype(skeleton);
+  std::vector<Array> tangent_leaves = tree_leaves(tangents);
+  std::vector<Array> outputs;
+  std::vector<Array> output_tangents = detail::push_forward(traced, tangent_leaves, outputs);
+  size_t next = 0;
+  Result value = detail::fill_leaves(skeleton, outputs, next);
+  next = 0;
+  Result tangent = detail::fill_leaves(skeleton, output_tangents, next);
+  return std::pair<Result, Result>{std::move(value), std::move(tangent)};
+}
+
+}  // namespace kiln

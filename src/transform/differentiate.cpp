@@ -1,0 +1,110 @@
+// The non-template half of include/kiln/grad.h: seeding, checking which
+// leaves may be differentiated, and running the passes of transform/autodiff.
+#include "core/error_format.h"
+#include "kiln/grad.h"
+#include "trace/apply.h"
+#include "transform/autodiff.h"
+
+namespace kiln::detail {
+
+struct ReplayState {
+  transform::Replay replay;
+  std::shared_ptr<const ir::Graph> graph;  // keeps replay.graph alive
+  std::vector<Array> leaves;
+};
+
+namespace {
+std::vector<Array> implicit_inputs(const TracedFunction& traced) { return traced.captures; }
+}  // namespace
+
+std::string location_text(Location where) { return location_string(where); }
+
+void raise_aux_mismatch(const std::string& name, bool has_aux, Location where) {
+  if (has_aux)
+    raise(name, "has_aux is set, but the function does not return a (loss, aux) pair", where,
+          "return std::pair{loss, aux}, or drop has_aux");
+  raise(name, "the function returns a pair; is the second element auxiliary data?", where,
+        "use value_and_grad_with_aux, or pass has_aux = true with argnums");
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunction& traced,
+                                                                const std::vector<char>& wanted,
+                                                                const std::string& name, Location where) {
+  const ir::Graph& graph = traced.graph->ir();
+  for (size_t k = 0; k < traced.leaves.size(); ++k) {
+    const AbstractValue& type = traced.leaves[k].impl()->type;
+    if (wanted[k] && !is_floating(type.dtype))
+      raise(name,
+            "argument " + std::to_string(traced.leaf_argument[k]) + " has a " + type.to_string() +
+                " leaf: integer and bool arrays have no gradient",
+            where, "differentiate with respect to floating arguments only (argnums), or convert with astype");
+  }
+  if (graph.outputs.empty()) raise(name, "the function returns no array to differentiate", where);
+  const AbstractValue& loss = graph.nodes[static_cast<size_t>(graph.outputs[0])].type;
+  if (!is_floating(loss.dtype) || !loss.shape.empty())
+    raise(name, "the function must return a floating scalar to differentiate, got " + loss.to_string(), where,
+          "reduce the result (e.g. kiln::sum or kiln::mean), or use vjp for non-scalar outputs");
+
+  transform::Replay replay = transform::replay(graph, traced.leaves, implicit_inputs(traced));
+  std::vector<Array> seeds(graph.outputs.size());
+  seeds[0] = literal(1.0, loss.dtype, false, where);
+  std::vector<Array> cotangents = transform::backward(replay, seeds);
+  for (size_t k = 0; k < cotangents.size(); ++k) {
+    if (!wanted[k]) cotangents[k] = Array();
+    else if (!cotangents[k].defined()) cotangents[k] = zeros_like(traced.leaves[k], where);
+  }
+  return {replay.outputs(), std::move(cotangents)};
+}
+
+std::shared_ptr<ReplayState> replay_graph(const TracedFunction& traced, std::vector<Array>& outputs) {
+  auto state = std::make_shared<ReplayState>();
+  state->graph = traced.graph->shared();
+  state->replay = transform::replay(*state->graph, traced.leaves, implicit_inputs(traced));
+  outputs = state->replay.outputs();
+  state->leaves = traced.leaves;
+  return state;
+}
+
+std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents) {
+  const ir::Graph& graph = *state.graph;
+  if (output_cotangents.size() != graph.outputs.size())
+    raise("vjp", "the cotangent has " + std::to_string(output_cotangents.size()) + " arrays, the value " +
+                     std::to_string(graph.outputs.size()),
+          Location::current(), "pass a cotangent with the value's structure");
+  for (size_t k = 0; k < output_cotangents.size(); ++k) {
+    const AbstractValue& expected = graph.nodes[static_cast<size_t>(graph.outputs[k])].type;
+    const AbstractValue& got = impl_of(output_cotangents[k], "vjp", Location::current()).type;
+    if (got.shape != expected.shape || got.dtype != expected.dtype)
+      raise("vjp", "cotangent " + std::to_string(k) + " is " + got.to_string() + " but the value is " +
+                       expected.to_string(),
+            Location::current(), "pass a cotangent of the value's shape and dtype");
+  }
+  std::vector<Array> cotangents = transform::backward(state.replay, output_cotangents);
+  for (size_t k = 0; k < cotangents.size(); ++k)
+    if (!cotangents[k].defined() && is_floating(state.leaves[k].impl()->type.dtype))
+      cotangents[k] = zeros_like(state.leaves[k]);
+  return cotangents;
+}
+
+std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<Array>& tangents,
+                                std::vector<Array>& outputs) {
+  const ir::Graph& graph = traced.graph->ir();
+  if (tangents.size() != traced.leaves.size())
+    raise("jvp", "got " + std::to_string(tangents.size()) + " tangent arrays for " +
+                     std::to_string(traced.leaves.size()) + " primal arrays",
+          Location::current(), "pass tangents with the primals' structure");
+  for (size_t k = 0; k < tangents.size(); ++k) {
+    const AbstractValue& primal = traced.leaves[k].impl()->type;
+    const AbstractValue& tangent = impl_of(tangents[k], "jvp", Location::current()).type;
+    if (is_floating(primal.dtype) && (tangent.shape != primal.shape || tangent.dtype != primal.dtype))
+      raise("jvp", "tangent " + std::to_string(k) + " is " + tangent.to_string() + " but its primal is " +
+                       primal.to_string(),
+            Location::current(), "pass tangents of the primals' shapes and dtypes");
+  }
+  std::vector<Array> result = transform::forward(graph, traced.leaves, implicit_inputs(traced), tangents, outputs);
+  for (size_t k = 0; k < result.size(); ++k)
+    if (!result[k].defined()) result[k] = zeros_like(outputs[k]);
+  return result;
+}
+
+}  // namespace kiln::detail
