@@ -4,9 +4,9 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
-  libxxhash-dev nlohmann-json3-dev
+  libxxhash-dev nlohmann-json3-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-torch
 )
 
 packages+=(${KILN_EXTRA_PACKAGES:-})

@@ -254,6 +254,8 @@ class Jitted {
   template <class... Args>
   static detail::CallArguments flatten(const Args&... args) {
     detail::CallArguments arguments;
+    arguments.signature.reserve(16 + 24 * sizeof...(Args));
+    arguments.arrays.reserve(2 * sizeof...(Args));
     detail::SignatureBuilder builder{arguments};
     ((arguments.signature.push_back('P'), TreeTraits<Args>::visit(args, builder)), ...);
     return arguments;
@@ -267,7 +269,10 @@ class Jitted {
       using Result = std::remove_cvref_t<decltype(std::apply(*fn_, traced))>;
       auto result = std::make_shared<Result>(std::apply(*fn_, traced));
       detail::TraceOutcome outcome;
-      outcome.outputs = tree_leaves(*result);
+      // Empty arrays in the result (e.g. gradient slots not asked for) are
+      // not outputs; they come back empty.
+      for (Array& leaf : tree_leaves(*result))
+        if (leaf.defined()) outcome.outputs.push_back(std::move(leaf));
       outcome.skeleton = std::move(result);
       return outcome;
     };
@@ -304,7 +309,7 @@ class Jitted {
     if (!donated_.empty()) donate(result.outputs, args...);
     const auto& skeleton = *static_cast<const Result*>(result.skeleton.get());
     size_t next = 0;
-    auto fill = [&](const Array&) { return result.outputs[next++]; };
+    auto fill = [&](const Array& leaf) { return leaf.defined() ? result.outputs[next++] : Array(); };
     return TreeTraits<Result>::map_arrays(skeleton, fill);
   }
 

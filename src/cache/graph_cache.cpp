@@ -14,17 +14,16 @@ namespace {
 struct Slot {
   std::shared_ptr<const ir::Graph> graph;
   std::shared_ptr<const runtime::Executable> executable;  // null while compiling
+  uint64_t key = 0;
   std::list<Slot*>::iterator recency;
 };
 
 class GraphCache {
  public:
-  GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph) {
-    uint64_t key = graph_key(*graph);
-    std::vector<Scalar> literals = graph->literal_values();
+  GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
     std::unique_lock lock(mutex_);
     for (;;) {
-      Slot* slot = find(key, *graph, literals);
+      Slot* slot = find(key, *graph);
       if (!slot) break;
       if (slot->executable) {
         touch(slot);
@@ -35,6 +34,7 @@ class GraphCache {
     }
     auto slot = std::make_unique<Slot>();
     slot->graph = graph;
+    slot->key = key;
     Slot* placeholder = slot.get();
     slots_.emplace(key, std::move(slot));
     lock.unlock();
@@ -72,10 +72,10 @@ class GraphCache {
   }
 
  private:
-  Slot* find(uint64_t key, const ir::Graph& graph, const std::vector<Scalar>& literals) {
+  Slot* find(uint64_t key, const ir::Graph& graph) {
     auto [begin, end] = slots_.equal_range(key);
     for (auto it = begin; it != end; ++it)
-      if (it->second->graph->structurally_equal(graph) && it->second->graph->literal_values() == literals)
+      if (it->second->graph->structurally_equal(graph) && it->second->graph->same_literals(graph))
         return it->second.get();
     return nullptr;
   }
@@ -95,7 +95,7 @@ class GraphCache {
     while (recency_.size() > limit_) {
       Slot* oldest = recency_.back();
       recency_.pop_back();
-      erase(oldest, graph_key(*oldest->graph));
+      erase(oldest, oldest->key);
     }
   }
 
@@ -113,11 +113,14 @@ GraphCache& instance() {
 
 }  // namespace
 
-uint64_t graph_key(const ir::Graph& graph) {
-  return graph.structure_hash() * 0x9e3779b97f4a7c15ull ^ graph.literal_hash();
+uint64_t graph_key(const ir::Graph& graph, uint64_t structure_hash) {
+  return structure_hash * 0x9e3779b97f4a7c15ull ^ graph.literal_hash();
 }
+uint64_t graph_key(const ir::Graph& graph) { return graph_key(graph, graph.structure_hash()); }
 
-GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph) { return instance().get_or_compile(graph); }
+GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
+  return instance().get_or_compile(graph, key);
+}
 size_t graph_cache_size() { return instance().size(); }
 void set_graph_cache_limit(size_t limit) { instance().set_limit(limit); }
 

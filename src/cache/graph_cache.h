@@ -18,10 +18,11 @@ struct GraphLookup {
   uint64_t key = 0;
 };
 
-/// Finds or compiles the executable for `graph`.
-GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph);
+/// Finds or compiles the executable for `graph`, whose key is `key`.
+GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key);
 /// Key of a graph in this cache (structure and literal values together).
 uint64_t graph_key(const ir::Graph& graph);
+uint64_t graph_key(const ir::Graph& graph, uint64_t structure_hash);
 
 size_t graph_cache_size();
 void set_graph_cache_limit(size_t limit);

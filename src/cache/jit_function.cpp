@@ -179,8 +179,7 @@ CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(
 std::shared_ptr<Entry> JitFunction::find_by_graph(uint64_t key, const ir::Graph& graph) const {
   auto [begin, end] = by_graph_.equal_range(key);
   for (auto it = begin; it != end; ++it)
-    if (it->second->lifted.graph->structurally_equal(graph) &&
-        it->second->lifted.graph->literal_values() == graph.literal_values())
+    if (it->second->lifted.graph->structurally_equal(graph) && it->second->lifted.graph->same_literals(graph))
       return it->second;
   return nullptr;
 }
@@ -254,8 +253,11 @@ JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced
                ? transform::lift_literals(*graph, sites)
                : transform::LiftedGraph{graph, {}, {}};
   };
+  auto key_of = [&](const transform::LiftedGraph& candidate) {
+    return candidate.graph == graph ? cache::graph_key(*graph, structure) : cache::graph_key(*candidate.graph);
+  };
   transform::LiftedGraph lifted = lift_with(lifted_sites_[structure]);
-  uint64_t key = cache::graph_key(*lifted.graph);
+  uint64_t key = key_of(lifted);
 
   if (std::shared_ptr<Entry> known = find_by_graph(key, *lifted.graph)) {
     stats_.hits += 1;
@@ -311,7 +313,7 @@ JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced
       }
       if (lifting) {
         lifted = lift_with(sites);
-        key = cache::graph_key(*lifted.graph);
+        key = key_of(lifted);
         explanation += " — lifted to a runtime input: further values will not compile";
       }
     }
@@ -322,7 +324,7 @@ JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced
     std::vector<bool>& sites = lifted_sites_[structure];
     sites.assign(graph->literal_values().size(), true);
     lifted = lift_with(sites);
-    key = cache::graph_key(*lifted.graph);
+    key = key_of(lifted);
   }
   std::string storm_text;
   if (storm) {
@@ -348,7 +350,7 @@ JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced
     if (report_storm) telemetry::log(telemetry::log_storms, storm_text);
   }
 
-  cache::GraphLookup lookup = cache::get_or_compile(lifted.graph);
+  cache::GraphLookup lookup = cache::get_or_compile(lifted.graph, key);
   auto entry = std::make_shared<Entry>();
   entry->signature = arguments.signature;
   entry->description = std::move(description);
@@ -410,9 +412,15 @@ void JitFunction::verify_frozen(const Entry& entry, const Traced& fresh) {
   by_signature_.erase(entry.signature);
 }
 
+namespace {
+std::atomic<double> retrace_share_to_report{0.25};
+}  // namespace
+
+void set_retrace_report_share(double share) { retrace_share_to_report.store(share); }
+
 void JitFunction::note_call_time(double call_seconds, double trace_seconds) {
   constexpr int64_t calls_before_judging = 20;
-  constexpr double noticeable_share = 0.25;
+  double noticeable_share = retrace_share_to_report.load(std::memory_order_relaxed);
   std::string text;
   {
     std::lock_guard lock(mutex_);

@@ -19,6 +19,10 @@
 
 namespace kiln::detail {
 
+/// The share of call time spent re-tracing above which a stateful function
+/// is reported once (default 0.25). Tests lower it to make the report certain.
+void set_retrace_report_share(double share);
+
 struct Entry {
   std::string signature;
   SignatureDescription description;

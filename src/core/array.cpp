@@ -19,17 +19,17 @@ std::string AbstractValue::to_string() const {
 
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   if (bytes <= inline_bytes) {
-    data_ = inline_;
+    auto address = reinterpret_cast<uintptr_t>(inline_);
+    data_ = inline_ + ((alignment - address % alignment) % alignment);
     return;
   }
-  constexpr size_t alignment = 64;
   size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   data_ = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
   if (!data_) throw std::bad_alloc();
 }
 
 Buffer::~Buffer() {
-  if (data_ != inline_) std::free(data_);
+  if (bytes_ > inline_bytes) std::free(data_);
 }
 
 Array allocate(AbstractValue type) {

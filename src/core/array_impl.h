@@ -39,7 +39,10 @@ class Buffer {
   size_t bytes() const { return bytes_; }
 
  private:
-  alignas(64) std::byte inline_[inline_bytes];
+  // Over-aligning the object itself would send every allocation through
+  // aligned operator new (memalign), which costs far more than the padding.
+  static constexpr size_t alignment = 64;
+  std::byte inline_[inline_bytes + alignment - alignof(std::max_align_t)];
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };

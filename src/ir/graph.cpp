@@ -32,33 +32,31 @@ std::string_view primitive_family(Primitive op) {
 
 namespace {
 
-class Hasher {
+// Appends trivially copyable values to one byte string, hashed once at the
+// end: a single XXH3 call over a buffer is far cheaper than many small updates.
+class ByteWriter {
  public:
-  Hasher() : state_(XXH3_createState()) { XXH3_64bits_reset(state_); }
-  ~Hasher() { XXH3_freeState(state_); }
-  Hasher(const Hasher&) = delete;
-  Hasher& operator=(const Hasher&) = delete;
-
+  explicit ByteWriter(std::string& bytes) : bytes_(bytes) { bytes_.clear(); }
   template <class T>
   void add(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    XXH3_64bits_update(state_, &value, sizeof(T));
+    bytes_.append(reinterpret_cast<const char*>(&value), sizeof(T));
   }
   template <class T>
   void add_vector(const std::vector<T>& values) {
-    add(values.size());
-    if (!values.empty()) XXH3_64bits_update(state_, values.data(), values.size() * sizeof(T));
+    add(static_cast<uint32_t>(values.size()));
+    if (!values.empty()) bytes_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
   }
-  uint64_t digest() const { return XXH3_64bits_digest(state_); }
+  uint64_t digest() const { return XXH3_64bits(bytes_.data(), bytes_.size()); }
 
  private:
-  XXH3_state_t* state_;
+  std::string& bytes_;
 };
 
-void add_scalar(Hasher& hasher, const Scalar& value) {
-  hasher.add(value.kind());
-  if (value.kind() == Scalar::Kind::floating) hasher.add(value.as_double());
-  else hasher.add(value.as_int());
+void add_scalar(ByteWriter& writer, const Scalar& value) {
+  writer.add(value.kind());
+  if (value.kind() == Scalar::Kind::floating) writer.add(value.as_double());
+  else writer.add(value.as_int());
 }
 
 bool same_structure(const Node& a, const Node& b) {
@@ -70,7 +68,8 @@ bool same_structure(const Node& a, const Node& b) {
 }  // namespace
 
 uint64_t Graph::structure_hash() const {
-  Hasher hasher;
+  thread_local std::string bytes;
+  ByteWriter hasher(bytes);
   hasher.add(nodes.size());
   for (const Node& node : nodes) {
     hasher.add(node.op);
@@ -90,7 +89,8 @@ uint64_t Graph::structure_hash() const {
 }
 
 uint64_t Graph::literal_hash() const {
-  Hasher hasher;
+  thread_local std::string bytes;
+  ByteWriter hasher(bytes);
   for (const Node& node : nodes)
     if (node.op == Primitive::literal) add_scalar(hasher, node.attrs.scalar);
   return hasher.digest();
@@ -101,6 +101,13 @@ std::vector<Scalar> Graph::literal_values() const {
   for (const Node& node : nodes)
     if (node.op == Primitive::literal) values.push_back(node.attrs.scalar);
   return values;
+}
+
+bool Graph::same_literals(const Graph& other) const {
+  if (nodes.size() != other.nodes.size()) return false;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].op == Primitive::literal && !(nodes[i].attrs.scalar == other.nodes[i].attrs.scalar)) return false;
+  return true;
 }
 
 bool Graph::structurally_equal(const Graph& other) const {

@@ -59,6 +59,8 @@ class Graph {
   /// Equal but for literal values.
   bool structurally_equal(const Graph& other) const;
   std::vector<Scalar> literal_values() const;
+  /// Same literal values node for node (meaningful for structurally equal graphs).
+  bool same_literals(const Graph& other) const;
   /// Human-readable text, one node per line with its source line.
   std::string to_string() const;
   /// Checks SSA order, arity and that every node's type matches its rule.

@@ -130,6 +130,14 @@ Array evaluate_binary(const Node& node, std::span<const Array> inputs) {
 // `name` is the public function the user called (errors say "[maximum]", not "[max]").
 Array binary(Primitive op, const char* name, const Operand& a, const Operand& b) {
   Location where = a.where();
+  // The common case — two arrays of one dtype, weak flag and shape — needs no
+  // promotion, conversion or broadcast; skipping that work keeps tracing cheap.
+  if (!a.is_number() && !b.is_number() && !is_logical(op)) {
+    const auto& ta = detail::impl_of(a.array(), name, where).type;
+    const auto& tb = detail::impl_of(b.array(), name, where).type;
+    bool ready = ta == tb && ta.dtype != DType::bool_ && (op != Primitive::div || is_floating(ta.dtype));
+    if (ready) return detail::apply(op, {a.array(), b.array()}, {}, where);
+  }
   static const Shape scalar_shape;
   const Shape& sa = a.is_number() ? scalar_shape : detail::impl_of(a.array(), name, where).type.shape;
   const Shape& sb = b.is_number() ? scalar_shape : detail::impl_of(b.array(), name, where).type.shape;
@@ -147,15 +155,92 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }
 
+// ---- Derivatives -------------------------------------------------------------
+// Elementwise, so each operand's Jacobian is diagonal: the vjp and the jvp
+// both scale a seed (cotangent or tangent) by the partial derivative.
+Array scaled_by_partial(const Node& node, std::span<const Array> inputs, const Array& output, size_t operand,
+                        const Array& seed) {
+  Location w = node.where;
+  auto o = [w](const Array& x) { return Operand(x, w); };
+  if (node.op == Primitive::select) {
+    // The condition is bool and gets nothing; each branch gets the seed where it was chosen.
+    const Array& cond = inputs[0];
+    if (operand == 0) return Array();
+    return operand == 1 ? kiln::where(o(cond), o(seed), Operand(0, w)) : kiln::where(o(cond), Operand(0, w), o(seed));
+  }
+  const Array& a = inputs[0];
+  const Array& b = inputs[1];
+  const Array& self = operand == 0 ? a : b;
+  const Array& other = operand == 0 ? b : a;
+  switch (node.op) {
+    case Primitive::add: return seed;
+    case Primitive::sub: return operand == 0 ? seed : kiln::neg(seed, w);
+    case Primitive::mul: return mul(o(seed), o(other));
+    case Primitive::div:
+      // d(a/b)/db = -a/b^2, computed as -(a/b)/b so b^2 cannot overflow.
+      if (operand == 0) return div(o(seed), o(b));
+      return kiln::neg(mul(o(seed), o(div(o(output), o(b)))), w);
+    case Primitive::pow: {
+      if (operand == 0) {
+        // b * a^(b-1), with the exponent replaced by 1 where b == 0 so that
+        // a == 0, b == 0 gives 0 rather than 0 * inf (JAX's _pow_jvp_lhs).
+        Array exponent = kiln::where(o(equal(o(b), Operand(0, w))), Operand(1, w), o(sub(o(b), Operand(1, w))));
+        return mul(o(seed), o(mul(o(b), o(kiln::pow(o(a), o(exponent))))));
+      }
+      // log(a) * a^b, with log(1) = 0 standing in where a == 0 (JAX's _pow_jvp_rhs).
+      Array safe_base = kiln::where(o(equal(o(a), Operand(0, w))), Operand(1, w), o(a));
+      return mul(o(seed), o(mul(o(kiln::log(safe_base, w)), o(output))));
+    }
+    case Primitive::max: case Primitive::min: {
+      // The operand equal to the result gets the seed; on a tie each operand
+      // gets half, as JAX does, so the two halves still sum to the seed.
+      // A NaN result matches neither operand and passes nothing back.
+      Array chosen = equal(o(self), o(output));
+      Array tie = equal(o(other), o(output));
+      Array share = kiln::where(o(tie), o(mul(o(seed), Operand(0.5, w))), o(seed));
+      return kiln::where(o(chosen), o(share), Operand(0, w));
+    }
+    default: break;
+  }
+  detail::raise(ir::primitive_name(node.op), "has no derivative rule for " + node.type.to_string(), w);
+}
+
+std::vector<Array> vjp_binary(const Node& node, std::span<const Array> inputs, const Array& output,
+                              const Array& cotangent) {
+  std::vector<Array> result;
+  for (size_t k = 0; k < inputs.size(); ++k) result.push_back(scaled_by_partial(node, inputs, output, k, cotangent));
+  return result;
+}
+
+Array jvp_binary(const Node& node, std::span<const Array> inputs, const Array& output,
+                 std::span<const Array> tangents) {
+  Array total;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!tangents[k].defined()) continue;  // a zero tangent adds nothing
+    Array term = scaled_by_partial(node, inputs, output, k, tangents[k]);
+    if (!term.defined()) continue;
+    total = total.defined() ? add(Operand(total, node.where), Operand(term, node.where)) : term;
+  }
+  return total;
+}
+
 }  // namespace
 
 void register_binary_rules(RuleTable& table) {
 #define KILN_PRIMITIVE(name, family)                                                           \
   if (std::string_view(#family) == "binary") {                                                 \
-    table[static_cast<size_t>(Primitive::name)] = {&infer_binary, &evaluate_binary, nullptr};  \
+    table[static_cast<size_t>(Primitive::name)] = {&infer_binary, &evaluate_binary, nullptr,   \
+                                                   &vjp_binary, &jvp_binary};                  \
   }
 #include "ir/primitives.def"
 #undef KILN_PRIMITIVE
+  for (Primitive op : {Primitive::eq, Primitive::ne, Primitive::lt, Primitive::le, Primitive::gt, Primitive::ge,
+                       Primitive::logical_and, Primitive::logical_or}) {
+    PrimitiveRules& entry = table[static_cast<size_t>(op)];
+    entry.vjp = nullptr;
+    entry.jvp = nullptr;
+    entry.no_derivative = "bool result";
+  }
 }
 
 }  // namespace ops

@@ -95,12 +95,16 @@ Array iota(DType dtype, Shape shape, int64_t axis, Location where) {
 }
 
 void register_leaf_rules(RuleTable& table) {
+  // The autodiff passes seed and read leaves directly; nothing flows through them.
   table[static_cast<size_t>(Primitive::input)] = {&infer_input, &evaluate_input, &describe_input};
+  table[static_cast<size_t>(Primitive::input)].no_derivative = "leaf: its derivative is the seed itself";
   table[static_cast<size_t>(Primitive::literal)] = {&infer_literal, &evaluate_literal, &describe_literal};
+  table[static_cast<size_t>(Primitive::literal)].no_derivative = "constant";
 }
 
 void register_creation_rules(RuleTable& table) {
   table[static_cast<size_t>(Primitive::iota)] = {&infer_iota, &evaluate_iota, &describe_iota};
+  table[static_cast<size_t>(Primitive::iota)].no_derivative = "constant: no inputs";
 }
 
 }  // namespace ops

@@ -9,6 +9,7 @@
 // then clamped so the whole window fits (as JAX does).
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 
 #include "core/dispatch.h"
@@ -273,6 +274,97 @@ Array evaluate_dynamic_update_slice(const Node& node, std::span<const Array> inp
 
 std::string describe_dynamic_slice(const Node& node) { return "sizes=" + shape_string(node.attrs.shape); }
 
+// ---- derivative rules ---------------------------------------------------------------
+//
+// Each rule reuses the node's own attributes and start/index inputs, so the
+// transposes normalize indices and clamp starts exactly as the primal did:
+// a repeated or clamped index accumulates in scatter_add, a clamped window is
+// written back at the same clamped place.
+
+/// Zeros of `like`'s type (weak flag included), as a graph-friendly broadcast.
+Array zeros_of(const Array& like, Location where) {
+  const AbstractValue& type = like.impl()->type;
+  return broadcast_to_shape(detail::literal(0, type.dtype, type.weak, where), type.shape, where);
+}
+
+const Array& tangent_or_zeros(const Array& tangent, const Array& primal, Array& storage, Location where) {
+  if (tangent.defined()) return tangent;
+  storage = zeros_of(primal, where);
+  return storage;
+}
+
+/// The operands `leading` followed by `rest` (the node's index or start operands).
+std::vector<Array> with_operands(std::initializer_list<Array> leading, std::span<const Array> rest) {
+  std::vector<Array> result(leading);
+  result.insert(result.end(), rest.begin(), rest.end());
+  return result;
+}
+
+std::vector<Array> vjp_take(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
+  Array x_cotangent =
+      detail::apply(Primitive::scatter_add, {zeros_of(inputs[0], node.where), inputs[1], cotangent}, node.attrs,
+                    node.where);
+  return {x_cotangent, Array()};
+}
+
+Array jvp_take(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
+  if (!tangents[0].defined()) return zeros_of(output, node.where);
+  return detail::apply(Primitive::take, {tangents[0], inputs[1]}, node.attrs, node.where);
+}
+
+std::vector<Array> vjp_scatter_add(const Node& node, std::span<const Array> inputs, const Array&,
+                                   const Array& cotangent) {
+  Array updates_cotangent = detail::apply(Primitive::take, {cotangent, inputs[1]}, node.attrs, node.where);
+  return {cotangent, Array(), updates_cotangent};
+}
+
+Array jvp_scatter_add(const Node& node, std::span<const Array> inputs, const Array&,
+                      std::span<const Array> tangents) {
+  // scatter_add is linear in (x, updates) jointly; a zero updates tangent adds nothing.
+  if (!tangents[2].defined()) return tangents[0];
+  Array storage;
+  const Array& x_tangent = tangent_or_zeros(tangents[0], inputs[0], storage, node.where);
+  return detail::apply(Primitive::scatter_add, {x_tangent, inputs[1], tangents[2]}, node.attrs, node.where);
+}
+
+std::vector<Array> vjp_dynamic_slice(const Node& node, std::span<const Array> inputs, const Array&,
+                                     const Array& cotangent) {
+  std::vector<Array> operands = with_operands({zeros_of(inputs[0], node.where), cotangent}, inputs.subspan(1));
+  std::vector<Array> result(inputs.size());
+  result[0] = detail::apply(Primitive::dynamic_update_slice, operands, {}, node.where);
+  return result;
+}
+
+Array jvp_dynamic_slice(const Node& node, std::span<const Array> inputs, const Array& output,
+                        std::span<const Array> tangents) {
+  if (!tangents[0].defined()) return zeros_of(output, node.where);
+  return detail::apply(Primitive::dynamic_slice, with_operands({tangents[0]}, inputs.subspan(1)), node.attrs,
+                       node.where);
+}
+
+std::vector<Array> vjp_dynamic_update_slice(const Node& node, std::span<const Array> inputs, const Array&,
+                                            const Array& cotangent) {
+  std::span<const Array> starts = inputs.subspan(2);
+  std::vector<Array> result(inputs.size());
+  // x shows through everywhere except the window the update overwrote.
+  result[0] = detail::apply(Primitive::dynamic_update_slice,
+                            with_operands({cotangent, zeros_of(inputs[1], node.where)}, starts), {}, node.where);
+  ir::Attributes window;
+  window.shape = inputs[1].impl()->type.shape;
+  result[1] = detail::apply(Primitive::dynamic_slice, with_operands({cotangent}, starts), std::move(window),
+                            node.where);
+  return result;
+}
+
+Array jvp_dynamic_update_slice(const Node& node, std::span<const Array> inputs, const Array&,
+                               std::span<const Array> tangents) {
+  Array x_storage, update_storage;
+  const Array& x_tangent = tangent_or_zeros(tangents[0], inputs[0], x_storage, node.where);
+  const Array& update_tangent = tangent_or_zeros(tangents[1], inputs[1], update_storage, node.where);
+  return detail::apply(Primitive::dynamic_update_slice, with_operands({x_tangent, update_tangent}, inputs.subspan(2)),
+                       {}, node.where);
+}
+
 // ---- builder helpers ---------------------------------------------------------------
 
 const AbstractValue& type_of(const Array& x, const char* operation, Location where) {
@@ -338,12 +430,24 @@ std::vector<Array> start_arrays(const std::vector<Operand>& starts, const Abstra
 }  // namespace
 
 void register_indexing_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::take)] = {&infer_take, &evaluate_take, &describe_axis};
-  table[static_cast<size_t>(Primitive::scatter_add)] = {&infer_scatter_add, &evaluate_scatter_add, &describe_axis};
-  table[static_cast<size_t>(Primitive::dynamic_slice)] = {&infer_dynamic_slice, &evaluate_dynamic_slice,
-                                                          &describe_dynamic_slice};
-  table[static_cast<size_t>(Primitive::dynamic_update_slice)] = {&infer_dynamic_update_slice,
-                                                                 &evaluate_dynamic_update_slice, nullptr};
+  table[static_cast<size_t>(Primitive::take)] = {
+      .infer = &infer_take, .evaluate = &evaluate_take, .describe = &describe_axis, .vjp = &vjp_take,
+      .jvp = &jvp_take};
+  table[static_cast<size_t>(Primitive::scatter_add)] = {.infer = &infer_scatter_add,
+                                                        .evaluate = &evaluate_scatter_add,
+                                                        .describe = &describe_axis,
+                                                        .vjp = &vjp_scatter_add,
+                                                        .jvp = &jvp_scatter_add};
+  table[static_cast<size_t>(Primitive::dynamic_slice)] = {.infer = &infer_dynamic_slice,
+                                                          .evaluate = &evaluate_dynamic_slice,
+                                                          .describe = &describe_dynamic_slice,
+                                                          .vjp = &vjp_dynamic_slice,
+                                                          .jvp = &jvp_dynamic_slice};
+  table[static_cast<size_t>(Primitive::dynamic_update_slice)] = {.infer = &infer_dynamic_update_slice,
+                                                                 .evaluate = &evaluate_dynamic_update_slice,
+                                                                 .describe = nullptr,
+                                                                 .vjp = &vjp_dynamic_update_slice,
+                                                                 .jvp = &jvp_dynamic_update_slice};
 }
 
 }  // namespace ops

@@ -1,6 +1,7 @@
 // The matmul primitive ([..., m, k] x [..., k, n] with equal batch dims and
 // dtypes): shape/dtype rule, reference kernel, and the public builder with
-// NumPy semantics (1-d operands, broadcast batch dims, promotion).
+// NumPy semantics (1-d operands, broadcast batch dims, promotion), and its
+// derivative rules.
 #include <algorithm>
 #include <type_traits>
 
@@ -93,10 +94,37 @@ Array reshape_to(const Array& x, const Shape& shape, Location where) {
   return detail::apply(Primitive::reshape, {x}, std::move(attrs), where);
 }
 
+/// The matmul primitive on operands that already fit it.
+Array product(const Array& a, const Array& b, Location where) {
+  return detail::apply(Primitive::matmul, {a, b}, {}, where);
+}
+
+/// The last two axes swapped: [..., m, k] -> [..., k, m].
+Array matrix_transpose(const Array& x, Location where) {
+  auto rank = static_cast<int64_t>(detail::impl_of(x, "matmul", where).type.shape.size());
+  std::vector<int64_t> permutation;
+  for (int64_t a = 0; a < rank - 2; ++a) permutation.push_back(a);
+  permutation.insert(permutation.end(), {rank - 1, rank - 2});
+  return transpose(x, std::move(permutation), where);
+}
+
+std::vector<Array> matmul_vjp(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
+  return {product(cotangent, matrix_transpose(inputs[1], node.where), node.where),
+          product(matrix_transpose(inputs[0], node.where), cotangent, node.where)};
+}
+
+Array matmul_jvp(const Node& node, std::span<const Array> inputs, const Array&, std::span<const Array> tangents) {
+  Array through_a = tangents[0].defined() ? product(tangents[0], inputs[1], node.where) : Array();
+  Array through_b = tangents[1].defined() ? product(inputs[0], tangents[1], node.where) : Array();
+  if (!through_a.defined()) return through_b;
+  if (!through_b.defined()) return through_a;
+  return add(Operand(through_a, node.where), Operand(through_b, node.where));
+}
+
 }  // namespace
 
 void register_matmul_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::matmul)] = {&infer_matmul, &evaluate_matmul, nullptr};
+  table[static_cast<size_t>(Primitive::matmul)] = {&infer_matmul, &evaluate_matmul, nullptr, &matmul_vjp, &matmul_jvp};
 }
 
 }  // namespace ops

@@ -1,6 +1,6 @@
 // Movement primitives: reshape, transpose, broadcast, slice, concatenate,
-// pad, reverse — shape rules, reference kernels and public builders
-// (reshape, transpose, broadcast_to, expand_dims, squeeze, slice,
+// pad, reverse — shape rules, reference kernels, derivative rules and public
+// builders (reshape, transpose, broadcast_to, expand_dims, squeeze, slice,
 // concatenate, stack, pad, flip).
 //
 // The primitives take canonical attributes (non-negative, in range, sorted);
@@ -79,6 +79,28 @@ Array strided_gather(const Array& x, const AbstractValue& type, int64_t base, co
   return result;
 }
 
+// Every movement primitive is linear: its jvp is the primitive applied to the
+// tangents, and its vjp moves the cotangent back (the transposed movement).
+
+/// The node's own primitive and attributes applied to other operands.
+Array apply_like(const Node& node, std::span<const Array> operands) {
+  return detail::apply(node.op, operands, node.attrs, node.where);
+}
+
+/// The jvp of the one-operand movements; the transform passes a tangent.
+Array jvp_movement(const Node& node, std::span<const Array>, const Array&, std::span<const Array> tangents) {
+  return apply_like(node, tangents.first(1));
+}
+
+/// x[..., begin:end, ...] along one axis.
+Array slice_axis(const Array& x, size_t axis, int64_t begin, int64_t end, Location where) {
+  std::vector<int64_t> start(x.shape().size(), 0);
+  std::vector<int64_t> stop = x.shape();
+  start[axis] = begin;
+  stop[axis] = end;
+  return kiln::slice(x, std::move(start), std::move(stop), {}, where);
+}
+
 // ---- reshape -------------------------------------------------------------------
 
 AbstractValue infer_reshape(const Node& node, std::span<const AbstractValue* const> inputs) {
@@ -102,6 +124,10 @@ Array evaluate_reshape(const Node& node, std::span<const Array> inputs) {
 }
 
 std::string describe_reshape(const Node& node) { return "shape=" + shape_string(node.attrs.shape); }
+
+std::vector<Array> vjp_reshape(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
+  return {kiln::reshape(cotangent, inputs[0].shape(), node.where)};
+}
 
 // ---- transpose -----------------------------------------------------------------
 
@@ -136,6 +162,13 @@ Array evaluate_transpose(const Node& node, std::span<const Array> inputs) {
 
 std::string describe_transpose(const Node& node) { return "perm=" + ints_string(node.attrs.ints); }
 
+std::vector<Array> vjp_transpose(const Node& node, std::span<const Array>, const Array&, const Array& cotangent) {
+  const std::vector<int64_t>& perm = node.attrs.ints;
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t a = 0; a < perm.size(); ++a) inverse[static_cast<size_t>(perm[a])] = static_cast<int64_t>(a);
+  return {kiln::transpose(cotangent, std::move(inverse), node.where)};
+}
+
 // ---- broadcast -----------------------------------------------------------------
 
 AbstractValue infer_broadcast(const Node& node, std::span<const AbstractValue* const> inputs) {
@@ -165,6 +198,20 @@ Array evaluate_broadcast(const Node& node, std::span<const Array> inputs) {
 }
 
 std::string describe_broadcast(const Node& node) { return "shape=" + shape_string(node.attrs.shape); }
+
+/// Each input element fed every output element it was copied to: sum over
+/// the added leading axes and over the stretched axes of extent 1.
+std::vector<Array> vjp_broadcast(const Node& node, std::span<const Array> inputs, const Array&,
+                                 const Array& cotangent) {
+  const Shape& in_shape = inputs[0].shape();
+  const Shape& out_shape = node.type.shape;
+  size_t offset = out_shape.size() - in_shape.size();
+  std::vector<int64_t> axes;
+  for (size_t a = 0; a < out_shape.size(); ++a)
+    if (a < offset || (in_shape[a - offset] == 1 && out_shape[a] != 1)) axes.push_back(static_cast<int64_t>(a));
+  Array summed = axes.empty() ? cotangent : kiln::sum(cotangent, Axes(std::move(axes)), false, node.where);
+  return {kiln::reshape(summed, in_shape, node.where)};
+}
 
 // ---- slice ---------------------------------------------------------------------
 
@@ -213,6 +260,46 @@ std::string describe_slice(const Node& node) {
                                             ints.begin() + static_cast<std::ptrdiff_t>((which + 1) * rank)));
   };
   return "start=" + part(0) + " stop=" + part(1) + " step=" + part(2);
+}
+
+/// The cotangent put back where the slice read, zeros elsewhere. A strided
+/// axis first gets step - 1 zeros after each element: [n] -> [n, 1] -> pad
+/// -> [n, step] -> [n * step], cut where it would pass the input's end (the
+/// last element always fits); then a pad shifts everything to `start` and
+/// fills up to the input's extent. (count - 1) * step < extent, so nothing
+/// here overflows.
+std::vector<Array> vjp_slice(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
+  const Shape& in_shape = inputs[0].shape();
+  const Shape& out_shape = node.type.shape;
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = in_shape.size();
+  Shape split, no_padding, gaps, spread, kept(out_shape);
+  bool strided = false;
+  for (size_t a = 0; a < rank; ++a) {
+    int64_t count = out_shape[a], step = ints[2 * rank + a];
+    split.push_back(count);
+    no_padding.push_back(0);
+    gaps.push_back(0);
+    spread.push_back(count);
+    if (step > 1 && count > 1) {
+      strided = true;
+      split.push_back(1);
+      no_padding.push_back(0);
+      gaps.push_back(step - 1);
+      spread.back() = count * step;
+      kept[a] = std::min(count * step, in_shape[a] - ints[a]);
+    }
+  }
+  Array placed = cotangent;
+  if (strided) {
+    placed = kiln::reshape(placed, split, node.where);
+    placed = kiln::pad(placed, no_padding, gaps, 0, node.where);
+    placed = kiln::reshape(placed, spread, node.where);
+    placed = kiln::slice(placed, std::vector<int64_t>(rank, 0), kept, {}, node.where);
+  }
+  std::vector<int64_t> lo(ints.begin(), ints.begin() + static_cast<std::ptrdiff_t>(rank)), hi(rank);
+  for (size_t a = 0; a < rank; ++a) hi[a] = in_shape[a] - lo[a] - kept[a];
+  return {kiln::pad(placed, std::move(lo), std::move(hi), 0, node.where)};
 }
 
 // ---- concatenate ---------------------------------------------------------------
@@ -275,6 +362,28 @@ Array evaluate_concatenate(const Node& node, std::span<const Array> inputs) {
 
 std::string describe_concatenate(const Node& node) { return "axis=" + std::to_string(node.attrs.ints.at(0)); }
 
+// The builder converted every operand to the result's dtype, so all are floating here.
+std::vector<Array> vjp_concatenate(const Node& node, std::span<const Array> inputs, const Array&,
+                                   const Array& cotangent) {
+  size_t axis = static_cast<size_t>(node.attrs.ints[0]);
+  std::vector<Array> result;
+  int64_t offset = 0;
+  for (const Array& input : inputs) {
+    int64_t extent = input.shape()[axis];
+    result.push_back(slice_axis(cotangent, axis, offset, offset + extent, node.where));
+    offset += extent;
+  }
+  return result;
+}
+
+Array jvp_concatenate(const Node& node, std::span<const Array> inputs, const Array&, std::span<const Array> tangents) {
+  std::vector<Array> operands;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    operands.push_back(tangents[k].defined() ? tangents[k]
+                                             : kiln::zeros(inputs[k].shape(), node.type.dtype, node.where));
+  return apply_like(node, operands);
+}
+
 // ---- pad -----------------------------------------------------------------------
 
 AbstractValue infer_pad(const Node& node, std::span<const AbstractValue* const> inputs) {
@@ -333,6 +442,35 @@ std::string describe_pad(const Node& node) {
          " hi=" + ints_string(std::vector<int64_t>(middle, ints.end()));
 }
 
+/// x gets the interior; the padding value gets the sum over the padding,
+/// taken shell by shell (each axis' lo and hi slabs of what remains) rather
+/// than as sum(all) - sum(interior), which cancels badly in f32.
+std::vector<Array> vjp_pad(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
+  const Shape& in_shape = inputs[0].shape();
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = in_shape.size();
+  Array interior = cotangent, padding;
+  auto add_sum = [&](int64_t begin, int64_t end, size_t axis) {
+    if (begin == end) return;
+    Array part = kiln::sum(slice_axis(interior, axis, begin, end, node.where), Axes::all(), false, node.where);
+    padding = padding.defined() ? kiln::add(Operand(padding, node.where), Operand(part, node.where)) : part;
+  };
+  for (size_t a = 0; a < rank; ++a) {
+    int64_t lo = ints[a], end = lo + in_shape[a];
+    add_sum(0, lo, a);
+    add_sum(end, node.type.shape[a], a);
+    interior = slice_axis(interior, a, lo, end, node.where);
+  }
+  if (!padding.defined()) padding = kiln::zeros({}, node.type.dtype, node.where);
+  return {interior, padding};
+}
+
+Array jvp_pad(const Node& node, std::span<const Array> inputs, const Array&, std::span<const Array> tangents) {
+  Array x = tangents[0].defined() ? tangents[0] : kiln::zeros(inputs[0].shape(), node.type.dtype, node.where);
+  Array value = tangents[1].defined() ? tangents[1] : kiln::zeros({}, node.type.dtype, node.where);
+  return apply_like(node, std::vector<Array>{x, value});
+}
+
 // ---- reverse -------------------------------------------------------------------
 
 AbstractValue infer_reverse(const Node& node, std::span<const AbstractValue* const> inputs) {
@@ -362,6 +500,10 @@ Array evaluate_reverse(const Node& node, std::span<const Array> inputs) {
 
 std::string describe_reverse(const Node& node) { return "axes=" + ints_string(node.attrs.ints); }
 
+std::vector<Array> vjp_reverse(const Node& node, std::span<const Array>, const Array&, const Array& cotangent) {
+  return {apply_like(node, std::span<const Array>(&cotangent, 1))};
+}
+
 // ---- helpers for the builders ----------------------------------------------------
 
 const detail::AbstractValue& type_of(const Array& x, const char* operation, Location where) {
@@ -384,13 +526,16 @@ Array apply_with_ints(Primitive op, std::span<const Array> inputs, std::vector<i
 
 void register_movement_rules(RuleTable& table) {
   auto set = [&](Primitive op, PrimitiveRules rules) { table[static_cast<size_t>(op)] = rules; };
-  set(Primitive::reshape, {&infer_reshape, &evaluate_reshape, &describe_reshape});
-  set(Primitive::transpose, {&infer_transpose, &evaluate_transpose, &describe_transpose});
-  set(Primitive::broadcast, {&infer_broadcast, &evaluate_broadcast, &describe_broadcast});
-  set(Primitive::slice, {&infer_slice, &evaluate_slice, &describe_slice});
-  set(Primitive::concatenate, {&infer_concatenate, &evaluate_concatenate, &describe_concatenate});
-  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad});
-  set(Primitive::reverse, {&infer_reverse, &evaluate_reverse, &describe_reverse});
+  set(Primitive::reshape, {&infer_reshape, &evaluate_reshape, &describe_reshape, &vjp_reshape, &jvp_movement});
+  set(Primitive::transpose,
+      {&infer_transpose, &evaluate_transpose, &describe_transpose, &vjp_transpose, &jvp_movement});
+  set(Primitive::broadcast,
+      {&infer_broadcast, &evaluate_broadcast, &describe_broadcast, &vjp_broadcast, &jvp_movement});
+  set(Primitive::slice, {&infer_slice, &evaluate_slice, &describe_slice, &vjp_slice, &jvp_movement});
+  set(Primitive::concatenate,
+      {&infer_concatenate, &evaluate_concatenate, &describe_concatenate, &vjp_concatenate, &jvp_concatenate});
+  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad, &vjp_pad, &jvp_pad});
+  set(Primitive::reverse, {&infer_reverse, &evaluate_reverse, &describe_reverse, &vjp_reverse, &jvp_movement});
 }
 
 }  // namespace ops

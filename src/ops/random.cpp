@@ -177,6 +177,9 @@ double below(double value, DType dtype) {
 void register_random_rules(RuleTable& table) {
   table[static_cast<size_t>(Primitive::random_bits)] = {&infer_random, &evaluate_random_bits, &describe_random};
   table[static_cast<size_t>(Primitive::random_uniform)] = {&infer_random, &evaluate_random_uniform, &describe_random};
+  // The only input is an integer key, so the samples are constants of differentiation.
+  table[static_cast<size_t>(Primitive::random_bits)].no_derivative = "integer key and integer result";
+  table[static_cast<size_t>(Primitive::random_uniform)].no_derivative = "integer key: samples are constants";
 }
 
 }  // namespace ops

@@ -1,7 +1,7 @@
 // Reduction primitives (reduce_sum, reduce_prod, reduce_max, reduce_min,
-// argmax, argmin, cumsum): shape/dtype rules, reference kernels and the public
-// builders sum, mean, max, min, prod, argmax, argmin, cumsum, with the
-// composites logsumexp, softmax and log_softmax.
+// argmax, argmin, cumsum): shape/dtype rules, reference kernels, derivative
+// rules and the public builders sum, mean, max, min, prod, argmax, argmin,
+// cumsum, with the composites logsumexp, softmax and log_softmax.
 //
 // The primitives keep the input dtype and are total: reducing an empty axis
 // gives the operation's identity (-inf for reduce_max, index 0 for argmax).
@@ -352,14 +352,153 @@ Array finite_shift(const Array& x, const std::vector<int64_t>& axes, Location wh
   return stop_gradient(kiln::where(Operand(finite, where), Operand(maximum, where), Operand(0.0, where)), where);
 }
 
+// ---- Derivative rules -------------------------------------------------------------------
+
+const AbstractValue& type_of(const Array& x, Location where) { return detail::impl_of(x, "reduce", where).type; }
+
+Array apply_with_ints(Primitive op, const Array& x, std::vector<int64_t> ints, Location where) {
+  ir::Attributes attrs;
+  attrs.ints = std::move(ints);
+  return detail::apply(op, {x}, std::move(attrs), where);
+}
+
+/// A reduction's result (or cotangent) brought back to the input's shape: the
+/// reduced dims reinserted as 1, then broadcast.
+Array expand_reduced(const Array& reduced, const Node& node, const Shape& input_shape) {
+  Array kept = reshape_to(reduced, kept_shape(input_shape, node.attrs.ints), node.where);
+  return broadcast_to_shape(kept, input_shape, node.where);
+}
+
+/// For each element of `x`, the product of the other elements along `axes`.
+/// Built as a pairwise product tree, JAX's construction for reduce_prod: with
+/// multiplications only, it is exact with zeros (one zero leaves the product of
+/// the others at its position and zero elsewhere; two zeros give zero
+/// everywhere), and differentiating it again gives the exact higher
+/// derivatives. Dividing the product by x would do neither.
+Array product_of_others(const Array& x, const std::vector<int64_t>& axes, Location where) {
+  const AbstractValue& type = type_of(x, where);
+  auto rank = static_cast<size_t>(type.ndim());
+  // The kept axes first and the reduced ones last, seen as a [kept, count] matrix.
+  std::vector<bool> reduced(rank, false);
+  for (int64_t axis : axes) reduced[static_cast<size_t>(axis)] = true;
+  std::vector<int64_t> permutation;
+  int64_t kept = 1, count = 1;
+  for (size_t a = 0; a < rank; ++a)
+    if (!reduced[a]) {
+      permutation.push_back(static_cast<int64_t>(a));
+      kept *= type.shape[a];
+    }
+  for (int64_t axis : axes) {
+    permutation.push_back(axis);
+    count *= type.shape[static_cast<size_t>(axis)];
+  }
+  Shape moved_shape;
+  std::vector<int64_t> inverse(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    moved_shape.push_back(type.shape[static_cast<size_t>(permutation[a])]);
+    inverse[static_cast<size_t>(permutation[a])] = static_cast<int64_t>(a);
+  }
+  if (count <= 1) return broadcast_to_shape(detail::literal(1, type.dtype, type.weak, where), type.shape, where);
+
+  // Leaves padded with ones to a power of two; each level multiplies pairs.
+  int64_t width = 1;
+  while (width < count) width *= 2;
+  Array level = reshape_to(transpose(x, permutation, where), {kept, count}, where);
+  level = pad(level, {0, 0}, {0, width - count}, 1, where);
+  std::vector<std::pair<Array, Array>> pairs;
+  for (int64_t half = width / 2; half >= 1; half /= 2) {
+    Array paired = reshape_to(level, {kept, half, 2}, where);
+    Array left = reshape_to(slice(paired, {0, 0, 0}, {kept, half, 1}, {}, where), {kept, half}, where);
+    Array right = reshape_to(slice(paired, {0, 0, 1}, {kept, half, 2}, {}, where), {kept, half}, where);
+    pairs.emplace_back(left, right);
+    level = mul(Operand(left, where), Operand(right, where));
+  }
+  // Back down: a node's others are its sibling times its parent's others
+  // (the root's others are an empty product, 1).
+  Array others;
+  for (size_t k = pairs.size(); k-- > 0;) {
+    const auto& [left, right] = pairs[k];
+    Array left_others = others.defined() ? mul(Operand(others, where), Operand(right, where)) : right;
+    Array right_others = others.defined() ? mul(Operand(others, where), Operand(left, where)) : left;
+    Array both = stack({left_others, right_others}, 2, where);
+    others = reshape_to(both, {kept, 2 * type_of(left, where).shape[1]}, where);
+  }
+  others = reshape_to(slice(others, {0, 0}, {kept, count}, {}, where), moved_shape, where);
+  return convert_to(transpose(others, inverse, where), type.dtype, type.weak, where);
+}
+
+/// Where each element equals the extreme, divided by how many do: the
+/// cotangent of max/min is split equally among ties, as in JAX.
+Array extreme_weights(const Node& node, const Array& x, const Array& output) {
+  const AbstractValue& type = type_of(x, node.where);
+  Array mask = convert_to(equal(Operand(x, node.where), Operand(expand_reduced(output, node, type.shape), node.where)),
+                          type.dtype, type.weak, node.where);
+  Array counts = reduce(Primitive::reduce_sum, mask, node.attrs.ints, true, node.where);
+  return div(Operand(mask, node.where), Operand(counts, node.where));
+}
+
+std::vector<Array> reduce_sum_vjp(const Node& node, std::span<const Array> inputs, const Array&,
+                                  const Array& cotangent) {
+  return {expand_reduced(cotangent, node, type_of(inputs[0], node.where).shape)};
+}
+
+Array reduce_sum_jvp(const Node& node, std::span<const Array>, const Array&, std::span<const Array> tangents) {
+  return apply_with_ints(Primitive::reduce_sum, tangents[0], node.attrs.ints, node.where);
+}
+
+std::vector<Array> reduce_prod_vjp(const Node& node, std::span<const Array> inputs, const Array&,
+                                   const Array& cotangent) {
+  Array spread = expand_reduced(cotangent, node, type_of(inputs[0], node.where).shape);
+  Array others = product_of_others(inputs[0], node.attrs.ints, node.where);
+  return {mul(Operand(spread, node.where), Operand(others, node.where))};
+}
+
+Array reduce_prod_jvp(const Node& node, std::span<const Array> inputs, const Array&, std::span<const Array> tangents) {
+  Array others = product_of_others(inputs[0], node.attrs.ints, node.where);
+  Array terms = mul(Operand(tangents[0], node.where), Operand(others, node.where));
+  return apply_with_ints(Primitive::reduce_sum, terms, node.attrs.ints, node.where);
+}
+
+std::vector<Array> extreme_vjp(const Node& node, std::span<const Array> inputs, const Array& output,
+                               const Array& cotangent) {
+  Array spread = expand_reduced(cotangent, node, type_of(inputs[0], node.where).shape);
+  return {mul(Operand(spread, node.where), Operand(extreme_weights(node, inputs[0], output), node.where))};
+}
+
+Array extreme_jvp(const Node& node, std::span<const Array> inputs, const Array& output,
+                  std::span<const Array> tangents) {
+  Array weights = extreme_weights(node, inputs[0], output);
+  Array terms = mul(Operand(tangents[0], node.where), Operand(weights, node.where));
+  return apply_with_ints(Primitive::reduce_sum, terms, node.attrs.ints, node.where);
+}
+
+// Each input feeds the running sums from its position on, so the cotangent
+// is a cumulative sum running the other way.
+std::vector<Array> cumsum_vjp(const Node& node, std::span<const Array>, const Array&, const Array& cotangent) {
+  return {apply_with_ints(Primitive::cumsum, cotangent, {node.attrs.ints[0], node.attrs.ints[1] ? 0 : 1}, node.where)};
+}
+
+Array cumsum_jvp(const Node& node, std::span<const Array>, const Array&, std::span<const Array> tangents) {
+  return apply_with_ints(Primitive::cumsum, tangents[0], node.attrs.ints, node.where);
+}
+
 }  // namespace
 
 void register_reduce_rules(RuleTable& table) {
-  for (Primitive op : {Primitive::reduce_sum, Primitive::reduce_prod, Primitive::reduce_max, Primitive::reduce_min})
-    table[static_cast<size_t>(op)] = {&infer_reduce, &evaluate_reduce, &describe_reduce};
+  auto reduction = [&](Primitive op, auto vjp, auto jvp) {
+    table[static_cast<size_t>(op)] = {&infer_reduce, &evaluate_reduce, &describe_reduce, vjp, jvp};
+  };
+  reduction(Primitive::reduce_sum, &reduce_sum_vjp, &reduce_sum_jvp);
+  reduction(Primitive::reduce_prod, &reduce_prod_vjp, &reduce_prod_jvp);
+  reduction(Primitive::reduce_max, &extreme_vjp, &extreme_jvp);
+  reduction(Primitive::reduce_min, &extreme_vjp, &extreme_jvp);
   for (Primitive op : {Primitive::argmax, Primitive::argmin})
-    table[static_cast<size_t>(op)] = {&infer_argument_reduce, &evaluate_argument_reduce, &describe_argument_reduce};
-  table[static_cast<size_t>(Primitive::cumsum)] = {&infer_cumsum, &evaluate_cumsum, &describe_cumsum};
+    table[static_cast<size_t>(op)] = {.infer = &infer_argument_reduce,
+                                      .evaluate = &evaluate_argument_reduce,
+                                      .describe = &describe_argument_reduce,
+                                      .no_derivative = "integer (i32) index result"};
+  table[static_cast<size_t>(Primitive::cumsum)] = {&infer_cumsum, &evaluate_cumsum, &describe_cumsum, &cumsum_vjp,
+                                                   &cumsum_jvp};
 }
 
 }  // namespace ops

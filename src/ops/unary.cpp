@@ -132,16 +132,79 @@ Array unary(Primitive op, const Array& x, Location where) {
   return detail::apply(op, {operand}, {}, where);
 }
 
+// ---- Derivatives -------------------------------------------------------------
+// An elementwise function has a diagonal Jacobian, so the vjp and the jvp are
+// the same product: the seed (cotangent or tangent) times f'(x), written with
+// the output y where that is cheaper or more accurate.
+Array scaled_by_derivative(const Node& node, const Array& x, const Array& y, const Array& seed) {
+  Location w = node.where;
+  auto times = [&](const Array& factor) { return mul(Operand(seed, w), Operand(factor, w)); };
+  switch (node.op) {
+    case Primitive::neg: return kiln::neg(seed, w);
+    case Primitive::abs: return times(kiln::sign(x, w));  // 0 at x == 0, as JAX
+    case Primitive::exp: return times(y);
+    case Primitive::log: return div(Operand(seed, w), Operand(x, w));
+    case Primitive::log1p: return div(Operand(seed, w), Operand(add(Operand(x, w), Operand(1, w)), w));
+    case Primitive::expm1: return times(add(Operand(y, w), Operand(1, w)));
+    case Primitive::sqrt: return div(Operand(mul(Operand(seed, w), Operand(0.5, w)), w), Operand(y, w));
+    case Primitive::rsqrt:
+      return times(div(Operand(mul(Operand(y, w), Operand(-0.5, w)), w), Operand(x, w)));
+    case Primitive::tanh:
+      // (1 - y)(1 + y) rather than 1 - y^2: no cancellation as |y| nears 1.
+      return times(mul(Operand(sub(Operand(1, w), Operand(y, w)), w), Operand(add(Operand(1, w), Operand(y, w)), w)));
+    case Primitive::logistic: return times(mul(Operand(y, w), Operand(sub(Operand(1, w), Operand(y, w)), w)));
+    case Primitive::erf: {
+      const double two_over_sqrt_pi = 1.1283791670955126;
+      Array gaussian = kiln::exp(kiln::neg(mul(Operand(x, w), Operand(x, w)), w), w);
+      return times(mul(Operand(gaussian, w), Operand(two_over_sqrt_pi, w)));
+    }
+    case Primitive::sin: return times(kiln::cos(x, w));
+    case Primitive::cos: return kiln::neg(times(kiln::sin(x, w)), w);
+    case Primitive::sign: case Primitive::floor: case Primitive::ceil: case Primitive::round:
+      // Piecewise constant: zero almost everywhere. A zero (not a missing)
+      // derivative lets gradients flow through them as zeros, as in JAX.
+      return zeros_like(seed, w);
+    default: break;
+  }
+  detail::raise(ir::primitive_name(node.op), "has no derivative rule for " + node.type.to_string(), w);
+}
+
+std::vector<Array> vjp_unary(const Node& node, std::span<const Array> inputs, const Array& output,
+                             const Array& cotangent) {
+  const detail::AbstractValue& x = inputs[0].impl()->type;
+  if (node.op == Primitive::stop_gradient) return {Array()};
+  if (node.op == Primitive::convert) {
+    // Only a floating input has a cotangent; it takes the input's dtype back.
+    if (!is_floating(x.dtype)) return {Array()};
+    return {convert_to(cotangent, x.dtype, x.weak, node.where)};
+  }
+  return {scaled_by_derivative(node, inputs[0], output, cotangent)};
+}
+
+Array jvp_unary(const Node& node, std::span<const Array> inputs, const Array& output,
+                std::span<const Array> tangents) {
+  if (node.op == Primitive::stop_gradient) return zeros_like(output, node.where);
+  if (node.op == Primitive::convert) return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);
+  return scaled_by_derivative(node, inputs[0], output, tangents[0]);
+}
+
 }  // namespace
 
 void register_unary_rules(RuleTable& table) {
 #define KILN_PRIMITIVE(name, family)                                                          \
   if (std::string_view(#family) == "unary") {                                                 \
-    table[static_cast<size_t>(Primitive::name)] = {&infer_unary, &evaluate_unary, nullptr};   \
+    table[static_cast<size_t>(Primitive::name)] = {&infer_unary, &evaluate_unary, nullptr,    \
+                                                   &vjp_unary, &jvp_unary};                   \
   }
 #include "ir/primitives.def"
 #undef KILN_PRIMITIVE
   table[static_cast<size_t>(Primitive::convert)].describe = &describe_convert;
+  for (Primitive op : {Primitive::logical_not, Primitive::is_nan}) {
+    PrimitiveRules& entry = table[static_cast<size_t>(op)];
+    entry.vjp = nullptr;
+    entry.jvp = nullptr;
+    entry.no_derivative = "bool result";
+  }
 }
 
 }  // namespace ops

@@ -4,6 +4,7 @@
 #include "core/error_format.h"
 #include "kiln/graph.h"
 #include "ops/rules.h"
+#include "transform/dead_code.h"
 
 namespace kiln::detail {
 
@@ -99,6 +100,7 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
   if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
   // The tracers keep the state alive for leak reports, which need only the name.
   auto graph = std::make_shared<ir::Graph>(std::move(state_->graph));
+  transform::eliminate_dead_nodes(*graph);
   state_->graph = ir::Graph{};
   state_->graph.name = graph->name;
   return Graph(std::move(graph));

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "cache/jit_function.h"
 #include "telemetry/telemetry.h"
 
 namespace kiln {
@@ -38,7 +39,8 @@ TEST_F(Jit, StatefulLambdaWithFreshCapturedBatchCompilesOnce) {
     batch = sample_batch(i);  // a fresh array each call, like a replay-buffer sample
     Array got = jitted(w);
     Array expected = loss(w);
-    ASSERT_EQ(got.item<float>(), expected.item<float>()) << "call " << i;
+    // The compiled matmul runs through BLAS, the eager one through the reference loop.
+    ASSERT_NEAR(got.item<float>(), expected.item<float>(), 1e-5 * std::abs(expected.item<float>())) << "call " << i;
   }
   EXPECT_EQ(jitted.stats().compiles, 1);
   EXPECT_EQ(jitted.stats().calls, 1000);
@@ -309,6 +311,7 @@ TEST_F(Jit, RecompileLogExplains) {
 
 TEST_F(Jit, RetraceCostIsReportedOnce) {
   telemetry::set_log_mask(telemetry::log_cache);
+  detail::set_retrace_report_share(0.0);  // timing is for benchmarks: make the report certain
   std::vector<Array> weights;
   for (int i = 0; i < 50; ++i) weights.push_back(array({static_cast<float>(i)}));
   auto f = jit([&](const Array& x) {
@@ -323,6 +326,7 @@ TEST_F(Jit, RetraceCostIsReportedOnce) {
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find("'heavy' is re-traced on every call", first + 1), std::string::npos) << log;
   EXPECT_NE(log.find("Captures::Constant"), std::string::npos) << log;
+  detail::set_retrace_report_share(0.25);
 }
 
 TEST_F(Jit, ManyThreadsFewSignaturesCompileExactlyOncePerSignature) {

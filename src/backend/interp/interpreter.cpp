@@ -54,7 +54,8 @@ std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments,
   return outputs;
 }
 
-Program::Program(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
+Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&))
+    : graph_(std::move(graph)) {
   // Folding is limited to small values so an executable never holds large
   // arrays derived from literals (e.g. a broadcast to a big shape).
   constexpr int64_t max_folded_elements = 4096;
@@ -72,6 +73,8 @@ Program::Program(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(grap
       constants_[i] = ops::rules(node.op).evaluate(node, inputs);
     } else {
       schedule_.push_back(static_cast<ir::ValueId>(i));
+      Kernel kernel = choose ? choose(node) : nullptr;
+      kernels_.push_back(kernel ? kernel : ops::rules(node.op).evaluate);
     }
   }
   last_use_.assign(count, 0);
@@ -102,7 +105,7 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
       size_t id = static_cast<size_t>(node.inputs[k]);
       inputs[k] = values[id].defined() ? values[id] : constants_[id];
     }
-    values[i] = ops::rules(node.op).evaluate(node, std::span<const Array>(inputs, arity));
+    values[i] = kernels_[position](node, std::span<const Array>(inputs, arity));
     for (size_t k = 0; k < arity; ++k) {
       inputs[k] = Array();
       size_t id = static_cast<size_t>(node.inputs[k]);

@@ -19,13 +19,17 @@ std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments,
 /// and each value's last use is known in advance.
 class Program {
  public:
-  explicit Program(std::shared_ptr<const ir::Graph> graph);
+  using Kernel = Array (*)(const ir::Node& node, std::span<const Array> inputs);
+  /// `choose` may replace a node's reference kernel (e.g. matmul by BLAS);
+  /// returning null keeps the reference kernel.
+  explicit Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&) = nullptr);
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures) const;
 
  private:
   std::shared_ptr<const ir::Graph> graph_;
   std::vector<Array> constants_;        // by node id; empty where not constant
   std::vector<ir::ValueId> schedule_;   // nodes evaluated per run, in order
+  std::vector<Kernel> kernels_;         // by schedule position
   std::vector<size_t> last_use_;        // by node id: last schedule position reading it
 };
 

@@ -1,14 +1,19 @@
 // The interpreter as a backend: "compiling" keeps the graph, running
 // interprets it. Compiled backends plug in behind the same interface.
 #include "backend/interp/interpreter.h"
+#include "runtime/blas.h"
 #include "runtime/executable.h"
 
 namespace kiln::runtime {
 
 namespace {
+// Compiled graphs run matrix products through BLAS; everything else through
+// the reference kernels until a native backend takes over.
+interp::Program::Kernel runtime_kernel(const ir::Node& node) { return blas_handles(node) ? &blas_matmul : nullptr; }
+
 class InterpretedGraph final : public Executable {
  public:
-  explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : program_(std::move(graph)) {}
+  explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : program_(std::move(graph), &runtime_kernel) {}
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const override {
     return program_.run(arguments, implicit_inputs);
   }
