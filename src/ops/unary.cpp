@@ -232,7 +232,12 @@ Array logical_not(const Array& x, Location where) { return ops::unary(Primitive:
 Array isnan(const Array& x, Location where) { return ops::unary(Primitive::is_nan, x, where); }
 Array stop_gradient(const Array& x, Location where) { return ops::unary(Primitive::stop_gradient, x, where); }
 Array square(const Array& x, Location where) { return mul(Operand(x, where), Operand(x, where)); }
-Array relu(const Array& x, Location where) { return maximum(Operand(x, where), Operand(0, where)); }
+// A select rather than maximum(x, 0): its derivative at 0 is 0 (as JAX's relu),
+// where maximum would split a tie; NaN still propagates as in NumPy.
+Array relu(const Array& x, Location where) {
+  Array keep = logical_or(Operand(greater(Operand(x, where), Operand(0, where)), where), Operand(isnan(x, where), where));
+  return kiln::where(Operand(keep, where), Operand(x, where), Operand(0, where));
+}
 
 Array astype(const Array& x, DType dtype, Location where) { return ops::convert_to(x, dtype, false, where); }
 
