@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
-  libxxhash-dev nlohmann-json3-dev libopenblas-dev
+  libxxhash-dev nlohmann-json3-dev libopenblas-dev llvm-16-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch
 )

@@ -28,7 +28,8 @@ class Backend {
   virtual std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const = 0;
 };
 
-/// The backend jit compiles with (the reference interpreter for now).
+/// The backend jit compiles with: KILN_BACKEND=llvm (default) or interp.
 const Backend& default_backend();
+const Backend& interpreter_backend();
 
 }  // namespace kiln::runtime

@@ -32,7 +32,7 @@ class InterpreterBackend final : public Backend {
 };
 }  // namespace
 
-const Backend& default_backend() {
+const Backend& interpreter_backend() {
   static const InterpreterBackend backend;
   return backend;
 }

@@ -1,0 +1,168 @@
+// The native backend: simplify, plan, generate and link kernels, then run the
+// plan's steps. Compiling is a straight sequence of named steps; KILN_DUMP=dir
+// writes each one's result for a graph.
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "backend/llvm/codegen.h"
+#include "backend/llvm/plan.h"
+#include "core/error_format.h"
+#include "ops/rules.h"
+#include "runtime/blas.h"
+#include "runtime/executable.h"
+#include "runtime/thread_pool.h"
+#include "telemetry/telemetry.h"
+
+namespace kiln::llvm_backend {
+
+namespace {
+
+// One line per primitive, the first time a compiled graph runs it through
+// its reference kernel.
+void report_reference_kernels(const std::vector<ir::Primitive>& primitives) {
+  static std::mutex mutex;
+  static std::set<ir::Primitive> reported;
+  std::lock_guard lock(mutex);
+  for (ir::Primitive op : primitives) {
+    if (!reported.insert(op).second) continue;
+    telemetry::log(telemetry::log_storms | telemetry::log_compiles,
+                   "the LLVM backend has no native lowering for '" + std::string(ir::primitive_name(op)) +
+                       "' yet; compiled graphs run its reference kernel");
+  }
+}
+
+std::string dump_prefix(const ir::Graph& graph) {
+  const char* directory = std::getenv("KILN_DUMP");
+  if (!directory || !*directory) return "";
+  static std::atomic<int> counter{0};
+  std::string name = graph.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return std::string(directory) + "/" + name + "-" + std::to_string(counter.fetch_add(1));
+}
+
+class CompiledGraph final : public runtime::Executable {
+ public:
+  explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
+    std::string dump = dump_prefix(*graph_);
+    plan_ = plan_graph(*graph_);
+    if (!dump.empty()) {
+      std::ofstream(dump + ".graph") << graph_->to_string();
+      std::ofstream(dump + ".plan") << describe(*graph_, plan_);
+    }
+    kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
+    report_reference_kernels(plan_.reference_primitives);
+    // A value is released after the last step that reads it; outputs never are.
+    last_use_.assign(graph_->nodes.size(), -1);
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      for (ir::ValueId input : inputs_of(plan_.steps[s])) last_use_[static_cast<size_t>(input)] = static_cast<int>(s);
+    }
+    for (ir::ValueId output : graph_->outputs) last_use_[static_cast<size_t>(output)] = static_cast<int>(plan_.steps.size());
+  }
+
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const override {
+    const ir::Graph& graph = *graph_;
+    std::vector<Array> values(graph.nodes.size());
+    bind(values, graph.arguments, arguments, "arguments");
+    bind(values, graph.captures, implicit_inputs, "implicit inputs");
+    std::vector<Array> inputs;
+    std::vector<char*> pointers;
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      const Step& step = plan_.steps[s];
+      const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
+      Array& result = values[static_cast<size_t>(step.value)];
+      switch (step.kind) {
+        case Step::Kind::kernel: {
+          const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
+          const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
+          result = detail::allocate(node.type);
+          pointers.clear();
+          pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
+          for (ir::ValueId leaf : kernel.leaves)
+            pointers.push_back(static_cast<char*>(values[static_cast<size_t>(leaf)].impl()->buffer->data()));
+          char** buffers = pointers.data();
+          KernelFunction function = compiled.function;
+          runtime::parallel_for(compiled.range, compiled.work_per_iteration,
+                                [&](int64_t begin, int64_t end) { function(buffers, begin, end); });
+          break;
+        }
+        case Step::Kind::matmul:
+          result = runtime::blas_matmul(node, gather(values, node, inputs));
+          break;
+        case Step::Kind::view: {
+          auto impl = std::make_shared<detail::ArrayImpl>();
+          impl->type = node.type;
+          impl->buffer = values[static_cast<size_t>(node.inputs[0])].impl()->buffer;
+          result = Array(std::move(impl));
+          break;
+        }
+        case Step::Kind::reference:
+          result = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
+          break;
+      }
+      for (ir::ValueId input : inputs_of(step))
+        if (last_use_[static_cast<size_t>(input)] == static_cast<int>(s)) values[static_cast<size_t>(input)] = Array();
+    }
+    std::vector<Array> outputs;
+    outputs.reserve(graph.outputs.size());
+    for (ir::ValueId output : graph.outputs) outputs.push_back(values[static_cast<size_t>(output)]);
+    return outputs;
+  }
+
+  std::string_view backend() const override { return "llvm"; }
+
+ private:
+  const std::vector<ir::ValueId>& inputs_of(const Step& step) const {
+    if (step.kind == Step::Kind::kernel) return plan_.kernels[static_cast<size_t>(step.kernel)].leaves;
+    return graph_->nodes[static_cast<size_t>(step.value)].inputs;
+  }
+
+  static std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& node,
+                                       std::vector<Array>& inputs) {
+    inputs.clear();
+    for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);
+    return inputs;
+  }
+
+  void bind(std::vector<Array>& values, const std::vector<ir::ValueId>& ids, std::span<const Array> arrays,
+            const char* what) const {
+    if (ids.size() != arrays.size())
+      detail::raise("run", "graph '" + graph_->name + "' takes " + std::to_string(ids.size()) + " " + what + ", got " +
+                               std::to_string(arrays.size()),
+                    Location::current());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto& expected = graph_->nodes[static_cast<size_t>(ids[i])].type;
+      const auto& impl = detail::impl_of(arrays[i], "run", Location::current());
+      if (impl.trace || impl.type.dtype != expected.dtype || impl.type.shape != expected.shape)
+        detail::raise("run", std::string(what) + " " + std::to_string(i) + " of graph '" + graph_->name +
+                                 "' must be a concrete " + expected.to_string() + ", got " + impl.type.to_string(),
+                      Location::current());
+      values[static_cast<size_t>(ids[i])] = arrays[i];
+    }
+  }
+
+  std::shared_ptr<const ir::Graph> graph_;
+  Plan plan_;
+  std::vector<CompiledKernel> kernels_;
+  std::vector<int> last_use_;
+};
+
+class LlvmBackend final : public runtime::Backend {
+ public:
+  std::string_view name() const override { return "llvm"; }
+  std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
+    return std::make_shared<CompiledGraph>(std::move(graph));
+  }
+};
+
+}  // namespace
+
+const runtime::Backend& llvm_backend() {
+  static const LlvmBackend backend;
+  return backend;
+}
+
+}  // namespace kiln::llvm_backend

@@ -1,0 +1,474 @@
+// Loop nests in LLVM IR for fused kernels (see the header).
+//
+// Every value in a kernel is indexed by one iteration space: the root's shape
+// for an elementwise kernel, the reduced input's shape for a reduction. Fused
+// nodes only broadcast (NumPy, trailing-aligned), so a node of shape N reads
+// space dimension d at its own dimension d - (rank(space) - rank(N)), or at 0
+// where its extent is 1. Loads are therefore base + sum(index_d * stride_d)
+// with static strides (0 where broadcast), which LLVM hoists and vectorizes.
+#include "backend/llvm/codegen.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <atomic>
+#include <unordered_map>
+
+#include "backend/llvm/engine.h"
+#include "backend/llvm/math.h"
+
+namespace kiln::llvm_backend {
+
+using ir::Primitive;
+
+namespace {
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+class KernelEmitter {
+ public:
+  KernelEmitter(llvm::Module& module, const ir::Graph& graph, const Kernel& kernel, const std::string& symbol)
+      : context_(module.getContext()), module_(module), builder_(context_), graph_(graph), kernel_(kernel) {
+    auto* i64 = builder_.getInt64Ty();
+    auto* pointer = builder_.getPtrTy();
+    auto* type = llvm::FunctionType::get(builder_.getVoidTy(), {pointer, i64, i64}, false);
+    function_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, module_);
+    function_->addFnAttr(llvm::Attribute::NoUnwind);
+    builder_.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function_));
+    for (ir::ValueId id : kernel_.region) in_region_.emplace(id, true);
+  }
+
+  CompiledKernel emit() {
+    const ir::Node& root = node(kernel_.root);
+    llvm::Value* buffers = function_->getArg(0);
+    output_ = load_pointer(buffers, 0);
+    for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = load_pointer(buffers, k + 1);
+    CompiledKernel result;
+    if (kernel_.kind == Kernel::Kind::reduce) {
+      result = emit_reduce(root);
+    } else {
+      space_ = root.type.shape;
+      result = emit_elementwise(root);
+    }
+    builder_.CreateRetVoid();
+    return result;
+  }
+
+ private:
+  const ir::Node& node(ir::ValueId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
+
+  llvm::Value* load_pointer(llvm::Value* buffers, size_t index) {
+    llvm::Value* slot = builder_.CreateConstGEP1_64(builder_.getPtrTy(), buffers, index);
+    auto* pointer = builder_.CreateLoad(builder_.getPtrTy(), slot);
+    // Buffers never alias within one kernel call (outputs are fresh).
+    return pointer;
+  }
+
+  llvm::Type* memory_type(DType dtype) { return dtype == DType::bool_ ? builder_.getInt8Ty() : register_type(dtype); }
+  llvm::Type* register_type(DType dtype) {
+    switch (dtype) {
+      case DType::bool_: return builder_.getInt1Ty();
+      case DType::i32: return builder_.getInt32Ty();
+      case DType::i64: return builder_.getInt64Ty();
+      case DType::f32: return builder_.getFloatTy();
+      case DType::f64: return builder_.getDoubleTy();
+    }
+    return nullptr;
+  }
+
+  // ---- loops ------------------------------------------------------------------------
+
+  // for (counter = begin; counter < end; ++counter) body(counter)
+  template <class Body>
+  void loop(llvm::Value* begin, llvm::Value* end, const char* name, Body body) {
+    llvm::BasicBlock* before = builder_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(context_, std::string(name) + ".header", function_);
+    auto* inside = llvm::BasicBlock::Create(context_, std::string(name) + ".body", function_);
+    auto* after = llvm::BasicBlock::Create(context_, std::string(name) + ".end", function_);
+    builder_.CreateBr(header);
+    builder_.SetInsertPoint(header);
+    llvm::PHINode* counter = builder_.CreatePHI(builder_.getInt64Ty(), 2, name);
+    counter->addIncoming(begin, before);
+    builder_.CreateCondBr(builder_.CreateICmpSLT(counter, end), inside, after);
+    builder_.SetInsertPoint(inside);
+    body(counter);
+    llvm::Value* next = builder_.CreateAdd(counter, builder_.getInt64(1), "", true, true);
+    counter->addIncoming(next, builder_.GetInsertBlock());
+    builder_.CreateBr(header);
+    builder_.SetInsertPoint(after);
+  }
+
+  // Splits a flat row-major index over `extents` into one index per extent.
+  std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
+    std::vector<llvm::Value*> indices(extents.size());
+    for (size_t k = extents.size(); k-- > 0;) {
+      if (k == 0) {
+        indices[k] = flat;
+      } else {
+        indices[k] = builder_.CreateURem(flat, builder_.getInt64(extents[k]));
+        flat = builder_.CreateUDiv(flat, builder_.getInt64(extents[k]));
+      }
+    }
+    return indices;
+  }
+
+  // ---- kernels ----------------------------------------------------------------------
+
+  bool flat_compatible() const {
+    if (space_.size() <= 1) return true;
+    for (ir::ValueId id : kernel_.region)
+      if (node(id).op == Primitive::iota) return false;
+    for (ir::ValueId leaf : kernel_.leaves) {
+      const Shape& shape = node(leaf).type.shape;
+      if (shape != space_ && shape_size(shape) != 1) return false;
+    }
+    return true;
+  }
+
+  CompiledKernel emit_elementwise(const ir::Node& root) {
+    CompiledKernel result;
+    int64_t total = shape_size(space_);
+    if (flat_compatible()) {
+      // One loop over every element; leaves are the same shape or scalars.
+      flat_ = true;
+      result.range = total;
+      loop(function_->getArg(1), function_->getArg(2), "i", [&](llvm::Value* i) {
+        flat_index_ = i;
+        index_.assign(space_.size(), i);
+        store(i, value(kernel_.root), root.type.dtype);
+      });
+      return result;
+    }
+    // Rows: the parallel loop runs over all but the last dimension, the inner
+    // loop over the last one (contiguous for every full-shaped leaf).
+    int64_t inner = space_.back();
+    std::vector<int64_t> outer_extents(space_.begin(), space_.end() - 1);
+    result.range = total / std::max<int64_t>(inner, 1);
+    if (inner == 0) result.range = 0;
+    result.work_per_iteration = inner;
+    loop(function_->getArg(1), function_->getArg(2), "row", [&](llvm::Value* row) {
+      std::vector<llvm::Value*> outer = decompose(row, outer_extents);
+      llvm::Value* row_start = builder_.CreateMul(row, builder_.getInt64(inner));
+      loop(builder_.getInt64(0), builder_.getInt64(inner), "column", [&](llvm::Value* column) {
+        index_ = outer;
+        index_.push_back(column);
+        memo_.clear();
+        store(builder_.CreateAdd(row_start, column), value(kernel_.root), root.type.dtype);
+      });
+    });
+    return result;
+  }
+
+  CompiledKernel emit_reduce(const ir::Node& root) {
+    const ir::Node& input = node(root.inputs[0]);
+    space_ = input.type.shape;
+    const std::vector<int64_t>& axes = root.attrs.ints;
+    std::vector<char> reduced(space_.size(), 0);
+    for (int64_t axis : axes) reduced[static_cast<size_t>(axis)] = 1;
+    std::vector<int64_t> kept_extents;
+    std::vector<size_t> kept_dims, reduced_dims;
+    for (size_t d = 0; d < space_.size(); ++d) {
+      if (reduced[d]) {
+        reduced_dims.push_back(d);
+      } else {
+        kept_dims.push_back(d);
+        kept_extents.push_back(space_[d]);
+      }
+    }
+    CompiledKernel result;
+    result.range = shape_size(root.type.shape);
+    int64_t reduced_size = 1;
+    for (size_t d : reduced_dims) reduced_size *= space_[d];
+    result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
+    DType dtype = root.type.dtype;
+    llvm::Type* type = register_type(dtype);
+
+    // The accumulator lives in a stack slot; mem2reg turns it into registers.
+    llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
+    llvm::AllocaInst* accumulator = entry.CreateAlloca(type);
+
+    loop(function_->getArg(1), function_->getArg(2), "out", [&](llvm::Value* out) {
+      std::vector<llvm::Value*> kept = kept_extents.empty() ? std::vector<llvm::Value*>{} : decompose(out, kept_extents);
+      index_.assign(space_.size(), nullptr);
+      for (size_t k = 0; k < kept_dims.size(); ++k) index_[kept_dims[k]] = kept[k];
+      builder_.CreateStore(reduction_identity(root.op, dtype), accumulator);
+      emit_reduction_loops(root, reduced_dims, 0, accumulator);
+      store(out, builder_.CreateLoad(type, accumulator), dtype);
+    });
+    return result;
+  }
+
+  void emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
+                            llvm::AllocaInst* accumulator) {
+    if (level == dims.size()) {
+      memo_.clear();
+      llvm::Value* current = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
+      builder_.CreateStore(combine(root.op, root.type.dtype, current, value(root.inputs[0])), accumulator);
+      return;
+    }
+    size_t dim = dims[level];
+    loop(builder_.getInt64(0), builder_.getInt64(space_[dim]), "reduce", [&](llvm::Value* counter) {
+      index_[dim] = counter;
+      emit_reduction_loops(root, dims, level + 1, accumulator);
+    });
+  }
+
+  llvm::Value* reduction_identity(Primitive op, DType dtype) {
+    llvm::Type* type = register_type(dtype);
+    bool floating = is_floating(dtype);
+    switch (op) {
+      case Primitive::reduce_sum: return floating ? llvm::ConstantFP::get(type, 0.0) : llvm::ConstantInt::get(type, 0);
+      case Primitive::reduce_prod: return floating ? llvm::ConstantFP::get(type, 1.0) : llvm::ConstantInt::get(type, 1);
+      case Primitive::reduce_max:
+        if (floating) return llvm::ConstantFP::getInfinity(type, true);
+        if (dtype == DType::bool_) return builder_.getFalse();
+        return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MIN : INT64_MIN, true);
+      default:  // reduce_min
+        if (floating) return llvm::ConstantFP::getInfinity(type, false);
+        if (dtype == DType::bool_) return builder_.getTrue();
+        return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MAX : INT64_MAX, true);
+    }
+  }
+
+  llvm::Value* combine(Primitive op, DType dtype, llvm::Value* a, llvm::Value* b) {
+    bool floating = is_floating(dtype);
+    if (dtype == DType::bool_) {
+      bool any = op == Primitive::reduce_sum || op == Primitive::reduce_max;
+      return any ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
+    }
+    llvm::FastMathFlags reassociate;
+    reassociate.setAllowReassoc();  // lets the vectorizer keep several partial sums
+    switch (op) {
+      case Primitive::reduce_sum: {
+        if (!floating) return builder_.CreateAdd(a, b);
+        auto* sum = llvm::cast<llvm::Instruction>(builder_.CreateFAdd(a, b));
+        sum->setFastMathFlags(reassociate);
+        return sum;
+      }
+      case Primitive::reduce_prod: {
+        if (!floating) return builder_.CreateMul(a, b);
+        auto* product = llvm::cast<llvm::Instruction>(builder_.CreateFMul(a, b));
+        product->setFastMathFlags(reassociate);
+        return product;
+      }
+      case Primitive::reduce_max: return maximum(dtype, a, b);
+      default: return minimum(dtype, a, b);
+    }
+  }
+
+  // NaN-propagating like the reference kernels: NaN if either is NaN.
+  llvm::Value* maximum(DType dtype, llvm::Value* a, llvm::Value* b) {
+    if (dtype == DType::bool_) return builder_.CreateOr(a, b);
+    if (!is_floating(dtype)) return builder_.CreateSelect(builder_.CreateICmpSGT(a, b), a, b);
+    llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
+    return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b),
+                                 builder_.CreateSelect(builder_.CreateFCmpOGT(a, b), a, b));
+  }
+  llvm::Value* minimum(DType dtype, llvm::Value* a, llvm::Value* b) {
+    if (dtype == DType::bool_) return builder_.CreateAnd(a, b);
+    if (!is_floating(dtype)) return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
+    llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
+    return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b),
+                                 builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), a, b));
+  }
+
+  // ---- values -----------------------------------------------------------------------
+
+  llvm::Value* offset_of(ir::ValueId id) {
+    if (flat_) {
+      return shape_size(node(id).type.shape) == 1 && shape_size(space_) != 1 ? builder_.getInt64(0) : flat_index_;
+    }
+    const Shape& shape = node(id).type.shape;
+    std::vector<int64_t> strides = contiguous_strides(shape);
+    size_t shift = space_.size() - shape.size();
+    llvm::Value* offset = builder_.getInt64(0);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) continue;
+      llvm::Value* term = builder_.CreateMul(index_[d + shift], builder_.getInt64(strides[d]), "", true, true);
+      offset = builder_.CreateAdd(offset, term, "", true, true);
+    }
+    return offset;
+  }
+
+  llvm::Value* load(ir::ValueId id) {
+    DType dtype = node(id).type.dtype;
+    llvm::Type* type = memory_type(dtype);
+    llvm::Value* address = builder_.CreateInBoundsGEP(type, leaf_pointer_.at(id), offset_of(id));
+    llvm::Value* loaded = builder_.CreateLoad(type, address);
+    return dtype == DType::bool_ ? builder_.CreateICmpNE(loaded, builder_.getInt8(0)) : loaded;
+  }
+
+  void store(llvm::Value* offset, llvm::Value* value, DType dtype) {
+    llvm::Type* type = memory_type(dtype);
+    if (dtype == DType::bool_) value = builder_.CreateZExt(value, type);
+    builder_.CreateStore(value, builder_.CreateInBoundsGEP(type, output_, offset));
+  }
+
+  llvm::Value* value(ir::ValueId id) {
+    auto found = memo_.find(id);
+    if (found != memo_.end()) return found->second;
+    llvm::Value* result = in_region_.count(id) && !(kernel_.kind == Kernel::Kind::reduce && id == kernel_.root)
+                              ? compute(node(id))
+                              : load(id);
+    memo_.emplace(id, result);
+    return result;
+  }
+
+  llvm::Value* constant(const Scalar& scalar, DType dtype) {
+    llvm::Type* type = register_type(dtype);
+    if (is_floating(dtype)) return llvm::ConstantFP::get(type, scalar.as_double());
+    if (dtype == DType::bool_) return builder_.getInt1(scalar.as_int() != 0);
+    return llvm::ConstantInt::get(type, static_cast<uint64_t>(scalar.as_int()), true);
+  }
+
+  llvm::Value* compute(const ir::Node& n) {
+    DType dtype = n.type.dtype;
+    switch (n.op) {
+      case Primitive::literal: return constant(n.attrs.scalar, dtype);
+      case Primitive::broadcast:
+      case Primitive::stop_gradient: return value(n.inputs[0]);
+      case Primitive::iota: {
+        int64_t axis = n.attrs.ints[0];
+        llvm::Value* position = builder_.getInt64(0);
+        if (n.type.shape[static_cast<size_t>(axis)] != 1)
+          position = flat_ ? flat_index_ : index_[static_cast<size_t>(axis) + space_.size() - n.type.shape.size()];
+        llvm::Type* type = register_type(dtype);
+        return is_floating(dtype) ? builder_.CreateSIToFP(position, type) : builder_.CreateSExtOrTrunc(position, type);
+      }
+      case Primitive::convert: return convert(value(n.inputs[0]), node(n.inputs[0]).type.dtype, dtype);
+      case Primitive::select:
+        return builder_.CreateSelect(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
+      default: break;
+    }
+    std::string_view family = ir::primitive_family(n.op);
+    if (family == "unary") return unary(n.op, value(n.inputs[0]), node(n.inputs[0]).type.dtype);
+    return binary(n.op, value(n.inputs[0]), value(n.inputs[1]), node(n.inputs[0]).type.dtype);
+  }
+
+  llvm::Value* convert(llvm::Value* x, DType from, DType to) {
+    if (from == to) return x;
+    llvm::Type* target = register_type(to);
+    if (to == DType::bool_)
+      return is_floating(from) ? builder_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
+                               : builder_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+    if (from == DType::bool_) return is_floating(to) ? builder_.CreateUIToFP(x, target) : builder_.CreateZExt(x, target);
+    if (is_floating(from) && is_floating(to)) return builder_.CreateFPCast(x, target);
+    if (!is_floating(from) && !is_floating(to)) return builder_.CreateSExtOrTrunc(x, target);
+    if (!is_floating(from)) return builder_.CreateSIToFP(x, target);
+    // Saturating, NaN to 0: the reference conversion's defined behaviour.
+    return builder_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
+  }
+
+  llvm::Value* unary(Primitive op, llvm::Value* x, DType dtype) {
+    bool floating = is_floating(dtype);
+    llvm::Type* type = x->getType();
+    switch (op) {
+      case Primitive::neg: return floating ? builder_.CreateFNeg(x) : builder_.CreateSub(llvm::ConstantInt::get(type, 0), x);
+      case Primitive::abs:
+        if (floating) return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        return builder_.CreateSelect(builder_.CreateICmpSLT(x, llvm::ConstantInt::get(type, 0)),
+                                     builder_.CreateSub(llvm::ConstantInt::get(type, 0), x), x);
+      case Primitive::sign: {
+        if (!floating) {
+          llvm::Value* positive = builder_.CreateZExt(builder_.CreateICmpSGT(x, llvm::ConstantInt::get(type, 0)), type);
+          llvm::Value* negative = builder_.CreateZExt(builder_.CreateICmpSLT(x, llvm::ConstantInt::get(type, 0)), type);
+          return builder_.CreateSub(positive, negative);
+        }
+        llvm::Value* zero = llvm::ConstantFP::get(type, 0.0);
+        llvm::Value* result = builder_.CreateSelect(builder_.CreateFCmpOGT(x, zero), llvm::ConstantFP::get(type, 1.0),
+                                                    builder_.CreateSelect(builder_.CreateFCmpOLT(x, zero),
+                                                                          llvm::ConstantFP::get(type, -1.0), zero));
+        return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
+      }
+      case Primitive::logical_not: return builder_.CreateNot(x);
+      case Primitive::is_nan: return builder_.CreateFCmpUNO(x, x);
+      case Primitive::floor: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+      case Primitive::ceil: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+      case Primitive::round: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+      case Primitive::sqrt: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case Primitive::rsqrt:
+        return builder_.CreateFDiv(llvm::ConstantFP::get(type, 1.0), builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      default: return emit_math(builder_, module_, op, x);
+    }
+  }
+
+  llvm::Value* binary(Primitive op, llvm::Value* a, llvm::Value* b, DType dtype) {
+    bool floating = is_floating(dtype);
+    if (dtype == DType::bool_) {
+      switch (op) {
+        case Primitive::add: case Primitive::max: case Primitive::logical_or: return builder_.CreateOr(a, b);
+        case Primitive::mul: case Primitive::min: case Primitive::logical_and: return builder_.CreateAnd(a, b);
+        case Primitive::eq: return builder_.CreateICmpEQ(a, b);
+        case Primitive::ne: return builder_.CreateICmpNE(a, b);
+        case Primitive::lt: return builder_.CreateICmpULT(a, b);
+        case Primitive::le: return builder_.CreateICmpULE(a, b);
+        case Primitive::gt: return builder_.CreateICmpUGT(a, b);
+        case Primitive::ge: return builder_.CreateICmpUGE(a, b);
+        default: break;
+      }
+    }
+    switch (op) {
+      case Primitive::add: return floating ? builder_.CreateFAdd(a, b) : builder_.CreateAdd(a, b);
+      case Primitive::sub: return floating ? builder_.CreateFSub(a, b) : builder_.CreateSub(a, b);
+      case Primitive::mul: return floating ? builder_.CreateFMul(a, b) : builder_.CreateMul(a, b);
+      case Primitive::div: return builder_.CreateFDiv(a, b);
+      case Primitive::pow: return floating ? emit_pow(builder_, module_, a, b) : emit_integer_pow(builder_, module_, a, b);
+      case Primitive::max: return maximum(dtype, a, b);
+      case Primitive::min: return minimum(dtype, a, b);
+      case Primitive::eq: return floating ? builder_.CreateFCmpOEQ(a, b) : builder_.CreateICmpEQ(a, b);
+      case Primitive::ne: return floating ? builder_.CreateFCmpUNE(a, b) : builder_.CreateICmpNE(a, b);
+      case Primitive::lt: return floating ? builder_.CreateFCmpOLT(a, b) : builder_.CreateICmpSLT(a, b);
+      case Primitive::le: return floating ? builder_.CreateFCmpOLE(a, b) : builder_.CreateICmpSLE(a, b);
+      case Primitive::gt: return floating ? builder_.CreateFCmpOGT(a, b) : builder_.CreateICmpSGT(a, b);
+      case Primitive::ge: return floating ? builder_.CreateFCmpOGE(a, b) : builder_.CreateICmpSGE(a, b);
+      case Primitive::logical_and: return builder_.CreateAnd(a, b);
+      case Primitive::logical_or: return builder_.CreateOr(a, b);
+      default: break;
+    }
+    throw std::logic_error("kiln LLVM backend: no lowering for binary " + std::string(ir::primitive_name(op)));
+  }
+
+  llvm::LLVMContext& context_;
+  llvm::Module& module_;
+  llvm::IRBuilder<> builder_;
+  const ir::Graph& graph_;
+  const Kernel& kernel_;
+  llvm::Function* function_ = nullptr;
+  llvm::Value* output_ = nullptr;
+  std::unordered_map<ir::ValueId, llvm::Value*> leaf_pointer_;
+  std::unordered_map<ir::ValueId, bool> in_region_;
+  std::unordered_map<ir::ValueId, llvm::Value*> memo_;
+  Shape space_;
+  std::vector<llvm::Value*> index_;
+  bool flat_ = false;
+  llvm::Value* flat_index_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
+                                            const std::string& dump_prefix) {
+  std::vector<CompiledKernel> kernels;
+  if (plan.kernels.empty()) return kernels;
+  auto context = std::make_unique<llvm::LLVMContext>();
+  Engine& engine = Engine::instance();
+  std::unique_ptr<llvm::Module> module = engine.new_module(name, *context);
+  static std::atomic<uint64_t> next_module{0};
+  std::string prefix = "kiln_" + std::to_string(next_module.fetch_add(1)) + "_kernel_";
+  std::vector<std::string> symbols;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    symbols.push_back(prefix + std::to_string(k));
+    KernelEmitter emitter(*module, graph, plan.kernels[k], symbols.back());
+    kernels.push_back(emitter.emit());
+  }
+  std::vector<void*> addresses = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
+  for (size_t k = 0; k < kernels.size(); ++k) kernels[k].function = reinterpret_cast<KernelFunction>(addresses[k]);
+  return kernels;
+}
+
+}  // namespace kiln::llvm_backend

@@ -1,0 +1,29 @@
+// LLVM IR for the kernels of a plan. Each kernel becomes
+//   void kiln_kernel_N(char** buffers, int64_t begin, int64_t end)
+// where buffers[0] is the output and buffers[1..] the leaves, and [begin, end)
+// is a slice of the kernel's parallel range (rows, elements or output
+// elements), so a thread pool can split it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/llvm/plan.h"
+
+namespace kiln::llvm_backend {
+
+using KernelFunction = void (*)(char** buffers, int64_t begin, int64_t end);
+
+struct CompiledKernel {
+  KernelFunction function = nullptr;
+  int64_t range = 0;            // iterations of the parallel loop
+  int64_t work_per_iteration = 1;  // elements touched per iteration, to decide on threading
+};
+
+/// Generates, optimizes and links every kernel of `plan` as one module.
+/// `dump_prefix` (optional) receives the optimized IR and assembly.
+std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
+                                            const std::string& dump_prefix);
+
+}  // namespace kiln::llvm_backend

@@ -1,0 +1,140 @@
+// ORC LLJIT setup, optimization pipeline and symbol resolution.
+#include "backend/llvm/engine.h"
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <mutex>
+#include <stdexcept>
+
+namespace kiln::llvm_backend {
+
+namespace {
+std::string error_text(llvm::Error error) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  out << error;
+  return text;
+}
+
+template <class T>
+T unwrap(llvm::Expected<T> value, const char* what) {
+  if (!value) throw std::runtime_error(std::string("kiln LLVM backend: ") + what + ": " + error_text(value.takeError()));
+  return std::move(*value);
+}
+}  // namespace
+
+struct Engine::State {
+  std::mutex mutex;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> target;
+  std::string cpu;
+  size_t modules = 0;
+};
+
+Engine& Engine::instance() {
+  static Engine engine;
+  return engine;
+}
+
+Engine::Engine() : state_(std::make_unique<State>()) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  // Vectorized loops call glibc's vector math (_ZGVdN8v_expf, ...): make it
+  // visible to the process search below.
+  llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+  llvm::sys::DynamicLibrary::LoadLibraryPermanently("libm.so.6");
+
+  auto builder = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
+  builder.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  state_->cpu = builder.getCPU();
+  state_->target = unwrap(builder.createTargetMachine(), "creating the target machine");
+  state_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(), "creating the JIT");
+  auto& library = state_->jit->getMainJITDylib();
+  library.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                                  state_->jit->getDataLayout().getGlobalPrefix()),
+                              "searching the process for symbols"));
+}
+
+const std::string& Engine::cpu() const { return state_->cpu; }
+
+std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::LLVMContext& context) const {
+  auto module = std::make_unique<llvm::Module>(name, context);
+  module->setDataLayout(state_->jit->getDataLayout());
+  module->setTargetTriple(state_->jit->getTargetTriple().str());
+  return module;
+}
+
+std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                                   const std::vector<std::string>& symbols, const std::string& dump_prefix) {
+  std::string problems;
+  llvm::raw_string_ostream problem_stream(problems);
+  if (llvm::verifyModule(*module, &problem_stream))
+    throw std::logic_error("kiln LLVM backend produced invalid IR: " + problems);
+
+  // Functions carry the host CPU and its features so the vectorizer uses the
+  // widest registers the machine has.
+  for (llvm::Function& function : *module) {
+    if (function.isDeclaration()) continue;
+    function.addFnAttr("target-cpu", state_->target->getTargetCPU());
+    function.addFnAttr("target-features", state_->target->getTargetFeatureString());
+  }
+
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder passes(state_->target.get(), tuning);
+  llvm::TargetLibraryInfoImpl library_info(llvm::Triple(module->getTargetTriple()));
+  library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
+                                                  llvm::Triple(module->getTargetTriple()));
+  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
+  passes.registerModuleAnalyses(modules);
+  passes.registerCGSCCAnalyses(cgscc);
+  passes.registerFunctionAnalyses(functions);
+  passes.registerLoopAnalyses(loops);
+  passes.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::ModulePassManager pipeline = passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  pipeline.run(*module, modules);
+
+  if (!dump_prefix.empty()) {
+    std::error_code error;
+    llvm::raw_fd_ostream ir(dump_prefix + ".ll", error, llvm::sys::fs::OF_Text);
+    if (!error) module->print(ir, nullptr);
+    llvm::raw_fd_ostream assembly(dump_prefix + ".s", error, llvm::sys::fs::OF_Text);
+    if (!error) {
+      llvm::legacy::PassManager emit;
+      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
+      if (!state_->target->addPassesToEmitFile(emit, assembly, nullptr, llvm::CGFT_AssemblyFile)) emit.run(*copy);
+    }
+  }
+
+  std::lock_guard lock(state_->mutex);
+  auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
+  llvm::orc::ThreadSafeModule safe(std::move(module), std::move(context));
+  if (auto error = state_->jit->addIRModule(tracker, std::move(safe)))
+    throw std::runtime_error("kiln LLVM backend: adding a module: " + error_text(std::move(error)));
+  std::vector<void*> addresses;
+  for (const std::string& symbol : symbols)
+    addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
+  ++state_->modules;
+  return addresses;
+}
+
+}  // namespace kiln::llvm_backend

@@ -1,0 +1,23 @@
+// Transcendental functions in LLVM IR, written so the loop vectorizer can
+// vectorize them: exp, log, sin, cos and pow as LLVM intrinsics that glibc's
+// vector math library (libmvec) implements for whole vectors; tanh and the
+// logistic function built from exp; log1p, expm1 and erf as explicit
+// polynomial/rational code.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "ir/primitive.h"
+
+namespace kiln::llvm_backend {
+
+/// exp log log1p expm1 tanh logistic erf sin cos of a float or double value.
+llvm::Value* emit_math(llvm::IRBuilder<>& builder, llvm::Module& module, ir::Primitive op, llvm::Value* x);
+llvm::Value* emit_pow(llvm::IRBuilder<>& builder, llvm::Module& module, llvm::Value* base, llvm::Value* exponent);
+/// Integer power by squaring, wrapping like the reference; negative exponents
+/// give 1 for base 1, +-1 for base -1 and 0 otherwise.
+llvm::Value* emit_integer_pow(llvm::IRBuilder<>& builder, llvm::Module& module, llvm::Value* base,
+                              llvm::Value* exponent);
+
+}  // namespace kiln::llvm_backend

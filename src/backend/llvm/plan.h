@@ -1,0 +1,51 @@
+// Fusion planning: which nodes are computed together in one loop nest, which
+// values live in memory, and the order of steps an executable runs.
+//
+// Elementwise nodes (unary, binary, select, broadcast, literal, iota) fuse
+// into the kernel of the materialized value that consumes them; a reduction
+// fuses with its elementwise producers; a reshape of a materialized value is
+// a view of the same memory; matmul is a BLAS call; every other primitive runs
+// its reference kernel (reported once). A value is materialized when it is an
+// output, feeds a non-fusible step or a reshape, or is read by several
+// consumers (unless it is cheap to recompute: literals, iotas and their
+// broadcasts).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::llvm_backend {
+
+struct Kernel {
+  enum class Kind { elementwise, reduce } kind = Kind::elementwise;
+  ir::ValueId root = -1;              // the value the kernel writes
+  std::vector<ir::ValueId> region;    // nodes computed inside, in graph order (root last)
+  std::vector<ir::ValueId> leaves;    // materialized values it reads, in parameter order
+};
+
+struct Step {
+  enum class Kind { kernel, matmul, view, reference } kind = Kind::kernel;
+  ir::ValueId value = -1;
+  int kernel = -1;  // index into Plan::kernels for Kind::kernel
+};
+
+struct Plan {
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  std::vector<char> materialized;  // by node id
+  /// Primitives that run their reference kernel: the native backend has no lowering for them.
+  std::vector<ir::Primitive> reference_primitives;
+};
+
+bool is_fusible_elementwise(ir::Primitive op);
+bool is_fusible_reduction(ir::Primitive op);
+
+/// Plans `graph` (verified, dead nodes removed).
+Plan plan_graph(const ir::Graph& graph);
+
+/// A readable listing of the plan, for KILN_DUMP.
+std::string describe(const ir::Graph& graph, const Plan& plan);
+
+}  // namespace kiln::llvm_backend

@@ -1,0 +1,109 @@
+// Thread pool (see the header). One job at a time: kernels run one after
+// another, so a single shared job slot keeps the pool simple.
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln::runtime {
+
+namespace {
+
+// Below this many element-operations a loop is not worth waking threads for
+// (a wake-up and join costs a few microseconds).
+constexpr int64_t parallel_threshold = 1 << 16;
+
+class Pool {
+ public:
+  Pool() {
+    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    if (const char* text = std::getenv("KILN_THREADS")) threads = std::atoi(text);
+    threads_ = std::max(1, threads);
+    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+  }
+
+  int threads() const { return threads_; }
+
+  void run(int64_t range, const std::function<void(int64_t, int64_t)>& body) {
+    std::lock_guard serial(submit_);  // one parallel loop at a time
+    {
+      std::lock_guard lock(mutex_);
+      body_ = &body;
+      range_ = range;
+      pending_ = threads_ - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    chunk(0, body);
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    body_ = nullptr;
+  }
+
+ private:
+  void chunk(int part, const std::function<void(int64_t, int64_t)>& body) {
+    int64_t begin = range_ * part / threads_;
+    int64_t end = range_ * (part + 1) / threads_;
+    if (begin < end) body(begin, end);
+  }
+
+  void work(int part) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int64_t, int64_t)>* body;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        body = body_;
+      }
+      chunk(part, *body);
+      std::lock_guard lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  int threads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex submit_, mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t, int64_t)>* body_ = nullptr;
+  int64_t range_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+Pool& pool() {
+  static Pool instance;
+  return instance;
+}
+
+}  // namespace
+
+int thread_count() { return pool().threads(); }
+
+void parallel_for(int64_t range, int64_t cost_per_iteration, const std::function<void(int64_t, int64_t)>& body) {
+  if (range <= 0) return;
+  if (range == 1 || range * std::max<int64_t>(cost_per_iteration, 1) < parallel_threshold || pool().threads() == 1) {
+    body(0, range);
+    return;
+  }
+  pool().run(range, body);
+}
+
+}  // namespace kiln::runtime
