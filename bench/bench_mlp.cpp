@@ -13,6 +13,7 @@
 #include <kiln/kiln.h>
 
 #include "harness.h"
+#include "runtime/thread_pool.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -84,6 +85,7 @@ void register_for_threads(int threads) {
   Array y = kiln::random::randint(key[3], {batch}, 0, classes);
   kiln::bench::add("kiln mlp step" + suffix, [=] {
     openblas_set_num_threads(threads);
+    kiln::runtime::set_thread_limit(threads);
     Array value;
     std::tie(*params, *state, value) = (*step)(*params, *state, x, y);
     benchmark::DoNotOptimize(value);

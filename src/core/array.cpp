@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/allocator.h"
 #include "core/array_impl.h"
 #include "core/convert.h"
 #include "core/dispatch.h"
@@ -23,13 +24,11 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
     data_ = inline_ + ((alignment - address % alignment) % alignment);
     return;
   }
-  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  data_ = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
-  if (!data_) throw std::bad_alloc();
+  data_ = allocator::allocate(bytes);
 }
 
 Buffer::~Buffer() {
-  if (bytes_ > inline_bytes) std::free(data_);
+  if (bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
 }
 
 Array allocate(AbstractValue type) {
@@ -37,6 +36,13 @@ Array allocate(AbstractValue type) {
   impl->buffer = std::make_shared<Buffer>(static_cast<size_t>(type.size()) * dtype_size(type.dtype));
   impl->type = std::move(type);
   return Array(std::move(impl));
+}
+
+Array copy_of(const Array& array) {
+  Array result = allocate(array.impl()->type);
+  if (result.impl()->buffer->bytes() > 0)
+    std::memcpy(result.impl()->buffer->data(), array.impl()->buffer->data(), result.impl()->buffer->bytes());
+  return result;
 }
 
 const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where) {

@@ -25,7 +25,9 @@ struct AbstractValue {
 };
 
 /// Contiguous, 64-byte aligned, row-major storage. Small arrays live inside
-/// the Buffer object itself, saving an allocation per scalar or short vector.
+/// the Buffer object itself, saving an allocation per scalar or short vector;
+/// larger ones come from the caching allocator (core/allocator.h), so steady
+/// state reuses warm blocks instead of faulting in fresh pages.
 class Buffer {
  public:
   static constexpr size_t inline_bytes = 64;
@@ -65,6 +67,8 @@ struct ArrayImpl {
 
 /// A fresh concrete array with uninitialized storage for `type`.
 Array allocate(AbstractValue type);
+/// A concrete array with its own copy of `array`'s storage.
+Array copy_of(const Array& array);
 /// The impl of a handle, throwing a readable error for an empty or donated one.
 const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where);
 inline const ArrayImpl& impl_of(const Array& array, const char* operation, Location where) {

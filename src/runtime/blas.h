@@ -12,5 +12,8 @@ namespace kiln::runtime {
 bool blas_handles(const ir::Node& node);
 /// [..., m, k] x [..., k, n] with equal batch dims, one gemm per batch entry.
 Array blas_matmul(const ir::Node& node, std::span<const Array> inputs);
+/// The same with operands stored transposed in their last two axes: `a` is
+/// [..., k, m] when `transpose_a`, `b` is [..., n, k] when `transpose_b`.
+Array blas_matmul(const ir::Node& node, const Array& a, bool transpose_a, const Array& b, bool transpose_b);
 
 }  // namespace kiln::runtime

@@ -24,6 +24,7 @@ class Pool {
     int threads = static_cast<int>(std::thread::hardware_concurrency());
     if (const char* text = std::getenv("KILN_THREADS")) threads = std::atoi(text);
     threads_ = std::max(1, threads);
+    limit_.store(threads_);
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
   }
   ~Pool() {
@@ -37,12 +38,16 @@ class Pool {
 
   int threads() const { return threads_; }
 
+  void set_limit(int threads) { limit_.store(std::clamp(threads, 1, threads_)); }
+  int limit() const { return limit_.load(std::memory_order_relaxed); }
+
   void run(int64_t range, const std::function<void(int64_t, int64_t)>& body) {
     std::lock_guard serial(submit_);  // one parallel loop at a time
     {
       std::lock_guard lock(mutex_);
       body_ = &body;
       range_ = range;
+      active_ = limit();
       pending_ = threads_ - 1;
       ++generation_;
     }
@@ -55,8 +60,9 @@ class Pool {
 
  private:
   void chunk(int part, const std::function<void(int64_t, int64_t)>& body) {
-    int64_t begin = range_ * part / threads_;
-    int64_t end = range_ * (part + 1) / threads_;
+    if (part >= active_) return;
+    int64_t begin = range_ * part / active_;
+    int64_t end = range_ * (part + 1) / active_;
     if (begin < end) body(begin, end);
   }
 
@@ -78,6 +84,8 @@ class Pool {
   }
 
   int threads_ = 1;
+  std::atomic<int> limit_{1 << 20};
+  int active_ = 1;
   std::vector<std::thread> workers_;
   std::mutex submit_, mutex_;
   std::condition_variable wake_, done_;
@@ -96,10 +104,11 @@ Pool& pool() {
 }  // namespace
 
 int thread_count() { return pool().threads(); }
+void set_thread_limit(int threads) { pool().set_limit(threads); }
 
 void parallel_for(int64_t range, int64_t cost_per_iteration, const std::function<void(int64_t, int64_t)>& body) {
   if (range <= 0) return;
-  if (range == 1 || range * std::max<int64_t>(cost_per_iteration, 1) < parallel_threshold || pool().threads() == 1) {
+  if (range == 1 || range * std::max<int64_t>(cost_per_iteration, 1) < parallel_threshold || pool().limit() == 1) {
     body(0, range);
     return;
   }

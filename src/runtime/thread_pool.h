@@ -9,6 +9,8 @@ namespace kiln::runtime {
 
 /// Worker threads plus the caller (hardware concurrency, or KILN_THREADS).
 int thread_count();
+/// Uses at most `threads` of them from now on (benchmarks comparing equal threads).
+void set_thread_limit(int threads);
 
 /// Runs body(begin, end) over [0, range) in contiguous chunks, on several
 /// threads when `range * cost_per_iteration` is large enough to pay for it.

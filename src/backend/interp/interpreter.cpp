@@ -116,7 +116,8 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
   outputs.reserve(graph.outputs.size());
   for (ir::ValueId output : graph.outputs) {
     size_t id = static_cast<size_t>(output);
-    outputs.push_back(values[id].defined() ? values[id] : constants_[id]);
+    // Folded constants are shared by every run: each caller gets a copy (it may donate it).
+    outputs.push_back(values[id].defined() ? values[id] : detail::copy_of(constants_[id]));
   }
   return outputs;
 }

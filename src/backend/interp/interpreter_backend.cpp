@@ -9,7 +9,8 @@ namespace kiln::runtime {
 namespace {
 // Compiled graphs run matrix products through BLAS; everything else through
 // the reference kernels until a native backend takes over.
-interp::Program::Kernel runtime_kernel(const ir::Node& node) { return blas_handles(node) ? &blas_matmul : nullptr; }
+Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return blas_matmul(node, inputs); }
+interp::Program::Kernel runtime_kernel(const ir::Node& node) { return blas_handles(node) ? &matmul_kernel : nullptr; }
 
 class InterpretedGraph final : public Executable {
  public:

@@ -15,6 +15,7 @@
 #include "runtime/executable.h"
 #include "runtime/thread_pool.h"
 #include "telemetry/telemetry.h"
+#include "transform/simplify.h"
 
 namespace kiln::llvm_backend {
 
@@ -46,7 +47,11 @@ std::string dump_prefix(const ir::Graph& graph) {
 
 class CompiledGraph final : public runtime::Executable {
  public:
-  explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
+  explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph) {
+    // The caches keep the graph as traced; this executable runs its simplified copy.
+    auto simplified = std::make_shared<ir::Graph>(*graph);
+    transform::simplify(*simplified);
+    graph_ = std::move(simplified);
     std::string dump = dump_prefix(*graph_);
     plan_ = plan_graph(*graph_);
     if (!dump.empty()) {
@@ -54,6 +59,7 @@ class CompiledGraph final : public runtime::Executable {
       std::ofstream(dump + ".plan") << describe(*graph_, plan_);
     }
     kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
+    fold_constants();
     report_reference_kernels(plan_.reference_primitives);
     // A value is released after the last step that reads it; outputs never are.
     last_use_.assign(graph_->nodes.size(), -1);
@@ -80,6 +86,7 @@ class CompiledGraph final : public runtime::Executable {
           const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
           result = detail::allocate(node.type);
           pointers.clear();
+          pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
           pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
           for (ir::ValueId leaf : kernel.leaves)
             pointers.push_back(static_cast<char*>(values[static_cast<size_t>(leaf)].impl()->buffer->data()));
@@ -90,7 +97,8 @@ class CompiledGraph final : public runtime::Executable {
           break;
         }
         case Step::Kind::matmul:
-          result = runtime::blas_matmul(node, gather(values, node, inputs));
+          result = runtime::blas_matmul(node, values[static_cast<size_t>(step.operand_a)], step.transpose_a,
+                                        values[static_cast<size_t>(step.operand_b)], step.transpose_b);
           break;
         case Step::Kind::view: {
           auto impl = std::make_shared<detail::ArrayImpl>();
@@ -102,22 +110,49 @@ class CompiledGraph final : public runtime::Executable {
         case Step::Kind::reference:
           result = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
           break;
+        case Step::Kind::constant:
+          result = constants_[static_cast<size_t>(step.value)];
+          break;
       }
       for (ir::ValueId input : inputs_of(step))
         if (last_use_[static_cast<size_t>(input)] == static_cast<int>(s)) values[static_cast<size_t>(input)] = Array();
     }
     std::vector<Array> outputs;
     outputs.reserve(graph.outputs.size());
-    for (ir::ValueId output : graph.outputs) outputs.push_back(values[static_cast<size_t>(output)]);
+    for (ir::ValueId output : graph.outputs) {
+      // A folded constant is shared by every call: callers get their own copy
+      // (a caller may donate it).
+      const Array& value = values[static_cast<size_t>(output)];
+      bool shared = constants_[static_cast<size_t>(output)].defined();
+      outputs.push_back(shared ? detail::copy_of(value) : value);
+    }
     return outputs;
   }
 
   std::string_view backend() const override { return "llvm"; }
 
  private:
-  const std::vector<ir::ValueId>& inputs_of(const Step& step) const {
+  std::vector<ir::ValueId> inputs_of(const Step& step) const {
     if (step.kind == Step::Kind::kernel) return plan_.kernels[static_cast<size_t>(step.kernel)].leaves;
+    if (step.kind == Step::Kind::matmul) return {step.operand_a, step.operand_b};
+    if (step.kind == Step::Kind::constant) return {};
     return graph_->nodes[static_cast<size_t>(step.value)].inputs;
+  }
+
+  // Evaluates constant steps with the reference kernels, once. The plan
+  // bounds the work upstream of each; other literal-only values are skipped.
+  void fold_constants() {
+    constants_.resize(graph_->nodes.size());
+    std::vector<Array> values(graph_->nodes.size()), inputs;
+    for (size_t i = 0; i < graph_->nodes.size(); ++i) {
+      const ir::Node& node = graph_->nodes[i];
+      bool computable = node.op != ir::Primitive::input && node.type.size() <= (int64_t{1} << 22);
+      for (ir::ValueId input : node.inputs) computable = computable && values[static_cast<size_t>(input)].defined();
+      if (!computable) continue;
+      values[i] = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
+    }
+    for (const Step& step : plan_.steps)
+      if (step.kind == Step::Kind::constant) constants_[static_cast<size_t>(step.value)] = values[static_cast<size_t>(step.value)];
   }
 
   static std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& node,
@@ -147,6 +182,7 @@ class CompiledGraph final : public runtime::Executable {
   std::shared_ptr<const ir::Graph> graph_;
   Plan plan_;
   std::vector<CompiledKernel> kernels_;
+  std::vector<Array> constants_;  // by node id, for constant steps
   std::vector<int> last_use_;
 };
 

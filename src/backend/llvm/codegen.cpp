@@ -13,6 +13,8 @@
 #include <llvm/IR/Module.h>
 
 #include <atomic>
+#include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 #include "backend/llvm/engine.h"
@@ -24,10 +26,95 @@ using ir::Primitive;
 
 namespace {
 
+std::string ops_text(const ir::Node& node) {
+  std::string text;
+  for (int64_t value : node.attrs.ints) text += std::to_string(value) + ",";
+  if (node.op == Primitive::literal) {
+    // Exact bits: printed digits could make two different values one key.
+    double value = node.attrs.scalar.as_double();
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    text += "=" + std::to_string(node.attrs.scalar.as_int()) + "/" + std::to_string(bits);
+  }
+  if (node.op == Primitive::convert) text += std::string(dtype_name(node.attrs.dtype));
+  return text;
+}
+
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   return strides;
+}
+
+// A kernel whose leaves are all either the root's shape or single values
+// loops over flat element indices: its code does not depend on the shape.
+bool is_flat(const ir::Graph& graph, const Kernel& kernel) {
+  if (kernel.kind != Kernel::Kind::elementwise) return false;
+  const Shape& space = graph.nodes[static_cast<size_t>(kernel.root)].type.shape;
+  if (space.size() <= 1) return true;
+  for (ir::ValueId id : kernel.region)
+    if (graph.nodes[static_cast<size_t>(id)].op == Primitive::iota) return false;
+  for (ir::ValueId leaf : kernel.leaves) {
+    const Shape& shape = graph.nodes[static_cast<size_t>(leaf)].type.shape;
+    if (shape != space && shape_size(shape) != 1) return false;
+  }
+  return true;
+}
+
+// Literals become kernel parameters, except an exponent of pow, whose value
+// LLVM turns into cheaper code (x*x for 2). Returns the literal's slot, or -1.
+bool baked(const ir::Graph& graph, const Kernel& kernel, ir::ValueId literal) {
+  for (ir::ValueId id : kernel.region) {
+    const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
+    if (node.op != Primitive::pow) continue;
+    // The exponent, possibly through a broadcast.
+    ir::ValueId exponent = node.inputs[1];
+    const ir::Node& e = graph.nodes[static_cast<size_t>(exponent)];
+    if (e.op == Primitive::broadcast) exponent = e.inputs[0];
+    if (exponent == literal) return true;
+  }
+  return false;
+}
+
+int literal_slot(const ir::Graph& graph, const Kernel& kernel, ir::ValueId literal) {
+  int slot = 0;
+  for (ir::ValueId id : kernel.region) {
+    if (graph.nodes[static_cast<size_t>(id)].op != Primitive::literal || baked(graph, kernel, id)) continue;
+    if (id == literal) return slot;
+    ++slot;
+  }
+  return -1;
+}
+
+// Everything the generated code depends on, so equal kernels compile once per
+// process: operations, dtypes, attributes, literal values, wiring, and the
+// shapes — except for flat kernels, whose code is the same for every shape.
+std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
+  bool flat = is_flat(graph, kernel);
+  std::string key = kernel.kind == Kernel::Kind::reduce ? "reduce" : flat ? "flat" : "rows";
+  auto shape_text = [&](const Shape& shape) {
+    if (!flat) return shape_string(shape);
+    return std::string(shape_size(shape) == 1 ? "1" : "n");
+  };
+  auto local = [&](ir::ValueId id) {
+    for (size_t k = 0; k < kernel.leaves.size(); ++k)
+      if (kernel.leaves[k] == id) return "L" + std::to_string(k);
+    for (size_t k = 0; k < kernel.region.size(); ++k)
+      if (kernel.region[k] == id) return "R" + std::to_string(k);
+    return std::string("?");
+  };
+  for (ir::ValueId leaf : kernel.leaves) {
+    const ir::Node& node = graph.nodes[static_cast<size_t>(leaf)];
+    key += "|leaf " + std::string(dtype_name(node.type.dtype)) + shape_text(node.type.shape);
+  }
+  for (ir::ValueId id : kernel.region) {
+    const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
+    bool parameter = node.op == Primitive::literal && !baked(graph, kernel, id);
+    key += "|" + std::string(ir::primitive_name(node.op)) + " " + std::string(dtype_name(node.type.dtype)) +
+           shape_text(node.type.shape) + " " + (parameter ? std::string("param") : ops_text(node));
+    for (ir::ValueId input : node.inputs) key += " " + local(input);
+  }
+  return key;
 }
 
 class KernelEmitter {
@@ -36,18 +123,40 @@ class KernelEmitter {
       : context_(module.getContext()), module_(module), builder_(context_), graph_(graph), kernel_(kernel) {
     auto* i64 = builder_.getInt64Ty();
     auto* pointer = builder_.getPtrTy();
-    auto* type = llvm::FunctionType::get(builder_.getVoidTy(), {pointer, i64, i64}, false);
-    function_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, module_);
+    // The body takes every buffer as a noalias parameter (outputs are fresh
+    // memory), sparing the vectorizer runtime overlap checks and a scalar
+    // fallback copy of each loop; the exported entry unpacks the array of
+    // buffers and is inlined into by the body.
+    std::vector<llvm::Type*> parameters{i64, i64};
+    parameters.insert(parameters.end(), kernel.leaves.size() + 2, pointer);  // constants, output, leaves
+    auto* body_type = llvm::FunctionType::get(builder_.getVoidTy(), parameters, false);
+    function_ = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, symbol + "_body", module_);
     function_->addFnAttr(llvm::Attribute::NoUnwind);
+    function_->addFnAttr(llvm::Attribute::AlwaysInline);
+    for (unsigned k = 2; k < function_->arg_size(); ++k) function_->addParamAttr(k, llvm::Attribute::NoAlias);
+    auto* entry_type = llvm::FunctionType::get(builder_.getVoidTy(), {pointer, i64, i64}, false);
+    entry_ = llvm::Function::Create(entry_type, llvm::Function::ExternalLinkage, symbol, module_);
+    entry_->addFnAttr(llvm::Attribute::NoUnwind);
     builder_.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function_));
     for (ir::ValueId id : kernel_.region) in_region_.emplace(id, true);
   }
 
   CompiledKernel emit() {
+    {
+      llvm::IRBuilder<> entry(llvm::BasicBlock::Create(context_, "entry", entry_));
+      std::vector<llvm::Value*> arguments{entry_->getArg(1), entry_->getArg(2)};
+      for (size_t k = 0; k < kernel_.leaves.size() + 2; ++k) {
+        llvm::Value* slot = entry.CreateConstGEP1_64(entry.getPtrTy(), entry_->getArg(0), k);
+        arguments.push_back(entry.CreateLoad(entry.getPtrTy(), slot));
+      }
+      entry.CreateCall(function_, arguments);
+      entry.CreateRetVoid();
+    }
     const ir::Node& root = node(kernel_.root);
-    llvm::Value* buffers = function_->getArg(0);
-    output_ = load_pointer(buffers, 0);
-    for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = load_pointer(buffers, k + 1);
+    constants_ = function_->getArg(2);
+    function_->addParamAttr(2, llvm::Attribute::ReadOnly);
+    output_ = function_->getArg(3);
+    for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = function_->getArg(4 + k);
     CompiledKernel result;
     if (kernel_.kind == Kernel::Kind::reduce) {
       result = emit_reduce(root);
@@ -61,13 +170,6 @@ class KernelEmitter {
 
  private:
   const ir::Node& node(ir::ValueId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
-
-  llvm::Value* load_pointer(llvm::Value* buffers, size_t index) {
-    llvm::Value* slot = builder_.CreateConstGEP1_64(builder_.getPtrTy(), buffers, index);
-    auto* pointer = builder_.CreateLoad(builder_.getPtrTy(), slot);
-    // Buffers never alias within one kernel call (outputs are fresh).
-    return pointer;
-  }
 
   llvm::Type* memory_type(DType dtype) { return dtype == DType::bool_ ? builder_.getInt8Ty() : register_type(dtype); }
   llvm::Type* register_type(DType dtype) {
@@ -119,25 +221,14 @@ class KernelEmitter {
 
   // ---- kernels ----------------------------------------------------------------------
 
-  bool flat_compatible() const {
-    if (space_.size() <= 1) return true;
-    for (ir::ValueId id : kernel_.region)
-      if (node(id).op == Primitive::iota) return false;
-    for (ir::ValueId leaf : kernel_.leaves) {
-      const Shape& shape = node(leaf).type.shape;
-      if (shape != space_ && shape_size(shape) != 1) return false;
-    }
-    return true;
-  }
-
   CompiledKernel emit_elementwise(const ir::Node& root) {
     CompiledKernel result;
     int64_t total = shape_size(space_);
-    if (flat_compatible()) {
+    if (is_flat(graph_, kernel_)) {
       // One loop over every element; leaves are the same shape or scalars.
       flat_ = true;
       result.range = total;
-      loop(function_->getArg(1), function_->getArg(2), "i", [&](llvm::Value* i) {
+      loop(function_->getArg(0), function_->getArg(1), "i", [&](llvm::Value* i) {
         flat_index_ = i;
         index_.assign(space_.size(), i);
         store(i, value(kernel_.root), root.type.dtype);
@@ -151,7 +242,7 @@ class KernelEmitter {
     result.range = total / std::max<int64_t>(inner, 1);
     if (inner == 0) result.range = 0;
     result.work_per_iteration = inner;
-    loop(function_->getArg(1), function_->getArg(2), "row", [&](llvm::Value* row) {
+    loop(function_->getArg(0), function_->getArg(1), "row", [&](llvm::Value* row) {
       std::vector<llvm::Value*> outer = decompose(row, outer_extents);
       llvm::Value* row_start = builder_.CreateMul(row, builder_.getInt64(inner));
       loop(builder_.getInt64(0), builder_.getInt64(inner), "column", [&](llvm::Value* column) {
@@ -192,7 +283,7 @@ class KernelEmitter {
     llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
     llvm::AllocaInst* accumulator = entry.CreateAlloca(type);
 
-    loop(function_->getArg(1), function_->getArg(2), "out", [&](llvm::Value* out) {
+    loop(function_->getArg(0), function_->getArg(1), "out", [&](llvm::Value* out) {
       std::vector<llvm::Value*> kept = kept_extents.empty() ? std::vector<llvm::Value*>{} : decompose(out, kept_extents);
       index_.assign(space_.size(), nullptr);
       for (size_t k = 0; k < kept_dims.size(); ++k) index_[kept_dims[k]] = kept[k];
@@ -256,9 +347,22 @@ class KernelEmitter {
         product->setFastMathFlags(reassociate);
         return product;
       }
-      case Primitive::reduce_max: return maximum(dtype, a, b);
-      default: return minimum(dtype, a, b);
+      case Primitive::reduce_max: return keep_first(dtype, a, b, true);
+      default: return keep_first(dtype, a, b, false);
     }
+  }
+
+  // The reference's reduction order: the accumulator wins ties (the first of
+  // equal values, which decides between -0 and +0), NaN wins everything.
+  llvm::Value* keep_first(DType dtype, llvm::Value* accumulator, llvm::Value* value, bool largest) {
+    if (!is_floating(dtype))
+      return builder_.CreateSelect(largest ? builder_.CreateICmpSGT(value, accumulator) : builder_.CreateICmpSLT(value, accumulator),
+                                   value, accumulator);
+    llvm::Value* better = largest ? builder_.CreateFCmpOGT(value, accumulator) : builder_.CreateFCmpOLT(value, accumulator);
+    llvm::Value* chosen = builder_.CreateSelect(better, value, accumulator);
+    llvm::Value* accumulator_nan = builder_.CreateFCmpUNO(accumulator, accumulator);
+    llvm::Value* value_nan = builder_.CreateFCmpUNO(value, value);
+    return builder_.CreateSelect(accumulator_nan, accumulator, builder_.CreateSelect(value_nan, value, chosen));
   }
 
   // NaN-propagating like the reference kernels: NaN if either is NaN.
@@ -319,6 +423,22 @@ class KernelEmitter {
     return result;
   }
 
+  // A literal is read from the kernel's constants (slot = its ordinal among
+  // parameter literals), so kernels differing only in numbers share code.
+  llvm::Value* literal(const ir::Node& n) {
+    ir::ValueId id = static_cast<ir::ValueId>(&n - graph_.nodes.data());
+    int slot = literal_slot(graph_, kernel_, id);
+    if (slot < 0) return constant(n.attrs.scalar, n.type.dtype);
+    llvm::Value* address = builder_.CreateConstInBoundsGEP1_64(builder_.getInt64Ty(), constants_, static_cast<uint64_t>(slot));
+    llvm::Value* bits = builder_.CreateLoad(builder_.getInt64Ty(), address);
+    switch (n.type.dtype) {
+      case DType::f32: return builder_.CreateFPTrunc(builder_.CreateBitCast(bits, builder_.getDoubleTy()), builder_.getFloatTy());
+      case DType::f64: return builder_.CreateBitCast(bits, builder_.getDoubleTy());
+      case DType::bool_: return builder_.CreateICmpNE(bits, builder_.getInt64(0));
+      default: return builder_.CreateTrunc(bits, register_type(n.type.dtype));
+    }
+  }
+
   llvm::Value* constant(const Scalar& scalar, DType dtype) {
     llvm::Type* type = register_type(dtype);
     if (is_floating(dtype)) return llvm::ConstantFP::get(type, scalar.as_double());
@@ -329,7 +449,7 @@ class KernelEmitter {
   llvm::Value* compute(const ir::Node& n) {
     DType dtype = n.type.dtype;
     switch (n.op) {
-      case Primitive::literal: return constant(n.attrs.scalar, dtype);
+      case Primitive::literal: return literal(n);
       case Primitive::broadcast:
       case Primitive::stop_gradient: return value(n.inputs[0]);
       case Primitive::iota: {
@@ -438,7 +558,9 @@ class KernelEmitter {
   llvm::IRBuilder<> builder_;
   const ir::Graph& graph_;
   const Kernel& kernel_;
-  llvm::Function* function_ = nullptr;
+  llvm::Function* function_ = nullptr;  // the body
+  llvm::Function* entry_ = nullptr;
+  llvm::Value* constants_ = nullptr;
   llvm::Value* output_ = nullptr;
   std::unordered_map<ir::ValueId, llvm::Value*> leaf_pointer_;
   std::unordered_map<ir::ValueId, bool> in_region_;
@@ -451,23 +573,85 @@ class KernelEmitter {
 
 }  // namespace
 
+namespace {
+// Kernels already compiled by any graph of this process, by key. (Compiled
+// code is never freed: it stays valid for every executable holding it.)
+std::mutex kernel_cache_mutex;
+std::unordered_map<std::string, CompiledKernel> kernel_cache;
+}  // namespace
+
+void forget_compiled_kernels() {
+  std::lock_guard lock(kernel_cache_mutex);
+  kernel_cache.clear();
+}
+
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
                                             const std::string& dump_prefix) {
-  std::vector<CompiledKernel> kernels;
-  if (plan.kernels.empty()) return kernels;
-  auto context = std::make_unique<llvm::LLVMContext>();
-  Engine& engine = Engine::instance();
-  std::unique_ptr<llvm::Module> module = engine.new_module(name, *context);
+  std::mutex& mutex = kernel_cache_mutex;
+  std::unordered_map<std::string, CompiledKernel>& compiled = kernel_cache;
   static std::atomic<uint64_t> next_module{0};
-  std::string prefix = "kiln_" + std::to_string(next_module.fetch_add(1)) + "_kernel_";
-  std::vector<std::string> symbols;
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    symbols.push_back(prefix + std::to_string(k));
-    KernelEmitter emitter(*module, graph, plan.kernels[k], symbols.back());
-    kernels.push_back(emitter.emit());
+
+  std::vector<CompiledKernel> kernels(plan.kernels.size());
+  std::vector<std::string> keys(plan.kernels.size());
+  std::vector<size_t> missing;
+  {
+    std::lock_guard lock(mutex);
+    std::unordered_map<std::string, size_t> first_of;
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      keys[k] = kernel_key(graph, plan.kernels[k]);
+      auto found = compiled.find(keys[k]);
+      if (found != compiled.end()) {
+        kernels[k] = found->second;
+      } else if (first_of.emplace(keys[k], k).second) {
+        missing.push_back(k);
+      }
+    }
   }
-  std::vector<void*> addresses = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
-  for (size_t k = 0; k < kernels.size(); ++k) kernels[k].function = reinterpret_cast<KernelFunction>(addresses[k]);
+  if (!missing.empty()) {
+    auto context = std::make_unique<llvm::LLVMContext>();
+    Engine& engine = Engine::instance();
+    std::unique_ptr<llvm::Module> module = engine.new_module(name, *context);
+    std::string prefix = "kiln_" + std::to_string(next_module.fetch_add(1)) + "_kernel_";
+    std::vector<std::string> symbols;
+    for (size_t k : missing) {
+      symbols.push_back(prefix + std::to_string(k));
+      KernelEmitter emitter(*module, graph, plan.kernels[k], symbols.back());
+      kernels[k] = emitter.emit();
+    }
+    std::vector<void*> addresses = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
+    std::lock_guard lock(mutex);
+    for (size_t m = 0; m < missing.size(); ++m) {
+      kernels[missing[m]].function = reinterpret_cast<KernelFunction>(addresses[m]);
+      compiled.emplace(keys[missing[m]], kernels[missing[m]]);
+    }
+  }
+  // Duplicates within this graph, and the parallel range of each use (a flat
+  // kernel's range depends on this graph's shapes, not the cached one's).
+  std::lock_guard lock(mutex);
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    CompiledKernel cached = compiled.at(keys[k]);
+    kernels[k].function = cached.function;
+    kernels[k].constants.clear();
+    for (ir::ValueId id : plan.kernels[k].region) {
+      const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
+      if (node.op != Primitive::literal || baked(graph, plan.kernels[k], id)) continue;
+      uint64_t bits = 0;
+      if (is_floating(node.type.dtype)) {
+        double value = node.attrs.scalar.as_double();
+        std::memcpy(&bits, &value, sizeof bits);
+      } else {
+        bits = static_cast<uint64_t>(node.attrs.scalar.as_int());
+      }
+      kernels[k].constants.push_back(bits);
+    }
+    if (is_flat(graph, plan.kernels[k])) {
+      kernels[k].range = shape_size(graph.nodes[static_cast<size_t>(plan.kernels[k].root)].type.shape);
+      kernels[k].work_per_iteration = 1;
+    } else {
+      kernels[k].range = cached.range;
+      kernels[k].work_per_iteration = cached.work_per_iteration;
+    }
+  }
   return kernels;
 }
 

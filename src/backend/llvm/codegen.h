@@ -1,6 +1,7 @@
 // LLVM IR for the kernels of a plan. Each kernel becomes
 //   void kiln_kernel_N(char** buffers, int64_t begin, int64_t end)
-// where buffers[0] is the output and buffers[1..] the leaves, and [begin, end)
+// where buffers[0] holds the kernel's constants (its literals, 8 bytes each),
+// buffers[1] is the output and buffers[2..] the leaves, and [begin, end)
 // is a slice of the kernel's parallel range (rows, elements or output
 // elements), so a thread pool can split it.
 #pragma once
@@ -17,9 +18,13 @@ using KernelFunction = void (*)(char** buffers, int64_t begin, int64_t end);
 
 struct CompiledKernel {
   KernelFunction function = nullptr;
+  std::vector<uint64_t> constants;  // the literal values this use of the kernel passes
   int64_t range = 0;            // iterations of the parallel loop
   int64_t work_per_iteration = 1;  // elements touched per iteration, to decide on threading
 };
+
+/// Makes the next compiles generate every kernel afresh (cold-compile benchmarks).
+void forget_compiled_kernels();
 
 /// Generates, optimizes and links every kernel of `plan` as one module.
 /// `dump_prefix` (optional) receives the optimized IR and assembly.

@@ -1,8 +1,9 @@
 // Transcendental functions in LLVM IR, written so the loop vectorizer can
 // vectorize them: exp, log, sin, cos and pow as LLVM intrinsics that glibc's
-// vector math library (libmvec) implements for whole vectors; tanh and the
-// logistic function built from exp; log1p, expm1 and erf as explicit
-// polynomial/rational code.
+// vector math library (libmvec) implements for whole vectors; log1p and
+// expm1 from their own range reductions and series, with no calls; tanh, the
+// logistic function and erf as polynomials and rational functions around
+// exp. Branch-free, so the vectorizer keeps whole loops vector.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>

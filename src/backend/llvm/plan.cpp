@@ -20,6 +20,19 @@ bool is_fusible_reduction(Primitive op) {
 }
 
 namespace {
+// A transpose that swaps the last two axes and keeps the batch axes.
+bool swaps_last_two_axes(const ir::Node& node) {
+  if (node.op != Primitive::transpose) return false;
+  const std::vector<int64_t>& perm = node.attrs.ints;
+  size_t rank = perm.size();
+  if (rank < 2) return false;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
+}
+
+bool is_floating_matmul(const ir::Node& node) { return node.op == Primitive::matmul && is_floating(node.type.dtype); }
+
 bool cheap(const ir::Graph& graph, ir::ValueId id) {
   const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
   if (node.op == Primitive::literal || node.op == Primitive::iota) return true;
@@ -37,6 +50,15 @@ Plan plan_graph(const ir::Graph& graph) {
     for (ir::ValueId input : node.inputs) ++uses[static_cast<size_t>(input)];
 
   auto materialize = [&](ir::ValueId id) { plan.materialized[static_cast<size_t>(id)] = 1; };
+  // Transposes read only by BLAS matmuls are folded into the call.
+  std::vector<int> matmul_uses(count, 0);
+  for (const ir::Node& node : graph.nodes)
+    if (is_floating_matmul(node))
+      for (ir::ValueId input : node.inputs) ++matmul_uses[static_cast<size_t>(input)];
+  auto absorbed = [&](ir::ValueId id) {
+    auto at = static_cast<size_t>(id);
+    return swaps_last_two_axes(graph.nodes[at]) && matmul_uses[at] == uses[at];
+  };
   for (ir::ValueId id : graph.outputs) materialize(id);
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
@@ -45,8 +67,14 @@ Plan plan_graph(const ir::Graph& graph) {
     if (!elementwise) {
       // Reductions, views and every other step read their inputs from memory,
       // except that a reduction computes its elementwise producer in place.
-      if (node.op != Primitive::input) materialize(static_cast<ir::ValueId>(i));
+      bool skip = absorbed(static_cast<ir::ValueId>(i)) && !plan.materialized[i];
+      if (node.op != Primitive::input && !skip) materialize(static_cast<ir::ValueId>(i));
+      if (skip) continue;  // its input is materialized by the matmul below
       for (ir::ValueId input : node.inputs) {
+        if (is_floating_matmul(node) && absorbed(input)) {
+          materialize(graph.nodes[static_cast<size_t>(input)].inputs[0]);
+          continue;
+        }
         const ir::Node& producer = graph.nodes[static_cast<size_t>(input)];
         bool fused_into_reduction = is_fusible_reduction(node.op) && is_fusible_elementwise(producer.op) &&
                                     uses[static_cast<size_t>(input)] == 1;
@@ -59,6 +87,22 @@ Plan plan_graph(const ir::Graph& graph) {
   // Cheap values are recomputed inside kernels rather than stored, unless a
   // non-kernel step or an output needs them in memory (handled above).
 
+  // Values computed from literals alone (no input anywhere upstream).
+  // Folding evaluates everything upstream once; keep that bounded too.
+  constexpr int64_t max_folding_work = int64_t{1} << 22;
+  std::vector<char> literal_only(count, 0);
+  std::vector<int64_t> folding_work(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    const ir::Node& node = graph.nodes[i];
+    bool only = node.op != Primitive::input && !ir::primitive_family(node.op).starts_with("random");
+    folding_work[i] = node.type.size();
+    for (ir::ValueId input : node.inputs) {
+      only = only && literal_only[static_cast<size_t>(input)];
+      folding_work[i] += folding_work[static_cast<size_t>(input)];
+    }
+    literal_only[i] = only && folding_work[i] <= max_folding_work;
+  }
+
   std::vector<Primitive> reference;
   for (size_t i = 0; i < count; ++i) {
     if (!plan.materialized[i]) continue;
@@ -66,11 +110,30 @@ Plan plan_graph(const ir::Graph& graph) {
     auto id = static_cast<ir::ValueId>(i);
     if (node.op == Primitive::input) continue;
     if (node.op == Primitive::matmul) {
-      plan.steps.push_back({Step::Kind::matmul, id, -1});
+      Step step{Step::Kind::matmul, id, -1, node.inputs[0], node.inputs[1], false, false};
+      if (is_floating_matmul(node)) {
+        for (int k = 0; k < 2; ++k) {
+          ir::ValueId input = node.inputs[static_cast<size_t>(k)];
+          if (!absorbed(input) || plan.materialized[static_cast<size_t>(input)]) continue;
+          (k == 0 ? step.operand_a : step.operand_b) = graph.nodes[static_cast<size_t>(input)].inputs[0];
+          (k == 0 ? step.transpose_a : step.transpose_b) = true;
+        }
+      } else {
+        step.kind = Step::Kind::reference;
+        if (std::find(reference.begin(), reference.end(), node.op) == reference.end()) reference.push_back(node.op);
+      }
+      plan.steps.push_back(step);
       continue;
     }
     if (node.op == Primitive::reshape) {
       plan.steps.push_back({Step::Kind::view, id, -1});
+      continue;
+    }
+    // Folding is limited to small values so an executable never holds large
+    // arrays derived from literals.
+    constexpr int64_t max_folded_elements = 4096;
+    if (literal_only[i] && node.type.size() <= max_folded_elements) {
+      plan.steps.push_back({Step::Kind::constant, id, -1});
       continue;
     }
     bool reduce = is_fusible_reduction(node.op);
@@ -117,9 +180,13 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
     out << "%" << step.value << " " << node.type.to_string() << ": ";
     switch (step.kind) {
-      case Step::Kind::matmul: out << "matmul (BLAS)"; break;
+      case Step::Kind::matmul:
+        out << "matmul (BLAS) %" << step.operand_a << (step.transpose_a ? "^T" : "") << " %" << step.operand_b
+            << (step.transpose_b ? "^T" : "");
+        break;
       case Step::Kind::view: out << "view (reshape)"; break;
       case Step::Kind::reference: out << "reference kernel " << ir::primitive_name(node.op); break;
+      case Step::Kind::constant: out << "constant, folded when compiled"; break;
       case Step::Kind::kernel: {
         const Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
         out << (kernel.kind == Kernel::Kind::reduce ? "reduce" : "elementwise") << " kernel of "

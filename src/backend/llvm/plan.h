@@ -26,9 +26,15 @@ struct Kernel {
 };
 
 struct Step {
-  enum class Kind { kernel, matmul, view, reference } kind = Kind::kernel;
+  // constant: computed from literals alone and small — evaluated once when
+  // the graph is compiled, no kernel generated.
+  enum class Kind { kernel, matmul, view, reference, constant } kind = Kind::kernel;
   ir::ValueId value = -1;
   int kernel = -1;  // index into Plan::kernels for Kind::kernel
+  // Matmul operands as stored: a transpose of the last two axes feeding a
+  // matmul is not materialized; BLAS reads its input transposed instead.
+  ir::ValueId operand_a = -1, operand_b = -1;
+  bool transpose_a = false, transpose_b = false;
 };
 
 struct Plan {

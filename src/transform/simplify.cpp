@@ -1,0 +1,255 @@
+// Graph simplification (see the header). One forward pass per round builds
+// the simplified node list: each node, its inputs renamed to their simplified
+// values, is rewritten until no rule applies and is then looked up among the
+// nodes kept so far by a canonical byte key. Rules only read a node's
+// producers, which come earlier, so a single pass almost always reaches the
+// fixed point; the next round confirms it.
+#include "transform/simplify.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "core/dispatch.h"
+#include "kiln/error.h"
+#include "ops/rules.h"
+#include "transform/dead_code.h"
+
+namespace kiln::transform {
+
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::Primitive;
+using ir::ValueId;
+
+constexpr int max_rounds = 4;
+// Every rule removes a node or shortens a chain of producers, so a node
+// settles after a few rewrites; this only bounds a bug.
+constexpr int max_rewrites_per_node = 16;
+
+// The nodes kept so far, which rewritten nodes read their producers from.
+using Nodes = std::vector<Node>;
+
+const Node& producer(const Nodes& nodes, ValueId id) { return nodes[static_cast<size_t>(id)]; }
+
+// A literal operand: a literal node, seen through the broadcasts that copy its
+// one value to every element.
+const Node* literal_behind(const Nodes& nodes, ValueId id) {
+  const Node* node = &producer(nodes, id);
+  while (node->op == Primitive::broadcast) node = &producer(nodes, node->inputs[0]);
+  return node->op == Primitive::literal ? node : nullptr;
+}
+
+Array literal_array(const Node& literal) { return ops::rules(Primitive::literal).evaluate(literal, {}); }
+
+// Whether `id` is a literal operand holding `value` (with the sign bit
+// `negative`, which tells -0.0 from +0.0) once rounded to its dtype. Bool
+// true reads as 1, false as 0.
+bool is_literal(const Nodes& nodes, ValueId id, double value, bool negative) {
+  const Node* literal = literal_behind(nodes, id);
+  if (!literal) return false;
+  Array held = literal_array(*literal);
+  double element =
+      detail::dispatch(literal->type.dtype, [&]<class T>() { return static_cast<double>(held.impl()->data<T>()[0]); });
+  return element == value && std::signbit(element) == negative;
+}
+
+// What a rule made of a node.
+struct Outcome {
+  enum Kind { none, rewritten, replaced };
+  Kind kind = none;
+  ValueId value = -1;  // replaced: the existing value the node equals
+};
+
+// The node is `id` when their types agree exactly; a rule never changes a
+// value's dtype, shape or weak flag.
+Outcome same_as(const Nodes& nodes, const Node& node, ValueId id) {
+  if (producer(nodes, id).type == node.type) return {Outcome::replaced, id};
+  return {};
+}
+
+// A node whose inputs are all literals and whose result is 0-d becomes a
+// literal computed by the primitive's reference kernel, so folding agrees
+// bit for bit with running the graph. Larger results stay as they are (a
+// broadcast of a literal is cheaper to recompute than to store).
+bool fold(const Nodes& nodes, Node& node) {
+  if (node.op == Primitive::literal || node.inputs.empty() || !node.type.shape.empty()) return false;
+  std::vector<Array> values;
+  for (ValueId id : node.inputs) {
+    const Node& input = producer(nodes, id);
+    if (input.op != Primitive::literal) return false;
+    values.push_back(literal_array(input));
+  }
+  Array result;
+  try {
+    result = ops::rules(node.op).evaluate(node, values);
+  } catch (const Error&) {
+    return false;  // left to run time, which reports it
+  }
+  Node literal;
+  literal.op = Primitive::literal;
+  literal.type = node.type;
+  literal.where = node.where;
+  literal.attrs.dtype = node.type.dtype;
+  if (node.type.weak) literal.attrs.ints = {1};
+  literal.attrs.scalar =
+      detail::dispatch(node.type.dtype, [&]<class T>() { return Scalar(result.impl()->data<T>()[0]); });
+  node = std::move(literal);
+  return true;
+}
+
+Outcome rewrite(const Nodes& nodes, Node& node) {
+  if (fold(nodes, node)) return {Outcome::rewritten};
+  const std::vector<ValueId>& in = node.inputs;
+  bool floating = is_floating(node.type.dtype);
+  auto replaced_if = [&](bool holds, ValueId id) -> Outcome { return holds ? same_as(nodes, node, id) : Outcome{}; };
+  Outcome outcome;
+  switch (node.op) {
+    // Additive zeros, kept only where exact for every x: IEEE gives
+    // -0.0 + (+0.0) = +0.0, so for floats x + 0.0 is not x (XLA folds it
+    // anyway; kiln keeps it), while x + (-0.0) and x - (+0.0) are x for every
+    // x, -0.0 and NaN included. Integers and bool have a single zero.
+    case Primitive::add:
+      outcome = replaced_if(is_literal(nodes, in[1], 0, floating), in[0]);
+      if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 0, floating), in[1]);
+      return outcome;
+    case Primitive::sub:
+      return replaced_if(is_literal(nodes, in[1], 0, false), in[0]);
+    // Multiplying or dividing by one is exact (bool: x and true).
+    case Primitive::mul:
+      outcome = replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
+      if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 1, false), in[1]);
+      return outcome;
+    case Primitive::div:
+      return replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
+    // Negation flips the sign bit (wraps for integers), twice is nothing.
+    case Primitive::neg: {
+      const Node& inner = producer(nodes, in[0]);
+      return inner.op == Primitive::neg ? same_as(nodes, node, inner.inputs[0]) : Outcome{};
+    }
+    // Same type in and out: dtype and weak flag for convert, shape for the others.
+    case Primitive::convert:
+      return same_as(nodes, node, in[0]);
+    case Primitive::reshape:
+    case Primitive::broadcast: {
+      outcome = same_as(nodes, node, in[0]);
+      if (outcome.kind != Outcome::none) return outcome;
+      // Reshapes keep row-major order, so only the last one matters; a
+      // broadcast of a broadcast goes straight to the final shape (each
+      // extent of the inner input is 1 or already the final one).
+      const Node& inner = producer(nodes, in[0]);
+      if (inner.op != node.op) return {};
+      node.inputs[0] = inner.inputs[0];
+      return {Outcome::rewritten};
+    }
+    case Primitive::transpose: {
+      const std::vector<int64_t>& perm = node.attrs.ints;
+      bool identity = true;
+      for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == static_cast<int64_t>(a);
+      if (identity) return same_as(nodes, node, in[0]);
+      // Output axis a of the outer transpose is inner axis perm[a], which is
+      // axis inner_perm[perm[a]] of the inner transpose's input.
+      const Node& inner = producer(nodes, in[0]);
+      if (inner.op != Primitive::transpose) return {};
+      std::vector<int64_t> composed(perm.size());
+      for (size_t a = 0; a < perm.size(); ++a) composed[a] = inner.attrs.ints[static_cast<size_t>(perm[a])];
+      node.inputs[0] = inner.inputs[0];
+      node.attrs.ints = std::move(composed);
+      return {Outcome::rewritten};
+    }
+    default:
+      return {};
+  }
+}
+
+// Everything that makes two nodes compute the same value: primitive, type,
+// attributes (a literal's value bit for bit, so -0.0 and 0.0 stay apart) and
+// inputs. The source line is left out: merged nodes keep the first one's.
+void canonical_key(const Node& node, std::string& key) {
+  key.clear();
+  auto add = [&](const auto& value) { key.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  auto add_all = [&](const auto& values) {
+    add(values.size());
+    for (const auto& value : values) add(value);
+  };
+  add(node.op);
+  add(node.type.dtype);
+  add(node.type.weak);
+  add_all(node.type.shape);
+  add_all(node.attrs.ints);
+  add_all(node.attrs.shape);
+  add(node.attrs.dtype);
+  const Scalar& scalar = node.attrs.scalar;
+  add(scalar.kind());
+  if (scalar.kind() == Scalar::Kind::floating)
+    add(scalar.as_double());
+  else
+    add(scalar.as_int());
+  add_all(node.inputs);
+}
+
+// One forward pass over the graph; says whether it changed anything.
+bool simplify_once(Graph& graph) {
+  size_t count = graph.nodes.size();
+  Nodes kept;
+  kept.reserve(count);
+  std::vector<ValueId> renamed(count, -1);
+  // Only looked up, never iterated, so its order cannot leak into the result.
+  std::unordered_map<std::string, ValueId> by_key;
+  std::string key;
+  bool changed = false;
+  for (size_t i = 0; i < count; ++i) {
+    Node node = std::move(graph.nodes[i]);
+    for (ValueId& input : node.inputs) input = renamed[static_cast<size_t>(input)];
+    std::optional<ValueId> same;
+    // Inputs are bound by position at run time: each stays, even if unused.
+    if (node.op != Primitive::input) {
+      for (int step = 0; step < max_rewrites_per_node; ++step) {
+        Outcome outcome = rewrite(kept, node);
+        if (outcome.kind == Outcome::none) break;
+        changed = true;
+        if (outcome.kind == Outcome::replaced) {
+          same = outcome.value;
+          break;
+        }
+      }
+      if (!same) {
+        canonical_key(node, key);
+        auto [found, inserted] = by_key.try_emplace(key, static_cast<ValueId>(kept.size()));
+        if (!inserted) {
+          same = found->second;
+          changed = true;
+        }
+      }
+    }
+    if (same) {
+      renamed[i] = *same;
+      continue;
+    }
+    renamed[i] = static_cast<ValueId>(kept.size());
+    kept.push_back(std::move(node));
+  }
+  graph.nodes = std::move(kept);
+  for (auto* ids : {&graph.arguments, &graph.captures, &graph.outputs})
+    for (ValueId& id : *ids) id = renamed[static_cast<size_t>(id)];
+  return changed;
+}
+
+}  // namespace
+
+void simplify(ir::Graph& graph) {
+  for (int round = 0; round < max_rounds; ++round) {
+    size_t before = graph.nodes.size();
+    bool changed = simplify_once(graph);
+    eliminate_dead_nodes(graph);
+    if (!changed && graph.nodes.size() == before) break;
+  }
+#ifndef NDEBUG
+  graph.verify();
+#endif
+}
+
+}  // namespace kiln::transform

@@ -1,0 +1,35 @@
+// Graph simplification before planning: common subexpressions merged,
+// literal-only scalar subgraphs folded, exact algebraic identities applied
+// and dead nodes dropped, so the fusion planner sees fewer, simpler nodes.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace kiln::transform {
+
+/// Simplifies `graph` in place, repeating until nothing changes (or a small
+/// bound on rounds is reached):
+///  - merges nodes with equal primitive, type, attributes (literal values
+///    included, compared bit for bit) and inputs, keeping the first one;
+///  - folds nodes whose inputs are all literals and whose result is 0-d into
+///    a literal (the folded node's source line and weak flag kept), using the
+///    primitive's reference kernel; larger results are never baked in;
+///  - applies identities that are exact for every input, including -0.0 and
+///    NaN: x*1, 1*x, x/1, neg(neg(x)), same-type convert, reshape, broadcast
+///    or identity transpose, reshape of reshape, transpose of transpose,
+///    broadcast of broadcast; x - (+0.0), x + (-0.0) and (-0.0) + x (a float
+///    x + 0.0 is kept: it turns -0.0 into +0.0), and for integers and bool
+///    x + 0 and 0 + x as well. A literal operand is a literal node or a
+///    broadcast of one;
+///  - removes dead nodes (transform::eliminate_dead_nodes).
+/// stop_gradient is kept: autodiff reads it, and kernels pay nothing for it.
+///
+/// Precondition: `graph` passes graph.verify().
+/// Postcondition: it still does; every output keeps its exact type (dtype,
+/// shape, weak flag) and values; arguments and captures bind the same input
+/// nodes (renumbered); nodes stay in topological order. Two outputs may now
+/// name one value, and an output may be an input or a literal node.
+/// Deterministic: the result depends only on the graph, never on addresses.
+void simplify(ir::Graph& graph);
+
+}  // namespace kiln::transform

@@ -1,0 +1,78 @@
+// Differential testing of a compiled backend against the reference
+// interpreter: run one graph both ways and compare every output, exactly for
+// integers and bool, within a stated tolerance for floats. Free of GoogleTest
+// so the fuzz command can use it too.
+#pragma once
+
+#include <kiln/kiln.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/executable.h"
+
+namespace kiln::testing {
+
+/// How far a compiled float output may be from the interpreter's, per element:
+/// absolute + relative * |reference| + scale_factor * scale[element]. `scale`
+/// (optional) broadcasts against the output, e.g. sum(|x|) for a sum. The
+/// default-constructed tolerance demands exact equality (NaN equals NaN).
+struct Tolerance {
+  double absolute = 0;
+  double relative = 0;
+  double scale_factor = 0;
+  Array scale;
+  /// Exact comparisons also compare the sign of zeros, unless the order of
+  /// evaluation may decide it (max/min reductions over +0.0 and -0.0).
+  bool zero_sign_matters = true;
+
+  bool exact() const { return absolute == 0 && relative == 0 && (scale_factor == 0 || !scale.defined()); }
+};
+
+/// Machine epsilon (distance from 1 to the next value) of a floating dtype.
+double epsilon(DType dtype);
+/// `ulps` units in the last place of the result.
+Tolerance ulps(double ulps, DType dtype);
+/// Exact, but +0.0 and -0.0 count as equal.
+Tolerance any_zero_sign();
+
+/// A graph together with what it runs on.
+struct DifferentialCase {
+  Graph graph;
+  std::vector<Array> arguments;
+  std::vector<Array> captures;
+};
+
+/// Traces `fn` on `args` like make_graph, keeping the arrays it captured.
+template <class F, Tree... Args>
+DifferentialCase trace_case(const TraceName& name, F&& fn, const Args&... args) {
+  detail::TraceSession session(name.name, name.where);
+  auto placeholder = [&](const Array& a) { return session.argument(a); };
+  auto result = [&]<size_t... I>(std::index_sequence<I...>) {
+    std::tuple<Args...> traced{TreeTraits<Args>::map_arrays(args, placeholder)...};
+    return fn(std::get<I>(traced)...);
+  }(std::index_sequence_for<Args...>());
+  Graph graph = session.finish(tree_leaves(result));
+  std::vector<Array> arguments;
+  [[maybe_unused]] auto append = [&](const auto& arg) {
+    for (const Array& leaf : tree_leaves(arg)) arguments.push_back(leaf);
+  };
+  (append(args), ...);
+  return {graph, arguments, session.captured()};
+}
+
+/// Empty when `compiled` matches `reference` (same dtype and shape, elements
+/// within `tolerance`); otherwise a description of the first mismatches.
+std::string compare_arrays(const Array& compiled, const Array& reference, const Tolerance& tolerance);
+
+/// Compiles the case with `backend`, runs it and the interpreter, and compares
+/// output i with tolerances[i] (the last one repeats; none means exact).
+/// Empty on success; otherwise a report with the graph, the plan and the
+/// mismatches. Exceptions from either side are reported, not thrown.
+std::string run_differential(const DifferentialCase& test, const std::vector<Tolerance>& tolerances,
+                             const runtime::Backend& backend = runtime::default_backend());
+
+/// The native backend's fusion plan for a graph, as KILN_DUMP writes it.
+std::string describe_plan(const Graph& graph);
+
+}  // namespace kiln::testing

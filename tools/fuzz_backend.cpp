@@ -1,0 +1,183 @@
+// fuzz_backend: runs many random graphs (tests/backend/random_graph.h)
+// through the native backend and the reference interpreter and reports every
+// graph whose outputs disagree beyond the generator's error bound, by seed.
+//
+//   fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--verbose] [--stop]
+//
+// Seeds S, S+1, ..., S+N-1 are run; a failing seed reproduces alone with
+// --seed it --graphs 1 --verbose. Exit status 1 when any graph failed.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/llvm/plan.h"
+#include "random_graph.h"
+
+namespace {
+
+// A crash (a miscompiled kernel writing out of bounds, an empty buffer read)
+// still names its seed: the handler writes it and re-raises the signal.
+volatile std::sig_atomic_t running_seed_high = 0, running_seed_low = 0;
+
+void report_crash(int signal_number) {
+  char text[96] = "\nfuzz_backend: crashed (signal ";
+  size_t length = std::strlen(text);
+  auto append_number = [&](uint64_t value) {
+    char digits[24];
+    int count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    } while (value && count < 24);
+    while (count > 0 && length + 1 < sizeof text) text[length++] = digits[--count];
+  };
+  append_number(static_cast<uint64_t>(signal_number));
+  const char* middle = ") while running seed ";
+  for (const char* c = middle; *c && length + 1 < sizeof text; ++c) text[length++] = *c;
+  append_number((static_cast<uint64_t>(static_cast<uint32_t>(running_seed_high)) << 32) |
+                static_cast<uint32_t>(running_seed_low));
+  if (length + 1 < sizeof text) text[length++] = '\n';
+  [[maybe_unused]] ssize_t written = write(STDERR_FILENO, text, length);
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+struct Arguments {
+  uint64_t graphs = 1000;
+  uint64_t seed = 1;
+  int max_steps = 12;
+  bool verbose = false;
+  bool stop = false;
+};
+
+[[noreturn]] void usage(const char* problem) {
+  std::fprintf(stderr,
+               "fuzz_backend: %s\n"
+               "usage: fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--verbose] [--stop]\n"
+               "  --graphs N     number of random graphs (default 1000)\n"
+               "  --seed S       seed of the first graph; graph i uses S + i (default 1)\n"
+               "  --max-steps K  steps per graph, at most (default 12)\n"
+               "  --verbose      print every graph's recipe and plan\n"
+               "  --stop         stop at the first failure\n",
+               problem);
+  std::exit(2);
+}
+
+uint64_t number(const char* text, const char* option) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (!*text || *end) usage((std::string(option) + " needs a number, got '" + text + "'").c_str());
+  return value;
+}
+
+Arguments parse(int argc, char** argv) {
+  Arguments arguments;
+  for (int i = 1; i < argc; ++i) {
+    std::string option = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage((option + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (option == "--graphs") arguments.graphs = number(value(), "--graphs");
+    else if (option == "--seed") arguments.seed = number(value(), "--seed");
+    else if (option == "--max-steps") arguments.max_steps = static_cast<int>(number(value(), "--max-steps"));
+    else if (option == "--verbose") arguments.verbose = true;
+    else if (option == "--stop") arguments.stop = true;
+    else if (option == "--help" || option == "-h") usage("runs random graphs through the LLVM backend and the interpreter");
+    else usage(("unknown option " + option).c_str());
+  }
+  if (arguments.max_steps < 2) usage("--max-steps must be at least 2");
+  return arguments;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kiln;
+  Arguments arguments = parse(argc, argv);
+  testing::RandomGraphOptions options;
+  options.max_steps = arguments.max_steps;
+  options.min_steps = std::min(options.min_steps, options.max_steps);
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<uint64_t> failing, invalid;
+  // What the graphs exercised, so a run shows it covered the backend.
+  std::map<std::string, int64_t> steps;
+  int64_t nodes = 0, outputs = 0, exact_outputs = 0;
+  for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(signal_number, report_crash);
+  for (uint64_t i = 0; i < arguments.graphs; ++i) {
+    uint64_t seed = arguments.seed + i;
+    running_seed_high = static_cast<std::sig_atomic_t>(seed >> 32);
+    running_seed_low = static_cast<std::sig_atomic_t>(seed & 0xffffffffu);
+    std::optional<testing::RandomGraph> graph;
+    try {
+      graph.emplace(testing::make_random_graph(seed, options));
+    } catch (const std::exception& error) {
+      invalid.push_back(seed);
+      std::cout << "GENERATOR ERROR, seed " << seed << ": " << error.what() << "\n";
+      if (arguments.stop) break;
+      continue;
+    }
+    const ir::Graph& ir = graph->test->graph.ir();
+    nodes += static_cast<int64_t>(ir.nodes.size());
+    for (const testing::Tolerance& tolerance : graph->tolerances) {
+      ++outputs;
+      exact_outputs += tolerance.exact();
+    }
+    llvm_backend::Plan plan = llvm_backend::plan_graph(ir);
+    for (const llvm_backend::Step& step : plan.steps) {
+      switch (step.kind) {
+        case llvm_backend::Step::Kind::kernel:
+          ++steps[plan.kernels[static_cast<size_t>(step.kernel)].kind == llvm_backend::Kernel::Kind::reduce
+                      ? "reduce kernels"
+                      : "elementwise kernels"];
+          break;
+        case llvm_backend::Step::Kind::matmul: ++steps[step.transpose_a || step.transpose_b ? "matmuls, transposed" : "matmuls"]; break;
+        case llvm_backend::Step::Kind::view: ++steps["views"]; break;
+        case llvm_backend::Step::Kind::reference:
+          ++steps["reference " + std::string(ir::primitive_name(ir.nodes[static_cast<size_t>(step.value)].op))];
+          break;
+        default: ++steps["other steps"]; break;
+      }
+    }
+    if (arguments.verbose) {
+      std::cout << graph->recipe << graph->test->graph.to_string() << "plan:\n" << testing::describe_plan(graph->test->graph)
+                << std::flush;
+    }
+    std::string report = testing::check_random_graph(*graph);
+    if (!report.empty()) {
+      failing.push_back(seed);
+      std::cout << "FAILURE\n" << report << std::endl;
+      if (arguments.stop) break;
+    } else if (arguments.verbose) {
+      std::cout << "ok\n\n";
+    }
+    if ((i + 1) % 500 == 0)
+      std::cerr << (i + 1) << " graphs, " << failing.size() << " failing, " << invalid.size() << " generator errors\n";
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::cout << "fuzz_backend: " << arguments.graphs << " graphs from seed " << arguments.seed << " in " << seconds
+            << " s; " << nodes << " nodes, " << outputs << " outputs (" << exact_outputs << " compared exactly)\n";
+  for (const auto& [name, count] : steps) std::cout << "  " << count << " " << name << "\n";
+  auto list = [](const std::vector<uint64_t>& seeds) {
+    std::string text;
+    for (uint64_t seed : seeds) text += " " + std::to_string(seed);
+    return text;
+  };
+  if (!invalid.empty()) std::cout << invalid.size() << " generator errors, seeds:" << list(invalid) << "\n";
+  if (failing.empty() && invalid.empty()) {
+    std::cout << "no failures\n";
+    return 0;
+  }
+  if (!failing.empty()) std::cout << failing.size() << " failing graphs, seeds:" << list(failing) << "\n";
+  return 1;
+}
