@@ -19,6 +19,7 @@
 
 #include "backend/llvm/engine.h"
 #include "backend/llvm/math.h"
+#include "backend/llvm/standalone.h"
 
 namespace kiln::llvm_backend {
 
@@ -91,7 +92,10 @@ int literal_slot(const ir::Graph& graph, const Kernel& kernel, ir::ValueId liter
 // shapes — except for flat kernels, whose code is the same for every shape.
 std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   bool flat = is_flat(graph, kernel);
-  std::string key = kernel.kind == Kernel::Kind::reduce ? "reduce" : flat ? "flat" : "rows";
+  std::string key = kernel.kind == Kernel::Kind::reduce       ? "reduce"
+                    : kernel.kind == Kernel::Kind::standalone ? "standalone"
+                    : flat                                    ? "flat"
+                                                              : "rows";
   auto shape_text = [&](const Shape& shape) {
     if (!flat) return shape_string(shape);
     return std::string(shape_size(shape) == 1 ? "1" : "n");
@@ -158,7 +162,9 @@ class KernelEmitter {
     output_ = function_->getArg(3);
     for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = function_->getArg(4 + k);
     CompiledKernel result;
-    if (kernel_.kind == Kernel::Kind::reduce) {
+    if (kernel_.kind == Kernel::Kind::standalone) {
+      result = emit_standalone(builder_, function_, graph_, root);
+    } else if (kernel_.kind == Kernel::Kind::reduce) {
       result = emit_reduce(root);
     } else {
       space_ = root.type.shape;

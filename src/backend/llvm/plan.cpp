@@ -1,6 +1,8 @@
 // Fusion planning (see the header).
 #include "backend/llvm/plan.h"
 
+#include "backend/llvm/standalone.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -137,6 +139,16 @@ Plan plan_graph(const ir::Graph& graph) {
       continue;
     }
     bool reduce = is_fusible_reduction(node.op);
+    if (!reduce && !is_fusible_elementwise(node.op) && standalone_supported(node)) {
+      Kernel kernel;
+      kernel.kind = Kernel::Kind::standalone;
+      kernel.root = id;
+      kernel.region = {id};
+      kernel.leaves = node.inputs;
+      plan.steps.push_back({Step::Kind::kernel, id, static_cast<int>(plan.kernels.size())});
+      plan.kernels.push_back(std::move(kernel));
+      continue;
+    }
     if (!reduce && !is_fusible_elementwise(node.op)) {
       plan.steps.push_back({Step::Kind::reference, id, -1});
       if (std::find(reference.begin(), reference.end(), node.op) == reference.end()) reference.push_back(node.op);
@@ -189,7 +201,10 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
       case Step::Kind::constant: out << "constant, folded when compiled"; break;
       case Step::Kind::kernel: {
         const Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
-        out << (kernel.kind == Kernel::Kind::reduce ? "reduce" : "elementwise") << " kernel of "
+        out << (kernel.kind == Kernel::Kind::reduce       ? "reduce"
+                : kernel.kind == Kernel::Kind::standalone ? "standalone"
+                                                          : "elementwise")
+            << " kernel of "
             << kernel.region.size() << " nodes [";
         for (size_t k = 0; k < kernel.region.size(); ++k)
           out << (k ? " " : "") << ir::primitive_name(graph.nodes[static_cast<size_t>(kernel.region[k])].op);

@@ -19,7 +19,8 @@
 namespace kiln::llvm_backend {
 
 struct Kernel {
-  enum class Kind { elementwise, reduce } kind = Kind::elementwise;
+  // standalone: one non-fusible node whose leaves are its inputs, in order.
+  enum class Kind { elementwise, reduce, standalone } kind = Kind::elementwise;
   ir::ValueId root = -1;              // the value the kernel writes
   std::vector<ir::ValueId> region;    // nodes computed inside, in graph order (root last)
   std::vector<ir::ValueId> leaves;    // materialized values it reads, in parameter order

@@ -1,0 +1,25 @@
+// Native kernels for primitives that do not fuse (gathers, scatters,
+// movement with general index maps, scans, argument reductions, random
+// bits...): each becomes a kernel of its own, computing one node from its
+// inputs in memory.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include "backend/llvm/codegen.h"
+
+namespace kiln::llvm_backend {
+
+/// Whether `node` has a standalone native lowering.
+bool standalone_supported(const ir::Node& node);
+
+/// Emits the body of `function`, whose parameters are
+///   (int64 begin, int64 end, ptr constants, ptr output, ptr input0, ptr input1, ...)
+/// with the inputs in node.inputs order (all noalias, contiguous row-major, bool as i8).
+/// The builder is positioned in the entry block; the emitter adds the final
+/// `ret void`. Returns the parallel range split over [begin, end) and the work
+/// per iteration (for the threading decision).
+CompiledKernel emit_standalone(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph,
+                               const ir::Node& node);
+
+}  // namespace kiln::llvm_backend
