@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   }, {.name = "four"});
   kiln::bench::add("kiln jit x+1 f32[8]", [&] { benchmark::DoNotOptimize(plus_one(x)); });
   kiln::bench::add("torch eager x+1 f32[8]", [&] { benchmark::DoNotOptimize(tx + 1); });
+  kiln::bench::add("kiln eager x+1 f32[8]", [&] { benchmark::DoNotOptimize(x + 1.0f); });
   kiln::bench::add("kiln jit 4-arg f32[8]", [&] { benchmark::DoNotOptimize(four(x, b, c, d)); });
   kiln::bench::add("torch eager 4-arg f32[8]", [&] { benchmark::DoNotOptimize((tx * tb + tc) * td - tx); });
 
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
   std::printf("\n== jit cache overhead (ratios of time per call; lower is better) ==\n");
   kiln::bench::compare("jitted x+1 f32[8] vs libtorch eager x+1", "kiln jit x+1 f32[8]", "torch eager x+1 f32[8]",
                        0.25, "1/4 of libtorch");
+  kiln::bench::compare("eager x+1 f32[8] vs libtorch eager x+1", "kiln eager x+1 f32[8]", "torch eager x+1 f32[8]",
+                       0.5, "1/2 of libtorch");
   kiln::bench::compare("jitted 4-arg f32[8] vs libtorch eager", "kiln jit 4-arg f32[8]", "torch eager 4-arg f32[8]",
                        0.25, "1/4 of libtorch");
   if (kiln::bench::ran("kiln trace 1000-node function")) {

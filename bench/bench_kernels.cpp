@@ -48,6 +48,10 @@ void register_w1(int64_t n, int all) {
                       {.name = "w1"});
   w1(*x);
   kiln::bench::add("W1 " + size + " kiln jit", [=] { benchmark::DoNotOptimize(w1(*x)); });
+  kiln::bench::add("W1 " + size + " kiln eager", [=] {
+    const Array& v = *x;
+    benchmark::DoNotOptimize(kiln::tanh(0.7f * v + 0.3f) * kiln::sigmoid(v) - 0.5f * v * v);
+  });
   auto in = std::make_shared<std::vector<float>>(x->to_vector<float>());
   auto out = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
   kiln::bench::add("W1 " + size + " hand loop 1 thread",
@@ -162,6 +166,8 @@ int main(int argc, char** argv) {
     kiln::bench::compare(w + " kiln vs copy bandwidth", w + " kiln jit", w + " copy bandwidth", 1e9, "info");
     kiln::bench::compare(w + " kiln vs libtorch eager", w + " kiln jit", w + " libtorch eager", 1 / 20.0, ">= 20x libtorch");
     kiln::bench::compare(w + " kiln vs eigen", w + " kiln jit", w + " eigen", 1e9, "info");
+    kiln::bench::compare(w + " kiln eager (op by op) vs libtorch eager", w + " kiln eager", w + " libtorch eager", 1.0,
+                         "at least as fast as libtorch eager");
   }
   kiln::bench::compare("W4 row sums f32[4096,4096] vs libtorch", "W4 row sums kiln jit", "W4 row sums libtorch", 1 / 1.1,
                        ">= 1.1x libtorch");

@@ -92,6 +92,7 @@ class FunctionRef<R(A...)> {
 struct CallArguments {
   std::string signature;            // bytes: structure, abstract values, static values
   std::vector<Array> arrays;        // dynamic leaves, in order
+  std::vector<char> donated;        // per leaf, when the call donates arguments
 };
 
 /// One path-named piece of a signature, for explanations.
@@ -296,6 +297,7 @@ class Jitted {
     // Inside another trace (jit under grad, nested jit) the function is inlined.
     if (detail::tracing_active()) return Result((*fn_)(args...));
     detail::CallArguments arguments = flatten(args...);
+    if (!donated_.empty()) arguments.donated = donated_leaves(args...);
     auto trace = make_trace(args...);
     auto describe = [&] {
       detail::SignatureDescriber describer;
@@ -311,6 +313,17 @@ class Jitted {
     size_t next = 0;
     auto fill = [&](const Array& leaf) { return leaf.defined() ? result.outputs[next++] : Array(); };
     return TreeTraits<Result>::map_arrays(skeleton, fill);
+  }
+
+  template <class... Args>
+  std::vector<char> donated_leaves(const Args&... args) const {
+    std::vector<char> mask;
+    int index = 0;
+    ((mask.insert(mask.end(), tree_leaves(args).size(),
+                  std::find(donated_.begin(), donated_.end(), index) != donated_.end()),
+      ++index),
+     ...);
+    return mask;
   }
 
   template <class... Args>

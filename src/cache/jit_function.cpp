@@ -119,11 +119,11 @@ std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arg
   auto start = timed ? Clock::now() : Clock::time_point{};
   std::vector<Array> outputs;
   if (bound_lifted.empty()) {
-    outputs = entry.executable->run(arguments.arrays, bound_captures);
+    outputs = entry.executable->run(arguments.arrays, bound_captures, arguments.donated);
   } else {
     std::vector<Array> implicit = bound_captures;
     implicit.insert(implicit.end(), bound_lifted.begin(), bound_lifted.end());
-    outputs = entry.executable->run(arguments.arrays, implicit);
+    outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
   }
   if (timed)
     telemetry::emit({telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});

@@ -6,6 +6,7 @@
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/elementwise.h"
+#include "runtime/eager.h"
 #include "trace/apply.h"
 
 namespace kiln {
@@ -152,6 +153,16 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
                   "convert with astype(x, kiln::i32) first, or use logical_and/logical_or/logical_not");
   }
   Shape shape = broadcast_shapes(sa, sb, name, where);
+  // Eagerly, an array with a number on a large array: compile literal,
+  // broadcast and operation together instead of materializing the broadcast.
+  if (a.is_number() != b.is_number() && !detail::tracing_active() && runtime::eager_compiled(shape_size(shape))) {
+    const Operand& array = a.is_number() ? b : a;
+    auto build = [&](std::span<const Array> placeholders) {
+      Operand traced(placeholders[0], array.where());
+      return binary(op, name, a.is_number() ? a : traced, a.is_number() ? traced : b);
+    };
+    return runtime::run_compiled(std::span<const Array>(&array.array(), 1), build);
+  }
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }
 

@@ -15,8 +15,10 @@ namespace kiln::runtime {
 class Executable {
  public:
   virtual ~Executable() = default;
-  /// Thread-safe: many calls may run at once.
-  virtual std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const = 0;
+  /// Thread-safe: many calls may run at once. `donated[k]` (when given) says
+  /// the caller gives up argument k: its memory may hold an output.
+  virtual std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                                 std::span<const char> donated = {}) const = 0;
   virtual std::string_view backend() const = 0;
 };
 

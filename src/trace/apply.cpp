@@ -1,10 +1,13 @@
 // Recording or eager evaluation of one primitive application.
 #include "trace/apply.h"
 
+#include <algorithm>
+
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/rules.h"
+#include "runtime/eager.h"
 #include "trace/trace.h"
 
 namespace kiln::detail {
@@ -40,8 +43,15 @@ Array apply(ir::Primitive op, std::span<const Array> inputs, ir::Attributes attr
     for (const Array& input : inputs) node.inputs.push_back(trace->value_of(input, name, where));
     return trace->record(std::move(node), current_trace_shared());
   }
-  for (const Array& input : inputs)
+  int64_t elements = node.type.size();
+  for (const Array& input : inputs) {
     if (input.impl()->trace) raise_leaked(*input.impl(), name, where);
+    elements = std::max(elements, input.impl()->type.size());
+  }
+  if (!inputs.empty() && runtime::eager_compiled(elements)) {
+    auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
+    return runtime::run_compiled(inputs, build);
+  }
   return ops::rules(op).evaluate(node, inputs);
 }
 

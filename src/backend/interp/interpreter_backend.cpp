@@ -15,7 +15,8 @@ interp::Program::Kernel runtime_kernel(const ir::Node& node) { return blas_handl
 class InterpretedGraph final : public Executable {
  public:
   explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : program_(std::move(graph), &runtime_kernel) {}
-  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const override {
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                         std::span<const char>) const override {
     return program_.run(arguments, implicit_inputs);
   }
   std::string_view backend() const override { return "interp"; }

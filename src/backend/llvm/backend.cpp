@@ -69,11 +69,23 @@ class CompiledGraph final : public runtime::Executable {
     for (ir::ValueId output : graph_->outputs) last_use_[static_cast<size_t>(output)] = static_cast<int>(plan_.steps.size());
   }
 
-  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const override {
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                         std::span<const char> donated) const override {
     const ir::Graph& graph = *graph_;
     std::vector<Array> values(graph.nodes.size());
     bind(values, graph.arguments, arguments, "arguments");
     bind(values, graph.captures, implicit_inputs, "implicit inputs");
+    // Memory this call may overwrite: its own intermediates, and donated
+    // arguments whose buffer no other input shares.
+    std::vector<char> reusable(graph.nodes.size(), 0);
+    for (size_t k = 0; k < donated.size() && k < graph.arguments.size(); ++k) {
+      if (!donated[k]) continue;
+      const auto& buffer = arguments[k].impl()->buffer;
+      bool shared = false;
+      for (size_t j = 0; j < arguments.size(); ++j) shared |= j != k && arguments[j].impl()->buffer == buffer;
+      for (const Array& capture : implicit_inputs) shared |= capture.impl()->buffer == buffer;
+      reusable[static_cast<size_t>(graph.arguments[k])] = !shared;
+    }
     std::vector<Array> inputs;
     std::vector<char*> pointers;
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
@@ -84,7 +96,8 @@ class CompiledGraph final : public runtime::Executable {
         case Step::Kind::kernel: {
           const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
           const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
-          result = detail::allocate(node.type);
+          result = in_place(step, kernel, node, values, reusable, s);
+          if (!result.defined()) result = detail::allocate(node.type);
           pointers.clear();
           pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
           pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
@@ -132,6 +145,30 @@ class CompiledGraph final : public runtime::Executable {
   std::string_view backend() const override { return "llvm"; }
 
  private:
+  // An elementwise kernel reads each leaf of its own shape at the index it
+  // writes, so it may write over such a leaf whose last use it is, when no one
+  // else holds that memory: then no fresh pages are touched.
+  Array in_place(const Step& step, const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
+                 const std::vector<char>& reusable, size_t position) const {
+    if (kernel.kind != Kernel::Kind::elementwise) return Array();
+    for (ir::ValueId leaf : kernel.leaves) {
+      auto id = static_cast<size_t>(leaf);
+      const Array& value = values[id];
+      const detail::ArrayImpl& impl = *value.impl();
+      if (impl.type.dtype != node.type.dtype || impl.type.shape != node.type.shape) continue;
+      if (last_use_[id] != static_cast<int>(position) || !impl.buffer) continue;
+      bool argument = graph_->nodes[id].op == ir::Primitive::input;
+      bool owned = argument ? reusable[id] != 0 : value.impl().use_count() == 1 && impl.buffer.use_count() == 1;
+      if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes) continue;
+      auto output = std::make_shared<detail::ArrayImpl>();
+      output->type = node.type;
+      output->buffer = impl.buffer;
+      (void)step;
+      return Array(std::move(output));
+    }
+    return Array();
+  }
+
   std::vector<ir::ValueId> inputs_of(const Step& step) const {
     if (step.kind == Step::Kind::kernel) return plan_.kernels[static_cast<size_t>(step.kernel)].leaves;
     if (step.kind == Step::Kind::matmul) return {step.operand_a, step.operand_b};

@@ -1,0 +1,46 @@
+// Compiled eager operations (see the header).
+#include "runtime/eager.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cache/graph_cache.h"
+#include "runtime/executable.h"
+
+namespace kiln::runtime {
+
+namespace {
+// Below this, the trace and cache lookup (a few microseconds) would cost more
+// than the reference kernel.
+constexpr int64_t compiled_threshold = int64_t{1} << 14;
+
+bool native_backend() {
+  static const bool native = [] {
+    const char* name = std::getenv("KILN_BACKEND");
+    return !name || !*name || std::strcmp(name, "interp") != 0;
+  }();
+  return native;
+}
+}  // namespace
+
+bool eager_compiled(int64_t elements) { return elements >= compiled_threshold && native_backend(); }
+
+Array run_compiled(std::span<const Array> inputs, detail::FunctionRef<Array(std::span<const Array>)> build) {
+  std::vector<Array> placeholders;
+  std::optional<Graph> graph;
+  std::vector<Array> captures;
+  {
+    detail::TraceSession session("eager", Location::current());
+    placeholders.reserve(inputs.size());
+    for (const Array& input : inputs) placeholders.push_back(session.argument(input));
+    Array result = build(placeholders);
+    graph = session.finish({result});
+    captures = session.captured();
+  }
+  const auto& shared = graph->shared();
+  cache::GraphLookup lookup = cache::get_or_compile(shared, cache::graph_key(*shared));
+  return lookup.executable->run(inputs, captures).at(0);
+}
+
+}  // namespace kiln::runtime
