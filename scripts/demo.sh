@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs what kiln needs, builds it and runs the main demo.
+# Installs what kiln needs, builds it and runs the main demo: a tour of eager
+# operations, printed IR and jit, then an MLP trained with value_and_grad.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
-cmake --build build/release --target demo
+cmake --build build/release --target demo train_mlp
 build/release/examples/demo
+echo
+build/release/examples/train_mlp "$@"

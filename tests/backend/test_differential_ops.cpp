@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "differential.h"
 
@@ -174,6 +175,65 @@ TEST_F(Differential, UnaryEveryOpEveryDtype) {
         out.push_back(op.apply(maximum(in[3], in[3])));
         return out;
       }, xs);
+    }
+  }
+}
+
+// Transcendentals where implementations are hard: overflow and underflow
+// edges (subnormal results), subnormal inputs, around the switch points of
+// piecewise approximations, tiny and huge arguments. Each set is repeated at
+// shifted positions so every value meets both vector lanes and a scalar tail.
+TEST_F(Differential, TranscendentalsInTheirHardRegions) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  struct Region {
+    const char* name;
+    std::function<Array(const Array&)> apply;
+    std::vector<double> f32_values, f64_values;
+  };
+  const std::vector<double> tiny = {1e-30, -1e-30, 1e-10, -1e-10, 1e-5, -1e-5, 0.0, -0.0, nan};
+  auto with_tiny = [&](std::vector<double> values) {
+    values.insert(values.end(), tiny.begin(), tiny.end());
+    return values;
+  };
+  const std::vector<Region> regions = {
+      {"exp", [](const Array& x) { return exp(x); },
+       with_tiny({-103.9, -100, -95, -87.5, -87.3, -80, 0.5, 80, 88, 88.7, 88.72, 88.8, 100, inf, -inf}),
+       with_tiny({-745, -740, -720, -708.5, -700, 0.5, 700, 709, 709.78, 710, inf, -inf})},
+      {"log", [](const Array& x) { return log(x); },
+       {1e-45, 1e-40, 1.1754944e-38, 1e-30, 0.5, 0.99999994, 1, 1.0000001, 2, 1e30, 3.4e38, inf, 0, -0.0, -1, nan},
+       {5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 0.5, 0.9999999999999999, 1, 1.0000000000000002, 2, 1e300,
+        1.7e308, inf, 0, -1, nan}},
+      {"log1p", [](const Array& x) { return log1p(x); },
+       with_tiny({-1, -0.99999994, -0.5, -0.3, -1e-3, 1e-3, 0.17, 0.2, 0.4142, 0.5, 1, 10, 1e10, 1e30, 3e38, inf, -2}),
+       with_tiny({-1, -0.9999999999999999, -0.5, -0.3, -1e-3, 1e-3, 0.17, 0.2, 0.4142, 0.5, 1, 10, 1e10, 1e300, inf, -2})},
+      {"expm1", [](const Array& x) { return expm1(x); },
+       with_tiny({-100, -30, -17, -10, -1, -0.35, 0.34, 0.35, 0.5, 0.7, 1, 10, 88, 88.7, 89, inf, -inf}),
+       with_tiny({-800, -40, -37, -10, -1, -0.35, 0.34, 0.35, 0.5, 0.7, 1, 10, 700, 709.7, 710, inf, -inf})},
+      {"tanh", [](const Array& x) { return tanh(x); },
+       with_tiny({0.1, -0.6, 0.625, -0.625, 0.63, 1, -5, 9, 10, -20, 1e3, inf, -inf}),
+       with_tiny({0.1, -0.6, 0.625, -0.625, 0.63, 1, -5, 9, 19, -20, 1e3, inf, -inf})},
+      {"sigmoid", [](const Array& x) { return sigmoid(x); },
+       with_tiny({-120, -104, -90, -87, -50, -17, -1, 1, 17, 50, 100, inf, -inf}),
+       with_tiny({-800, -745, -720, -700, -50, -37, -1, 1, 37, 50, 800, inf, -inf})},
+      {"erf", [](const Array& x) { return erf(x); },
+       with_tiny({0.5, -0.99, 1, -1.01, 1.5, 1.99, -2, 2.01, 3.9, -4, 4.1, 5.9, 6, -7, inf, -inf}),
+       with_tiny({0.5, -0.99, 1, -1.01, 1.5, 1.99, -2, 2.01, 3.9, -4, 4.1, 5.9, 6, -7, inf, -inf})},
+      {"sin/cos", [](const Array& x) { return sin(x) + cos(x) * 0.5; },
+       with_tiny({3.1415927, 1.5707964, 6.2831855, 100, 1e4, 12345.678, 1e5, 1e6, -1e6}),
+       with_tiny({3.141592653589793, 1.5707963267948966, 6.283185307179586, 100, 1e4, 12345.678, 1e5, 1e6, 1e10})},
+  };
+  for (const Region& region : regions) {
+    for (DType dtype : float_dtypes) {
+      std::vector<double> values = dtype == DType::f32 ? region.f32_values : region.f64_values;
+      std::vector<double> tiled;
+      for (size_t shift = 0; shift < 3; ++shift)
+        for (size_t i = 0; i < values.size(); ++i) tiled.push_back(values[(i + shift * 5) % values.size()]);
+      tiled.push_back(values.front());  // an odd length: a scalar tail
+      Array x = astype(array(tiled, {static_cast<int64_t>(tiled.size())}), dtype);
+      // sin + cos / 2 is two results rounded into one: a few more ulps of its magnitude.
+      Tolerance tolerance = ulps(6, dtype);
+      if (std::string(region.name) == "sin/cos") tolerance.absolute = 8 * epsilon(dtype);
+      check(std::string(region.name) + " " + name_of(dtype), {tolerance}, [&](const Array& v) { return Arrays{region.apply(v)}; }, x);
     }
   }
 }
@@ -620,7 +680,65 @@ TEST_F(Differential, LargeArraysSplitAcrossThreads) {
                           argmax(a, 0)};
           },
           x, y, z);
+    Array indices = astype(array(std::vector<int64_t>{5, -1, 1030, 0, 77, 2000, -3000}, {7}), DType::i32);
+    check("large movement and indexing " + name_of(dtype), {}, [](const Array& a, const Array& i) {
+      return Arrays{transpose(a),
+                    slice(a, {1, 3}, {256, 1030}, {2, 3}),
+                    concatenate({a, a * 2}, 1),
+                    take(a, i, 1),
+                    take(a, i),
+                    flip(a, {0}),
+                    pad(a, {1, 2}, {3, 0}, 1),
+                    cumsum(a, 0),
+                    cumsum(a, 1),
+                    argmin(a, 1),
+                    dynamic_slice(a, {10, 20}, {200, 1000}),
+                    dynamic_update_slice(a, slice(a * 3, {0, 0}, {100, 500}), {50, 400}),
+                    scatter_add(a, i, take(a, i, 1), 1)};
+    }, x, indices);
   }
+}
+
+// An executable may run on many threads at once, each call splitting its
+// own kernels across the pool.
+// A donated argument's memory may receive an output, but only once nothing
+// else reads it: here a reshape (a view of the same memory) is read after the
+// kernel that could overwrite the argument, or is itself an output.
+TEST_F(Differential, DonatedArgumentsStillReadThroughViews) {
+  Array x = data({4, 40}, DType::f32, false), y = data({4, 40}, DType::i32, false);
+  check("view returned", {}, [](const Array& a) { return Arrays{reshape(a, {160}), a * 2}; }, x);
+  check("view read after a kernel", {}, [](const Array& a) {
+    Array view = reshape(a, {160});
+    Array doubled = a * 2;
+    return Arrays{doubled, view + 1};
+  }, x);
+  check("views and transposes", {}, [](const Array& a, const Array& b) {
+    Array view = reshape(a, {2, 80});
+    Array sum_of = a + astype(b, DType::f32);
+    return Arrays{sum_of, transpose(view), max(view, {1}), b * 3, reshape(b, {160}) - 1};
+  }, x, y);
+}
+
+TEST_F(Differential, OneExecutableRunningOnManyThreads) {
+  Array x = data({300, 700}, DType::f32, false), y = data({700}, DType::f32, false);
+  DifferentialCase test = trace_case("threads", [](const Array& a, const Array& b) {
+    return Arrays{maximum(a * b + 1, 0), max(a, {1}), transpose(a) - 1, a * 2};
+  }, x, y);
+  std::vector<Array> expected = detail::interpret(test.graph, test.arguments, test.captures);
+  auto executable = runtime::default_backend().compile(test.graph.shared());
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < failures.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int call = 0; call < 20 && failures[t].empty(); ++call) {
+        std::vector<Array> got = executable->run(test.arguments, test.captures);
+        for (size_t i = 0; i < got.size() && failures[t].empty(); ++i)
+          failures[t] = compare_arrays(got[i], expected[i], any_zero_sign());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t t = 0; t < failures.size(); ++t) EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
 }
 
 TEST_F(Differential, OutputsThatAliasInputsOrAreLiterals) {
@@ -681,6 +799,30 @@ TEST_F(Differential, AlgebraicIdentitiesKeepSignedZerosAndNaN) {
       if (dtype != DType::bool_) out.push_back(neg(neg(v)));
       return out;
     }, x);
+  }
+}
+
+// Through jit, numbers that change between calls are lifted into runtime
+// inputs of the compiled graph (after their second value): every value must
+// still give the eager result.
+TEST_F(Differential, JitWithChangingNumbersMatchesEager) {
+  for (DType dtype : float_dtypes) {
+    Array x = data({4, 5}, dtype, false);
+    double scale = 0;
+    auto function = [&](const Array& v) {
+      return Arrays{v * scale + 1, maximum(v, scale), kiln::where(v > scale, v, -scale), pow(abs(v) + 1, 2.0)};
+    };
+    auto compiled = jit(function);
+    for (double value : {0.5, 1.5, -2.25, 3.0, 0.1, 0.1 + 1e-12, 1.0 / 3.0}) {
+      scale = value;
+      Arrays got = compiled(x), expected = function(x);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        Tolerance tolerance = i == 3 ? ulps(4, dtype) : Tolerance{};
+        std::string mismatch = compare_arrays(got[i], expected[i], tolerance);
+        EXPECT_TRUE(mismatch.empty()) << name_of(dtype) << " scale " << value << " output " << i << ": " << mismatch;
+      }
+    }
   }
 }
 

@@ -67,6 +67,14 @@ class CompiledGraph final : public runtime::Executable {
       for (ir::ValueId input : inputs_of(plan_.steps[s])) last_use_[static_cast<size_t>(input)] = static_cast<int>(s);
     }
     for (ir::ValueId output : graph_->outputs) last_use_[static_cast<size_t>(output)] = static_cast<int>(plan_.steps.size());
+    // A view shares its source's memory: the source lives as long as its views
+    // (chains of views handled by going backwards).
+    for (size_t s = plan_.steps.size(); s-- > 0;) {
+      const Step& step = plan_.steps[s];
+      if (step.kind != Step::Kind::view) continue;
+      auto source = static_cast<size_t>(graph_->nodes[static_cast<size_t>(step.value)].inputs[0]);
+      last_use_[source] = std::max(last_use_[source], last_use_[static_cast<size_t>(step.value)]);
+    }
   }
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
