@@ -135,17 +135,19 @@ int main(int argc, char** argv) {
     llvm_backend::Plan plan = llvm_backend::plan_graph(ir);
     for (const llvm_backend::Step& step : plan.steps) {
       switch (step.kind) {
-        case llvm_backend::Step::Kind::kernel:
-          ++steps[plan.kernels[static_cast<size_t>(step.kernel)].kind == llvm_backend::Kernel::Kind::reduce
-                      ? "reduce kernels"
-                      : "elementwise kernels"];
+        case llvm_backend::Step::Kind::kernel: {
+          const llvm_backend::Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
+          if (kernel.kind == llvm_backend::Kernel::Kind::elementwise) ++steps["elementwise kernels"];
+          else if (kernel.kind == llvm_backend::Kernel::Kind::reduce) ++steps["reduce kernels"];
+          else ++steps["kernels of " + std::string(ir::primitive_name(ir.nodes[static_cast<size_t>(kernel.root)].op))];
           break;
+        }
         case llvm_backend::Step::Kind::matmul: ++steps[step.transpose_a || step.transpose_b ? "matmuls, transposed" : "matmuls"]; break;
         case llvm_backend::Step::Kind::view: ++steps["views"]; break;
         case llvm_backend::Step::Kind::reference:
           ++steps["reference " + std::string(ir::primitive_name(ir.nodes[static_cast<size_t>(step.value)].op))];
           break;
-        default: ++steps["other steps"]; break;
+        default: ++steps["other steps (folded constants)"]; break;
       }
     }
     if (arguments.verbose) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backend/llvm/plan.h"
+#include "core/array_impl.h"
 
 namespace kiln::testing {
 
@@ -86,26 +87,40 @@ std::string run_differential(const DifferentialCase& test, const std::vector<Tol
   } catch (const std::exception& error) {
     failure = std::string("the interpreter threw: ") + error.what();
   }
+  // Run twice: as is, then with every argument donated (on copies, since a
+  // donated argument's memory may be overwritten with an output).
+  std::vector<Array> donated_got;
   if (failure.empty()) {
     try {
       auto executable = backend.compile(test.graph.shared());
       got = executable->run(test.arguments, test.captures);
+      std::vector<Array> copies;
+      for (const Array& argument : test.arguments) copies.push_back(detail::copy_of(argument));
+      std::vector<char> donated(copies.size(), 1);
+      donated_got = executable->run(copies, test.captures, donated);
     } catch (const std::exception& error) {
       failure = std::string("the ") + std::string(backend.name()) + " backend threw: " + error.what();
     }
   }
-  if (failure.empty() && got.size() != expected.size())
-    failure = "compiled " + std::to_string(got.size()) + " outputs, reference " + std::to_string(expected.size());
-  for (size_t i = 0; failure.empty() && i < got.size(); ++i) {
-    Tolerance tolerance = tolerances.empty() ? Tolerance{} : tolerances[std::min(i, tolerances.size() - 1)];
-    std::string mismatch;
-    try {
-      mismatch = compare_arrays(got[i], expected[i], tolerance);
-    } catch (const std::exception& error) {
-      mismatch = std::string("reading it threw: ") + error.what();
+  auto compare_all = [&](const std::vector<Array>& outputs, const char* how) {
+    if (outputs.size() != expected.size()) {
+      failure += std::string(how) + "compiled " + std::to_string(outputs.size()) + " outputs, reference " +
+                 std::to_string(expected.size()) + "\n";
+      return;
     }
-    if (!mismatch.empty()) failure += "output " + std::to_string(i) + ": " + mismatch + "\n";
-  }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Tolerance tolerance = tolerances.empty() ? Tolerance{} : tolerances[std::min(i, tolerances.size() - 1)];
+      std::string mismatch;
+      try {
+        mismatch = compare_arrays(outputs[i], expected[i], tolerance);
+      } catch (const std::exception& error) {
+        mismatch = std::string("reading it threw: ") + error.what();
+      }
+      if (!mismatch.empty()) failure += std::string(how) + "output " + std::to_string(i) + ": " + mismatch + "\n";
+    }
+  };
+  if (failure.empty()) compare_all(got, "");
+  if (failure.empty()) compare_all(donated_got, "with every argument donated, ");
   if (failure.empty()) return "";
   std::ostringstream report;
   report << failure << "\n--- graph\n" << test.graph.to_string();
@@ -129,6 +144,7 @@ std::string run_differential(const DifferentialCase& test, const std::vector<Tol
   show("capture", test.captures);
   show("expected", expected);
   show("got", got);
+  if (!donated_got.empty()) show("got with donated arguments", donated_got);
   return report.str();
 }
 

@@ -66,7 +66,8 @@ DifferentialCase trace_case(const TraceName& name, F&& fn, const Args&... args) 
 std::string compare_arrays(const Array& compiled, const Array& reference, const Tolerance& tolerance);
 
 /// Compiles the case with `backend`, runs it and the interpreter, and compares
-/// output i with tolerances[i] (the last one repeats; none means exact).
+/// output i with tolerances[i] (the last one repeats; none means exact). The
+/// compiled graph runs twice: as is, and with every argument donated.
 /// Empty on success; otherwise a report with the graph, the plan and the
 /// mismatches. Exceptions from either side are reported, not thrown.
 std::string run_differential(const DifferentialCase& test, const std::vector<Tolerance>& tolerances,

@@ -61,6 +61,7 @@ Value Generator::concrete(const Array& data) {
 bool Generator::admit(Value value, const std::string& text) {
   DType dtype = value.dtype();
   if (std::isnan(value.lo) || std::isnan(value.hi) || std::isnan(value.error)) return false;
+  if (too_large(value.shape())) return false;  // a traced node holds no data yet: dropping it is free
   if (dtype == DType::bool_) {
     if (value.error > 0) return false;
     value.lo = 0;
@@ -104,8 +105,12 @@ bool Generator::admit(Value value, const std::string& text) {
   return true;
 }
 
+/// The smallest integer of an integer dtype: the one whose negation wraps.
+static double integer_minimum(DType dtype) { return dtype == DType::i32 ? INT32_MIN : static_cast<double>(INT64_MIN); }
+
 std::optional<Value> Generator::positive(const Value& x, double c) {
   if (x.dtype() == DType::bool_ || !x.finite() || x.nan) return std::nullopt;
+  if (is_integer(x.dtype()) && x.lo <= integer_minimum(x.dtype())) return std::nullopt;  // abs would wrap
   double lo = x.lo <= 0 && x.hi >= 0 ? 0 : std::min(std::fabs(x.lo), std::fabs(x.hi));
   Array result = abs(x.array) + c;
   double hi = x.magnitude() + c;
@@ -145,6 +150,7 @@ bool Generator::unary() {
     case 1: {
       if (!numeric) return false;
       double low = lo >= 0 ? lo : hi <= 0 ? -hi : 0;
+      if (is_integer(dtype) && lo <= integer_minimum(dtype)) low = lo;  // abs(min) wraps to itself
       return admit(make(abs(x.array), low, m, e, x.nan), "abs" + on);
     }
     case 2:
@@ -298,6 +304,8 @@ Side Generator::other_operand(const Value& a) {
         // Arbitrary values too: literals are passed to compiled kernels as parameters.
         if (coin(70)) side.number = choose(std::vector<double>{0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 1e-3, 0.1, -0.0});
         else side.number = real(-4, 4);
+        // The interval analysis uses the number as the array's dtype will hold it.
+        if (a.dtype() != DType::f64) side.number = static_cast<double>(static_cast<float>(std::get<double>(side.number)));
     }
     if (std::holds_alternative<bool>(side.number) && a.dtype() != DType::bool_) side.number = int64_t{1};
     return side;
@@ -319,6 +327,7 @@ bool Generator::binary() {
   Side left{*picked, {}}, right = other_operand(*picked);
   if (coin(40)) std::swap(left, right);
   if (!left.value && !right.value) return false;
+  if (left.value && right.value && too_large(broadcast_shapes(left.value->shape(), right.value->shape()))) return false;
   DType ldt = left.value ? left.value->dtype() : DType::f32;
   DType rdt = right.value ? right.value->dtype() : DType::f32;
   bool both_bool = (ldt == DType::bool_ || (!left.value && std::holds_alternative<bool>(left.number))) &&
@@ -451,7 +460,9 @@ bool Generator::select_or_clip() {
   }
   if (!other.value && a.dtype() == DType::bool_ && !std::holds_alternative<bool>(other.number)) other.number = false;
   Side self{a, {}};
-  if (other.value && !broadcast_shapes(*broadcast_shapes(condition->shape(), a.shape()), other.value->shape())) return false;
+  std::optional<Shape> shape = broadcast_shapes(condition->shape(), a.shape());
+  if (shape && other.value) shape = broadcast_shapes(*shape, other.value->shape());
+  if (too_large(shape)) return false;
   bool flip = coin(50);
   Array r = kiln::where(condition->array, flip ? other.operand() : self.operand(), flip ? self.operand() : other.operand());
   double lo = std::min(a.lo, other.lo()), hi = std::max(a.hi, other.hi());

@@ -148,6 +148,11 @@ class Generator {
     return result;
   }
 
+  /// Results past this many elements are not built (broadcasts multiply sizes).
+  bool too_large(const std::optional<Shape>& shape) const {
+    return !shape || shape_size(*shape) > (large_ ? 200000 : 20000);
+  }
+
   Array random_data(const Shape& shape, DType dtype, bool specials, bool positive = false);
   Value concrete(const Array& data);
 

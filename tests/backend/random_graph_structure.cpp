@@ -96,7 +96,7 @@ bool Generator::movement() {
         if (e == 1 && coin(60)) e = integer(0, 4);
       for (int64_t lead = integer(0, 2); lead > 0 && static_cast<int64_t>(target.size()) <= options_.max_rank; --lead)
         target.insert(target.begin(), integer(1, 3));
-      if (shape_size(target) > (large_ ? 200000 : 20000)) return false;
+      if (too_large(target)) return false;
       return keep(broadcast_to(x.array, target), "broadcast_to(" + id_of(x) + ", " + shape_string(target) + ")");
     }
     case 3: {  // expand_dims
@@ -474,7 +474,9 @@ bool Generator::indexing() {
       auto l = static_cast<double>(length);
       double low = x.lo + l * std::min(updates.lo, 0.0), high = x.hi + l * std::max(updates.hi, 0.0);
       double bound = std::max(std::fabs(low), std::fabs(high));
-      return admit(make(scatter_add(x.array, index, updates.array, axis), low, high, rounded(x.error, x.dtype(), bound, 0), x.nan),
+      // Each index hitting a slot adds once more: as many roundings of a perturbed sum.
+      double error = x.error > 0 ? rounded(x.error, x.dtype(), bound, l) : 0;
+      return admit(make(scatter_add(x.array, index, updates.array, axis), low, high, error, x.nan),
                    "scatter_add(" + id_of(x) + ", i[" + std::to_string(length) + "], u" + shape_string(update_shape) + ", " +
                        std::to_string(axis) + ")");
     }
