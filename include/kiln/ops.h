@@ -123,6 +123,11 @@ Array stack(const std::vector<Array>& xs, int64_t axis = 0, Location where = Loc
 Array pad(const Array& x, std::vector<int64_t> lo, std::vector<int64_t> hi, Scalar value = 0,
           Location where = Location::current());
 Array flip(const Array& x, Axes axes = Axes::all(), Location where = Location::current());
+/// Pads `axis` with `value` up to the smallest of `buckets` that holds it (by
+/// default the next power of two), so a jitted function sees a few shapes
+/// instead of one per length. Lengths beyond the largest bucket are an error.
+Array pad_to_bucket(const Array& x, int64_t axis, std::vector<int64_t> buckets = {}, Scalar value = 0,
+                    Location where = Location::current());
 
 // ---- Reductions --------------------------------------------------------------
 /// Sum of bool/i32 gives i32 (JAX), i64 stays i64.

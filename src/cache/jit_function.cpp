@@ -88,6 +88,13 @@ namespace detail {
 JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
     : options_(std::move(options)), stateful_(stateful), where_(where) {
   name_ = options_.name.empty() ? location_string(where) : options_.name;
+  // Options kiln does not implement yet are refused rather than ignored.
+  if (!options_.dynamic_dims.empty())
+    raise("jit", "'" + name_ + "' asks for dynamic_dims, which this version of kiln does not support yet", where,
+          "compile one executable per shape (the default), or pad inputs to a few sizes");
+  if (options_.device != "cpu")
+    raise("jit", "'" + name_ + "' asks for device '" + options_.device + "'; only \"cpu\" is available", where,
+          "leave JitOptions::device at its default");
 }
 
 bool JitFunction::signature_mode() const {

@@ -352,6 +352,12 @@ TEST_F(Jit, ManyThreadsFewSignaturesCompileExactlyOncePerSignature) {
   EXPECT_EQ(f.stats().calls, 16000);
 }
 
+TEST_F(Jit, UnsupportedOptionsAreRefusedNotIgnored) {
+  auto identity = [](const Array& x) { return x; };
+  EXPECT_THROW(jit(identity, {.dynamic_dims = {{0, 0}}}), Error);
+  EXPECT_THROW(jit(identity, {.device = "gpu"}), Error);
+}
+
 TEST_F(Jit, JitInsideATraceIsInlined) {
   auto inner = jit([](const Array& x) { return x * 2; });
   Graph graph = make_graph("outer", [&](const Array& x) { return inner(x) + 1; }, array({1, 2}));

@@ -584,3 +584,24 @@ TEST(MovementErrors, PrimitivesRejectNonCanonicalAttributes) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(PadToBucket, PadsToTheNextBucket) {
+  Array x = ones({3, 5});
+  EXPECT_EQ(pad_to_bucket(x, 1).shape(), (Shape{3, 8}));
+  EXPECT_EQ(pad_to_bucket(x, 0).shape(), (Shape{4, 5}));
+  EXPECT_EQ(pad_to_bucket(x, -1, {4, 16, 32}).shape(), (Shape{3, 16}));
+  Array padded = pad_to_bucket(x, 1, {6}, -1.0f);
+  EXPECT_EQ(padded.to_vector<float>()[5], -1.0f);
+  EXPECT_EQ(padded.to_vector<float>()[4], 1.0f);
+  EXPECT_THROW(pad_to_bucket(x, 1, {2, 4}), Error);
+  // Lengths 5..8 share one jitted shape.
+  auto f = jit([](const Array& v) { return sum(v); });
+  for (int64_t n = 5; n <= 8; ++n) f(pad_to_bucket(ones({n}), 0));
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+}  // namespace
+}  // namespace kiln
