@@ -111,18 +111,13 @@ Plan plan_graph(const ir::Graph& graph) {
     const ir::Node& node = graph.nodes[i];
     auto id = static_cast<ir::ValueId>(i);
     if (node.op == Primitive::input) continue;
-    if (node.op == Primitive::matmul) {
+    if (is_floating_matmul(node)) {
       Step step{Step::Kind::matmul, id, -1, node.inputs[0], node.inputs[1], false, false};
-      if (is_floating_matmul(node)) {
-        for (int k = 0; k < 2; ++k) {
-          ir::ValueId input = node.inputs[static_cast<size_t>(k)];
-          if (!absorbed(input) || plan.materialized[static_cast<size_t>(input)]) continue;
-          (k == 0 ? step.operand_a : step.operand_b) = graph.nodes[static_cast<size_t>(input)].inputs[0];
-          (k == 0 ? step.transpose_a : step.transpose_b) = true;
-        }
-      } else {
-        step.kind = Step::Kind::reference;
-        if (std::find(reference.begin(), reference.end(), node.op) == reference.end()) reference.push_back(node.op);
+      for (int k = 0; k < 2; ++k) {
+        ir::ValueId input = node.inputs[static_cast<size_t>(k)];
+        if (!absorbed(input) || plan.materialized[static_cast<size_t>(input)]) continue;
+        (k == 0 ? step.operand_a : step.operand_b) = graph.nodes[static_cast<size_t>(input)].inputs[0];
+        (k == 0 ? step.transpose_a : step.transpose_b) = true;
       }
       plan.steps.push_back(step);
       continue;

@@ -1,14 +1,111 @@
-// Standalone native kernels (see the header).
+// Standalone native kernels (see the header): which primitives have one, and
+// the shared emitter machinery; the kernels themselves are in
+// standalone_movement.cpp, standalone_indexing.cpp and standalone_compute.cpp.
 #include "backend/llvm/standalone.h"
 
 #include <stdexcept>
 
+#include "backend/llvm/standalone_emitter.h"
+
 namespace kiln::llvm_backend {
 
-bool standalone_supported(const ir::Node&) { return false; }
+bool standalone_supported(const ir::Node& node) {
+  return standalone::movement_supported(node) || standalone::indexing_supported(node) ||
+         standalone::compute_supported(node);
+}
 
-CompiledKernel emit_standalone(llvm::IRBuilder<>&, llvm::Function*, const ir::Graph&, const ir::Node& node) {
+CompiledKernel emit_standalone(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph,
+                               const ir::Node& node) {
+  standalone::Emitter emitter(builder, function, graph, node);
+  if (standalone::movement_supported(node)) return standalone::emit_movement(emitter);
+  if (standalone::indexing_supported(node)) return standalone::emit_indexing(emitter);
+  if (standalone::compute_supported(node)) return standalone::emit_compute(emitter);
   throw std::logic_error("kiln LLVM backend: no standalone lowering for " + std::string(ir::primitive_name(node.op)));
 }
 
+namespace standalone {
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+AxisView view_around(const Shape& shape, int64_t axis) {
+  AxisView view;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    auto position = static_cast<int64_t>(a);
+    if (position < axis) view.outer *= shape[a];
+    if (position == axis) view.extent = shape[a];
+    if (position > axis) view.inner *= shape[a];
+  }
+  return view;
+}
+
+Emitter::Emitter(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph, const ir::Node& node)
+    : builder(builder), function(function), node(node), graph_(graph) {}
+
+const ir::Node& Emitter::input(size_t k) const { return graph_.nodes[static_cast<size_t>(node.inputs[k])]; }
+
+llvm::Type* Emitter::bits_type(DType dtype) { return builder.getIntNTy(static_cast<unsigned>(8 * dtype_size(dtype))); }
+
+llvm::Type* Emitter::value_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return builder.getFloatTy();
+    case DType::f64:
+      return builder.getDoubleTy();
+    default:
+      return bits_type(dtype);
+  }
+}
+
+llvm::Value* Emitter::load(llvm::Type* type, llvm::Value* base, llvm::Value* offset) {
+  return builder.CreateLoad(type, builder.CreateInBoundsGEP(type, base, offset));
+}
+
+void Emitter::store(llvm::Value* value, llvm::Value* base, llvm::Value* offset) {
+  builder.CreateStore(value, builder.CreateInBoundsGEP(value->getType(), base, offset));
+}
+
+llvm::Value* Emitter::load_index(size_t k, llvm::Value* offset) {
+  llvm::Value* index = load(bits_type(input(k).type.dtype), input_pointer(k), offset);
+  return builder.CreateSExt(index, builder.getInt64Ty());
+}
+
+void Emitter::copy(DType dtype, llvm::Value* to, llvm::Value* to_offset, llvm::Value* from, llvm::Value* from_offset,
+                   llvm::Value* count) {
+  llvm::Type* type = bits_type(dtype);
+  llvm::Value* source = builder.CreateInBoundsGEP(type, from, from_offset);
+  llvm::Value* target = builder.CreateInBoundsGEP(type, to, to_offset);
+  loop(i64(0), count, "copy", [&](llvm::Value* c) { store(load(type, source, c), target, c); });
+}
+
+void Emitter::fill(llvm::Value* value, llvm::Value* to, llvm::Value* offset, llvm::Value* count) {
+  llvm::Value* target = builder.CreateInBoundsGEP(value->getType(), to, offset);
+  loop(i64(0), count, "fill", [&](llvm::Value* c) { store(value, target, c); });
+}
+
+llvm::Value* Emitter::stack_array(llvm::Type* type, int64_t count) {
+  llvm::BasicBlock& entry = function->getEntryBlock();
+  llvm::IRBuilder<> at_entry(&entry, entry.begin());
+  return at_entry.CreateAlloca(type, at_entry.getInt64(static_cast<uint64_t>(count)));
+}
+
+std::vector<llvm::Value*> Emitter::decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
+  std::vector<llvm::Value*> indices(extents.size());
+  for (size_t k = extents.size(); k-- > 0;) {
+    if (extents[k] == 1) {
+      indices[k] = i64(0);
+    } else if (k == 0) {
+      indices[k] = flat;
+    } else {
+      indices[k] = builder.CreateURem(flat, i64(extents[k]));
+      flat = builder.CreateUDiv(flat, i64(extents[k]));
+    }
+  }
+  return indices;
+}
+
+}  // namespace standalone
 }  // namespace kiln::llvm_backend

@@ -4,9 +4,17 @@
 // inputs in memory.
 #pragma once
 
-#include <llvm/IR/IRBuilder.h>
-
 #include "backend/llvm/codegen.h"
+
+// Declared rather than included, so that planning code and tests can ask
+// standalone_supported without LLVM's headers; IRBuilder<> is this type.
+namespace llvm {
+class Function;
+class ConstantFolder;
+class IRBuilderDefaultInserter;
+template <typename FolderTy, typename InserterTy>
+class IRBuilder;
+}  // namespace llvm
 
 namespace kiln::llvm_backend {
 
@@ -19,7 +27,7 @@ bool standalone_supported(const ir::Node& node);
 /// The builder is positioned in the entry block; the emitter adds the final
 /// `ret void`. Returns the parallel range split over [begin, end) and the work
 /// per iteration (for the threading decision).
-CompiledKernel emit_standalone(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph,
-                               const ir::Node& node);
+CompiledKernel emit_standalone(llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInserter>& builder,
+                               llvm::Function* function, const ir::Graph& graph, const ir::Node& node);
 
 }  // namespace kiln::llvm_backend

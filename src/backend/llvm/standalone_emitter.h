@@ -1,0 +1,139 @@
+// The machinery the standalone kernels share: the kernel function's
+// parameters, loops, element loads and stores, and the split of a kernel's
+// work into a parallel range. Each family of primitives has its own file
+// (standalone_movement.cpp, standalone_indexing.cpp, standalone_compute.cpp).
+//
+// Elements that are only moved are copied as integers of their width, so
+// every bit (NaN payloads, signed zeros) arrives unchanged.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <vector>
+
+#include "backend/llvm/codegen.h"
+
+namespace kiln::llvm_backend::standalone {
+
+class Emitter {
+ public:
+  Emitter(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph, const ir::Node& node);
+
+  llvm::IRBuilder<>& builder;
+  llvm::Function* const function;
+  const ir::Node& node;
+
+  const ir::Node& input(size_t k) const;
+  llvm::Value* input_pointer(size_t k) const { return function->getArg(4 + static_cast<unsigned>(k)); }
+  llvm::Value* output_pointer() const { return function->getArg(3); }
+  llvm::Value* begin() const { return function->getArg(0); }
+  llvm::Value* end() const { return function->getArg(1); }
+
+  llvm::Value* i64(int64_t value) { return builder.getInt64(static_cast<uint64_t>(value)); }
+  /// An integer as wide as one element of `dtype` (i8 for bool): exact copies.
+  llvm::Type* bits_type(DType dtype);
+  /// The arithmetic type of `dtype`: i8 for bool (0 or 1), float, double, i32, i64.
+  llvm::Type* value_type(DType dtype);
+
+  llvm::Value* load(llvm::Type* type, llvm::Value* base, llvm::Value* offset);
+  void store(llvm::Value* value, llvm::Value* base, llvm::Value* offset);
+  /// A 0-d or 1-d integer input element as i64.
+  llvm::Value* load_index(size_t input, llvm::Value* offset);
+
+  /// to[to_offset + c] = from[from_offset + c] for c in [0, count).
+  void copy(DType dtype, llvm::Value* to, llvm::Value* to_offset, llvm::Value* from, llvm::Value* from_offset,
+            llvm::Value* count);
+  /// to[offset + c] = value for c in [0, count).
+  void fill(llvm::Value* value, llvm::Value* to, llvm::Value* offset, llvm::Value* count);
+
+  llvm::Value* min(llvm::Value* a, llvm::Value* b) { return builder.CreateSelect(builder.CreateICmpSLT(a, b), a, b); }
+  llvm::Value* max(llvm::Value* a, llvm::Value* b) { return builder.CreateSelect(builder.CreateICmpSGT(a, b), a, b); }
+  llvm::Value* add(llvm::Value* a, llvm::Value* b) { return builder.CreateAdd(a, b); }
+  llvm::Value* mul(llvm::Value* a, llvm::Value* b) { return builder.CreateMul(a, b); }
+  llvm::Value* mul(llvm::Value* a, int64_t b) { return b == 1 ? a : builder.CreateMul(a, i64(b)); }
+
+  /// A stack array of `count` elements in the entry block (mem2reg/SROA
+  /// territory when small; private to the calling thread).
+  llvm::Value* stack_array(llvm::Type* type, int64_t count);
+
+  /// for (counter = begin; counter < end; ++counter) body(counter)
+  template <class Body>
+  void loop(llvm::Value* first, llvm::Value* last, const char* name, Body body) {
+    llvm::LLVMContext& context = builder.getContext();
+    llvm::BasicBlock* before = builder.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(context, std::string(name) + ".header", function);
+    auto* inside = llvm::BasicBlock::Create(context, std::string(name) + ".body", function);
+    auto* after = llvm::BasicBlock::Create(context, std::string(name) + ".end", function);
+    builder.CreateBr(header);
+    builder.SetInsertPoint(header);
+    llvm::PHINode* counter = builder.CreatePHI(builder.getInt64Ty(), 2, name);
+    counter->addIncoming(first, before);
+    builder.CreateCondBr(builder.CreateICmpSLT(counter, last), inside, after);
+    builder.SetInsertPoint(inside);
+    body(static_cast<llvm::Value*>(counter));
+    llvm::Value* next = builder.CreateAdd(counter, builder.getInt64(1), "", true, true);
+    counter->addIncoming(next, builder.GetInsertBlock());
+    builder.CreateBr(header);
+    builder.SetInsertPoint(after);
+  }
+
+  /// if (condition) body()
+  template <class Body>
+  void when(llvm::Value* condition, Body body) {
+    llvm::LLVMContext& context = builder.getContext();
+    auto* then = llvm::BasicBlock::Create(context, "then", function);
+    auto* after = llvm::BasicBlock::Create(context, "endif", function);
+    builder.CreateCondBr(condition, then, after);
+    builder.SetInsertPoint(then);
+    body();
+    builder.CreateBr(after);
+    builder.SetInsertPoint(after);
+  }
+
+  /// Splits a flat row-major index over `extents` into one index per extent
+  /// (extents of 1 give a constant 0 and cost no division).
+  std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents);
+
+  /// The parallel loop of most kernels: `rows` rows of `width` elements, each
+  /// cut into pieces of at most piece_width elements so that a few long rows
+  /// still spread over threads. Calls body(row, column_begin, column_end).
+  template <class Body>
+  CompiledKernel for_each_row_piece(int64_t rows, int64_t width, Body body) {
+    CompiledKernel result;
+    if (rows == 0 || width == 0) return result;
+    int64_t pieces = (width + piece_width - 1) / piece_width;
+    result.range = rows * pieces;
+    result.work_per_iteration = std::min(width, piece_width);
+    loop(begin(), end(), "piece", [&](llvm::Value* iteration) {
+      std::vector<llvm::Value*> split = decompose(iteration, {rows, pieces});
+      llvm::Value* column_begin = mul(split[1], piece_width);
+      llvm::Value* column_end = pieces == 1 ? i64(width) : min(add(column_begin, i64(piece_width)), i64(width));
+      body(split[0], column_begin, column_end);
+    });
+    return result;
+  }
+
+  static constexpr int64_t piece_width = 16384;
+
+ private:
+  const ir::Graph& graph_;
+};
+
+std::vector<int64_t> row_major_strides(const Shape& shape);
+
+/// An array seen as [outer, extent, inner] around one axis.
+struct AxisView {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisView view_around(const Shape& shape, int64_t axis);
+
+bool movement_supported(const ir::Node& node);
+CompiledKernel emit_movement(Emitter& emitter);
+
+bool indexing_supported(const ir::Node& node);
+CompiledKernel emit_indexing(Emitter& emitter);
+
+bool compute_supported(const ir::Node& node);
+CompiledKernel emit_compute(Emitter& emitter);
+
+}  // namespace kiln::llvm_backend::standalone
