@@ -104,7 +104,7 @@ class CompiledGraph final : public runtime::Executable {
         case Step::Kind::kernel: {
           const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
           const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
-          result = in_place(step, kernel, node, values, reusable, s);
+          result = in_place(kernel, node, values, reusable, s);
           if (!result.defined()) result = detail::allocate(node.type);
           pointers.clear();
           pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
@@ -156,7 +156,7 @@ class CompiledGraph final : public runtime::Executable {
   // An elementwise kernel reads each leaf of its own shape at the index it
   // writes, so it may write over such a leaf whose last use it is, when no one
   // else holds that memory: then no fresh pages are touched.
-  Array in_place(const Step& step, const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
+  Array in_place(const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
                  const std::vector<char>& reusable, size_t position) const {
     if (kernel.kind != Kernel::Kind::elementwise) return Array();
     for (ir::ValueId leaf : kernel.leaves) {
@@ -171,7 +171,6 @@ class CompiledGraph final : public runtime::Executable {
       auto output = std::make_shared<detail::ArrayImpl>();
       output->type = node.type;
       output->buffer = impl.buffer;
-      (void)step;
       return Array(std::move(output));
     }
     return Array();

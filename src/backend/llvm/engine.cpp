@@ -30,9 +30,6 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
@@ -155,10 +152,8 @@ std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::un
   passes.registerFunctionAnalyses(functions);
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, cgscc, modules);
-  auto t0 = std::chrono::steady_clock::now();
   llvm::ModulePassManager pipeline = kernel_pipeline();
   pipeline.run(*module, modules);
-  auto t1 = std::chrono::steady_clock::now();
 
   if (!dump_prefix.empty()) {
     std::error_code error;
@@ -181,10 +176,6 @@ std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::un
   for (const std::string& symbol : symbols)
     addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
   ++state_->modules;
-  auto t2 = std::chrono::steady_clock::now();
-  if (std::getenv("KILN_COMPILE_TIMES"))
-    std::fprintf(stderr, "optimize %.1f ms, codegen+link %.1f ms\n",
-                 std::chrono::duration<double>(t1 - t0).count() * 1e3, std::chrono::duration<double>(t2 - t1).count() * 1e3);
   return addresses;
 }
 
