@@ -137,7 +137,7 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
     const auto& ta = detail::impl_of(a.array(), name, where).type;
     const auto& tb = detail::impl_of(b.array(), name, where).type;
     bool ready = ta == tb && ta.dtype != DType::bool_ && (op != Primitive::div || is_floating(ta.dtype));
-    if (ready) return detail::apply(op, {a.array(), b.array()}, {}, where);
+    if (ready) return detail::apply(op, a.array(), b.array(), {}, where);
   }
   static const Shape scalar_shape;
   const Shape& sa = a.is_number() ? scalar_shape : detail::impl_of(a.array(), name, where).type.shape;

@@ -80,14 +80,14 @@ Array convert_to(const Array& x, DType dtype, bool weak, Location where) {
   ir::Attributes attrs;
   attrs.dtype = dtype;
   if (weak) attrs.ints = {1};
-  return detail::apply(Primitive::convert, {x}, std::move(attrs), where);
+  return detail::apply(Primitive::convert, x, std::move(attrs), where);
 }
 
 Array broadcast_to_shape(const Array& x, const Shape& shape, Location where) {
   if (detail::impl_of(x, "broadcast", where).type.shape == shape) return x;
   ir::Attributes attrs;
   attrs.shape = shape;
-  return detail::apply(Primitive::broadcast, {x}, std::move(attrs), where);
+  return detail::apply(Primitive::broadcast, x, std::move(attrs), where);
 }
 
 Array materialize(const Operand& operand, TypeClass target, const Shape& shape, Location where) {

@@ -129,7 +129,7 @@ Array unary(Primitive op, const Array& x, Location where) {
     operand = convert_to(x, DType::f32, type.weak, where);
   }
   if (op == Primitive::logical_not) operand = convert_to(x, DType::bool_, false, where);
-  return detail::apply(op, {operand}, {}, where);
+  return detail::apply(op, operand, {}, where);
 }
 
 // ---- Derivatives -------------------------------------------------------------

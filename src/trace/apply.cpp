@@ -15,44 +15,66 @@ namespace kiln::detail {
 namespace {
 constexpr size_t max_inline_inputs = 8;
 
-AbstractValue infer(const ir::Node& node, std::span<const Array> inputs) {
+// The inputs as pointers, so callers holding arrays need not copy them (each
+// Array copy is an atomic reference count update, a cost tracing feels).
+Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, ir::Attributes attrs, Location where) {
+  const char* name = ir::primitive_name(op).data();
   const AbstractValue* small[max_inline_inputs];
   std::vector<const AbstractValue*> large;
   const AbstractValue** types = small;
-  if (inputs.size() > max_inline_inputs) {
-    large.resize(inputs.size());
+  if (count > max_inline_inputs) {
+    large.resize(count);
     types = large.data();
   }
-  for (size_t i = 0; i < inputs.size(); ++i) types[i] = &inputs[i].impl()->type;
-  return ops::rules(node.op).infer(node, std::span<const AbstractValue* const>(types, inputs.size()));
-}
-}  // namespace
-
-Array apply(ir::Primitive op, std::span<const Array> inputs, ir::Attributes attrs, Location where) {
-  const char* name = ir::primitive_name(op).data();
-  for (const Array& input : inputs) impl_of(input, name, where);
+  for (size_t i = 0; i < count; ++i) types[i] = &impl_of(*inputs[i], name, where).type;
 
   ir::Node node;
   node.op = op;
   node.attrs = std::move(attrs);
   node.where = where;
-  node.type = infer(node, inputs);
+  node.type = ops::rules(op).infer(node, std::span<const AbstractValue* const>(types, count));
 
   if (TraceState* trace = current_trace()) {
-    node.inputs.reserve(inputs.size());
-    for (const Array& input : inputs) node.inputs.push_back(trace->value_of(input, name, where));
+    node.inputs.reserve(count);
+    for (size_t i = 0; i < count; ++i) node.inputs.push_back(trace->value_of(*inputs[i], name, where));
     return trace->record(std::move(node), current_trace_shared());
   }
   int64_t elements = node.type.size();
-  for (const Array& input : inputs) {
-    if (input.impl()->trace) raise_leaked(*input.impl(), name, where);
-    elements = std::max(elements, input.impl()->type.size());
+  std::vector<Array> arrays;
+  arrays.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (inputs[i]->impl()->trace) raise_leaked(*inputs[i]->impl(), name, where);
+    elements = std::max(elements, types[i]->size());
+    arrays.push_back(*inputs[i]);
   }
-  if (!inputs.empty() && runtime::eager_compiled(elements)) {
+  if (count > 0 && runtime::eager_compiled(elements)) {
     auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
-    return runtime::run_compiled(inputs, build);
+    return runtime::run_compiled(arrays, build);
   }
-  return ops::rules(op).evaluate(node, inputs);
+  return ops::rules(op).evaluate(node, arrays);
+}
+}  // namespace
+
+Array apply(ir::Primitive op, std::span<const Array> inputs, ir::Attributes attrs, Location where) {
+  const Array* small[max_inline_inputs];
+  std::vector<const Array*> large;
+  const Array** pointers = small;
+  if (inputs.size() > max_inline_inputs) {
+    large.resize(inputs.size());
+    pointers = large.data();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) pointers[i] = &inputs[i];
+  return apply_inputs(op, pointers, inputs.size(), std::move(attrs), where);
+}
+
+Array apply(ir::Primitive op, const Array& a, ir::Attributes attrs, Location where) {
+  const Array* pointers[] = {&a};
+  return apply_inputs(op, pointers, 1, std::move(attrs), where);
+}
+
+Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes attrs, Location where) {
+  const Array* pointers[] = {&a, &b};
+  return apply_inputs(op, pointers, 2, std::move(attrs), where);
 }
 
 Scalar scalar_as(Scalar value, DType dtype) {

@@ -13,6 +13,9 @@ Array apply(ir::Primitive op, std::span<const Array> inputs, ir::Attributes attr
 inline Array apply(ir::Primitive op, std::initializer_list<Array> inputs, ir::Attributes attrs, Location where) {
   return apply(op, std::span<const Array>(inputs.begin(), inputs.size()), std::move(attrs), where);
 }
+/// The same for one or two inputs, without copying the handles.
+Array apply(ir::Primitive op, const Array& a, ir::Attributes attrs, Location where);
+Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes attrs, Location where);
 
 /// A 0-d array holding a C++ number: a literal node while tracing (it keeps
 /// `where`), a concrete array otherwise. The value is rounded to `dtype`.

@@ -18,8 +18,9 @@ std::string trace_origin(const TraceState& state) {
 
 TraceState* current_trace() { return trace_stack.empty() ? nullptr : trace_stack.back().get(); }
 
-std::shared_ptr<TraceState> current_trace_shared() {
-  return trace_stack.empty() ? nullptr : trace_stack.back();
+const std::shared_ptr<TraceState>& current_trace_shared() {
+  static const std::shared_ptr<TraceState> none;
+  return trace_stack.empty() ? none : trace_stack.back();
 }
 
 void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {

@@ -32,7 +32,7 @@ struct TraceState {
 
 /// The innermost active trace on this thread, or null.
 TraceState* current_trace();
-std::shared_ptr<TraceState> current_trace_shared();
+const std::shared_ptr<TraceState>& current_trace_shared();
 
 /// Throws LeakedTracerError for a tracer whose trace ended (or that belongs to
 /// a trace on another thread); `operation` and `use` say where it was used.
