@@ -274,18 +274,18 @@ Array greater_equal(Operand a, Operand b) { return ops::binary(Primitive::ge, "g
 Array logical_and(Operand a, Operand b) { return ops::binary(Primitive::logical_and, "logical_and", a, b); }
 Array logical_or(Operand a, Operand b) { return ops::binary(Primitive::logical_or, "logical_or", a, b); }
 
-Array operator+(Operand a, Operand b) { return add(a, b); }
-Array operator-(Operand a, Operand b) { return sub(a, b); }
-Array operator*(Operand a, Operand b) { return mul(a, b); }
-Array operator/(Operand a, Operand b) { return div(a, b); }
-Array operator<(Operand a, Operand b) { return less(a, b); }
-Array operator<=(Operand a, Operand b) { return less_equal(a, b); }
-Array operator>(Operand a, Operand b) { return greater(a, b); }
-Array operator>=(Operand a, Operand b) { return greater_equal(a, b); }
-Array operator==(Operand a, Operand b) { return equal(a, b); }
-Array operator!=(Operand a, Operand b) { return not_equal(a, b); }
-Array operator&(Operand a, Operand b) { return logical_and(a, b); }
-Array operator|(Operand a, Operand b) { return logical_or(a, b); }
+Array operator+(Operand a, Operand b) { return add(std::move(a), std::move(b)); }
+Array operator-(Operand a, Operand b) { return sub(std::move(a), std::move(b)); }
+Array operator*(Operand a, Operand b) { return mul(std::move(a), std::move(b)); }
+Array operator/(Operand a, Operand b) { return div(std::move(a), std::move(b)); }
+Array operator<(Operand a, Operand b) { return less(std::move(a), std::move(b)); }
+Array operator<=(Operand a, Operand b) { return less_equal(std::move(a), std::move(b)); }
+Array operator>(Operand a, Operand b) { return greater(std::move(a), std::move(b)); }
+Array operator>=(Operand a, Operand b) { return greater_equal(std::move(a), std::move(b)); }
+Array operator==(Operand a, Operand b) { return equal(std::move(a), std::move(b)); }
+Array operator!=(Operand a, Operand b) { return not_equal(std::move(a), std::move(b)); }
+Array operator&(Operand a, Operand b) { return logical_and(std::move(a), std::move(b)); }
+Array operator|(Operand a, Operand b) { return logical_or(std::move(a), std::move(b)); }
 
 Array where(Operand cond, Operand x, Operand y) {
   Location where = cond.where();

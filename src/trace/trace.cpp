@@ -71,6 +71,7 @@ Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner
 
 TraceSession::TraceSession(std::string name, Location where) : state_(std::make_shared<TraceState>()) {
   state_->graph.name = std::move(name);
+  state_->graph.nodes.reserve(64);  // most traces are longer than a handful of nodes
   state_->where = where;
   state_->parent = current_trace();
   state_->thread = std::this_thread::get_id();
