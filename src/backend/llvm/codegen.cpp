@@ -288,14 +288,23 @@ class KernelEmitter {
     // The accumulator lives in a stack slot; mem2reg turns it into registers.
     llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
     llvm::AllocaInst* accumulator = entry.CreateAlloca(type);
+    // Floating max/min track "a NaN was seen" separately, so the comparison
+    // itself can be a plain, vectorizable max/min reduction.
+    bool extreme = is_floating(dtype) && (root.op == Primitive::reduce_max || root.op == Primitive::reduce_min);
+    nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
 
     loop(function_->getArg(0), function_->getArg(1), "out", [&](llvm::Value* out) {
       std::vector<llvm::Value*> kept = kept_extents.empty() ? std::vector<llvm::Value*>{} : decompose(out, kept_extents);
       index_.assign(space_.size(), nullptr);
       for (size_t k = 0; k < kept_dims.size(); ++k) index_[kept_dims[k]] = kept[k];
       builder_.CreateStore(reduction_identity(root.op, dtype), accumulator);
+      if (nan_seen_) builder_.CreateStore(builder_.getFalse(), nan_seen_);
       emit_reduction_loops(root, reduced_dims, 0, accumulator);
-      store(out, builder_.CreateLoad(type, accumulator), dtype);
+      llvm::Value* result = builder_.CreateLoad(type, accumulator);
+      if (nan_seen_)
+        result = builder_.CreateSelect(builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_),
+                                       llvm::ConstantFP::getNaN(type), result);
+      store(out, result, dtype);
     });
     return result;
   }
@@ -305,7 +314,14 @@ class KernelEmitter {
     if (level == dims.size()) {
       memo_.clear();
       llvm::Value* current = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
-      builder_.CreateStore(combine(root.op, root.type.dtype, current, value(root.inputs[0])), accumulator);
+      llvm::Value* element = value(root.inputs[0]);
+      if (nan_seen_) {
+        llvm::Value* seen = builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_);
+        builder_.CreateStore(builder_.CreateOr(seen, builder_.CreateFCmpUNO(element, element)), nan_seen_);
+        builder_.CreateStore(fast_extreme(root.op == Primitive::reduce_max, current, element), accumulator);
+        return;
+      }
+      builder_.CreateStore(combine(root.op, root.type.dtype, current, element), accumulator);
       return;
     }
     size_t dim = dims[level];
@@ -356,6 +372,22 @@ class KernelEmitter {
       case Primitive::reduce_max: return keep_first(dtype, a, b, true);
       default: return keep_first(dtype, a, b, false);
     }
+  }
+
+  // max/min for a reduction whose NaNs are tracked apart: with no NaNs and
+  // no distinction of zero signs assumed, LLVM recognizes the pattern as a
+  // min/max reduction and vectorizes it. (A NaN makes these values poison,
+  // but then the NaN flag replaces the result.)
+  llvm::Value* fast_extreme(bool largest, llvm::Value* accumulator, llvm::Value* value) {
+    llvm::FastMathFlags flags;
+    flags.setNoNaNs();
+    flags.setNoSignedZeros();
+    auto* better = llvm::cast<llvm::Instruction>(largest ? builder_.CreateFCmpOGT(value, accumulator)
+                                                         : builder_.CreateFCmpOLT(value, accumulator));
+    better->setFastMathFlags(flags);
+    auto* chosen = llvm::cast<llvm::Instruction>(builder_.CreateSelect(better, value, accumulator));
+    chosen->setFastMathFlags(flags);
+    return chosen;
   }
 
   // The reference's reduction order: the accumulator wins ties (the first of
@@ -575,6 +607,7 @@ class KernelEmitter {
   std::vector<llvm::Value*> index_;
   bool flat_ = false;
   llvm::Value* flat_index_ = nullptr;
+  llvm::AllocaInst* nan_seen_ = nullptr;  // floating max/min reductions
 };
 
 }  // namespace

@@ -62,6 +62,7 @@ Plan plan_graph(const ir::Graph& graph) {
     return swaps_last_two_axes(graph.nodes[at]) && matmul_uses[at] == uses[at];
   };
   for (ir::ValueId id : graph.outputs) materialize(id);
+  std::vector<int> recompute_cost(count, 0);
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
     bool elementwise = is_fusible_elementwise(node.op);
@@ -78,16 +79,22 @@ Plan plan_graph(const ir::Graph& graph) {
           continue;
         }
         const ir::Node& producer = graph.nodes[static_cast<size_t>(input)];
-        bool fused_into_reduction = is_fusible_reduction(node.op) && is_fusible_elementwise(producer.op) &&
-                                    uses[static_cast<size_t>(input)] == 1;
+        bool fused_into_reduction = is_fusible_reduction(node.op) && is_fusible_elementwise(producer.op);
         if (!fused_into_reduction) materialize(input);
       }
-    } else if (uses[i] > 1 && !cheap(graph, static_cast<ir::ValueId>(i))) {
-      materialize(static_cast<ir::ValueId>(i));
+    } else {
+      // A value read by several kernels is recomputed in each when that takes
+      // only a few operations: arithmetic is cheaper than a round trip
+      // through memory (softmax's exp(x - max) feeds both its sum and its
+      // division). The count grows along unmaterialized chains, which bounds
+      // the duplication.
+      constexpr int recompute_limit = 8;
+      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : 1;
+      for (ir::ValueId input : node.inputs)
+        if (!plan.materialized[static_cast<size_t>(input)]) recompute_cost[i] += recompute_cost[static_cast<size_t>(input)];
+      if (uses[i] > 1 && recompute_cost[i] > recompute_limit) materialize(static_cast<ir::ValueId>(i));
     }
   }
-  // Cheap values are recomputed inside kernels rather than stored, unless a
-  // non-kernel step or an output needs them in memory (handled above).
 
   // Values computed from literals alone (no input anywhere upstream).
   // Folding evaluates everything upstream once; keep that bounded too.

@@ -4,11 +4,12 @@
 // Elementwise nodes (unary, binary, select, broadcast, literal, iota) fuse
 // into the kernel of the materialized value that consumes them; a reduction
 // fuses with its elementwise producers; a reshape of a materialized value is
-// a view of the same memory; matmul is a BLAS call; every other primitive runs
-// its reference kernel (reported once). A value is materialized when it is an
-// output, feeds a non-fusible step or a reshape, or is read by several
-// consumers (unless it is cheap to recompute: literals, iotas and their
-// broadcasts).
+// a view of the same memory; matmul is a BLAS call (a transpose feeding it is
+// folded into the call); every other primitive is a standalone native kernel,
+// or runs its reference kernel (reported once) where none exists. A value is
+// materialized when it is an output, feeds a non-fusible step or a reshape,
+// or is read by several kernels and costs more than a few operations to
+// recompute. Values computed from literals alone are folded when compiled.
 #pragma once
 
 #include <string>
