@@ -109,6 +109,11 @@ class CompiledGraph final : public runtime::Executable {
           pointers.clear();
           pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
           pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
+          for (ir::ValueId extra : kernel.extra_roots) {
+            Array& slot = values[static_cast<size_t>(extra)];
+            slot = detail::allocate(graph.nodes[static_cast<size_t>(extra)].type);
+            pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
+          }
           for (ir::ValueId leaf : kernel.leaves)
             pointers.push_back(static_cast<char*>(values[static_cast<size_t>(leaf)].impl()->buffer->data()));
           char** buffers = pointers.data();

@@ -111,6 +111,7 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(leaf)];
     key += "|leaf " + std::string(dtype_name(node.type.dtype)) + shape_text(node.type.shape);
   }
+  for (ir::ValueId extra : kernel.extra_roots) key += "|out " + local(extra);
   for (ir::ValueId id : kernel.region) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
     bool parameter = node.op == Primitive::literal && !baked(graph, kernel, id);
@@ -132,7 +133,8 @@ class KernelEmitter {
     // fallback copy of each loop; the exported entry unpacks the array of
     // buffers and is inlined into by the body.
     std::vector<llvm::Type*> parameters{i64, i64};
-    parameters.insert(parameters.end(), kernel.leaves.size() + 2, pointer);  // constants, output, leaves
+    parameters.insert(parameters.end(), kernel.leaves.size() + kernel.extra_roots.size() + 2,
+                      pointer);  // constants, outputs, leaves
     auto* body_type = llvm::FunctionType::get(builder_.getVoidTy(), parameters, false);
     function_ = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, symbol + "_body", module_);
     function_->addFnAttr(llvm::Attribute::NoUnwind);
@@ -149,7 +151,7 @@ class KernelEmitter {
     {
       llvm::IRBuilder<> entry(llvm::BasicBlock::Create(context_, "entry", entry_));
       std::vector<llvm::Value*> arguments{entry_->getArg(1), entry_->getArg(2)};
-      for (size_t k = 0; k < kernel_.leaves.size() + 2; ++k) {
+      for (size_t k = 0; k < kernel_.leaves.size() + kernel_.extra_roots.size() + 2; ++k) {
         llvm::Value* slot = entry.CreateConstGEP1_64(entry.getPtrTy(), entry_->getArg(0), k);
         arguments.push_back(entry.CreateLoad(entry.getPtrTy(), slot));
       }
@@ -160,7 +162,9 @@ class KernelEmitter {
     constants_ = function_->getArg(2);
     function_->addParamAttr(2, llvm::Attribute::ReadOnly);
     output_ = function_->getArg(3);
-    for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = function_->getArg(4 + k);
+    for (size_t k = 0; k < kernel_.extra_roots.size(); ++k) extra_outputs_.push_back(function_->getArg(4 + k));
+    unsigned first_leaf = 4 + static_cast<unsigned>(kernel_.extra_roots.size());
+    for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = function_->getArg(first_leaf + k);
     CompiledKernel result;
     if (kernel_.kind == Kernel::Kind::standalone) {
       result = emit_standalone(builder_, function_, graph_, root);
@@ -237,10 +241,19 @@ class KernelEmitter {
       loop(function_->getArg(0), function_->getArg(1), "i", [&](llvm::Value* i) {
         flat_index_ = i;
         index_.assign(space_.size(), i);
-        store(i, value(kernel_.root), root.type.dtype);
+        // Every output is computed before any is stored, so an output may
+        // share memory with a leaf read at the same index.
+        llvm::Value* main = value(kernel_.root);
+        std::vector<llvm::Value*> extras;
+        for (ir::ValueId extra : kernel_.extra_roots) extras.push_back(value(extra));
+        store(i, main, root.type.dtype);
+        for (size_t k = 0; k < extras.size(); ++k)
+          store_to(extra_outputs_[k], i, extras[k], node(kernel_.extra_roots[k]).type.dtype);
       });
       return result;
     }
+    if (!kernel_.extra_roots.empty())
+      throw std::logic_error("kiln LLVM backend: a kernel with several outputs must be flat");
     // Rows: the parallel loop runs over all but the last dimension, the inner
     // loop over the last one (contiguous for every full-shaped leaf).
     int64_t inner = space_.back();
@@ -445,10 +458,11 @@ class KernelEmitter {
     return dtype == DType::bool_ ? builder_.CreateICmpNE(loaded, builder_.getInt8(0)) : loaded;
   }
 
-  void store(llvm::Value* offset, llvm::Value* value, DType dtype) {
+  void store(llvm::Value* offset, llvm::Value* value, DType dtype) { store_to(output_, offset, value, dtype); }
+  void store_to(llvm::Value* base, llvm::Value* offset, llvm::Value* value, DType dtype) {
     llvm::Type* type = memory_type(dtype);
     if (dtype == DType::bool_) value = builder_.CreateZExt(value, type);
-    builder_.CreateStore(value, builder_.CreateInBoundsGEP(type, output_, offset));
+    builder_.CreateStore(value, builder_.CreateInBoundsGEP(type, base, offset));
   }
 
   llvm::Value* value(ir::ValueId id) {
@@ -600,6 +614,7 @@ class KernelEmitter {
   llvm::Function* entry_ = nullptr;
   llvm::Value* constants_ = nullptr;
   llvm::Value* output_ = nullptr;
+  std::vector<llvm::Value*> extra_outputs_;
   std::unordered_map<ir::ValueId, llvm::Value*> leaf_pointer_;
   std::unordered_map<ir::ValueId, bool> in_region_;
   std::unordered_map<ir::ValueId, llvm::Value*> memo_;

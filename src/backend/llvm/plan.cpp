@@ -43,6 +43,84 @@ bool cheap(const ir::Graph& graph, ir::ValueId id) {
 }
 }  // namespace
 
+namespace {
+bool flat_elementwise(const ir::Graph& graph, const Kernel& kernel) {
+  if (kernel.kind != Kernel::Kind::elementwise) return false;
+  const Shape& space = graph.nodes[static_cast<size_t>(kernel.root)].type.shape;
+  for (ir::ValueId id : kernel.region)
+    if (graph.nodes[static_cast<size_t>(id)].op == Primitive::iota) return false;
+  for (ir::ValueId leaf : kernel.leaves) {
+    const Shape& shape = graph.nodes[static_cast<size_t>(leaf)].type.shape;
+    if (shape != space && shape_size(shape) != 1) return false;
+  }
+  return true;
+}
+}  // namespace
+
+// Merges a flat elementwise kernel into an earlier one of the same shape when
+// it reads that kernel's outputs or shares its inputs and everything else it
+// reads exists by then: one loop then reads the shared inputs once and keeps
+// the earlier outputs in registers (an optimizer's three updates per
+// parameter become one pass).
+void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
+  std::vector<int> step_of(graph.nodes.size(), -1);  // the step producing each value
+  for (size_t s = 0; s < plan.steps.size(); ++s) step_of[static_cast<size_t>(plan.steps[s].value)] = static_cast<int>(s);
+  auto available_at = [&](ir::ValueId id, int step) {
+    int producer = step_of[static_cast<size_t>(id)];
+    return graph.nodes[static_cast<size_t>(id)].op == Primitive::input || (producer >= 0 && producer < step);
+  };
+  std::vector<char> removed(plan.steps.size(), 0);
+  for (size_t a = 0; a < plan.steps.size(); ++a) {
+    if (removed[a] || plan.steps[a].kind != Step::Kind::kernel) continue;
+    Kernel& first = plan.kernels[static_cast<size_t>(plan.steps[a].kernel)];
+    if (!flat_elementwise(graph, first)) continue;
+    const Shape& shape = graph.nodes[static_cast<size_t>(first.root)].type.shape;
+    if (shape_size(shape) < 2) continue;
+    for (size_t b = a + 1; b < plan.steps.size(); ++b) {
+      if (removed[b] || plan.steps[b].kind != Step::Kind::kernel) continue;
+      const Kernel& second = plan.kernels[static_cast<size_t>(plan.steps[b].kernel)];
+      if (!flat_elementwise(graph, second) || graph.nodes[static_cast<size_t>(second.root)].type.shape != shape) continue;
+      std::vector<ir::ValueId> roots{first.root};
+      roots.insert(roots.end(), first.extra_roots.begin(), first.extra_roots.end());
+      bool related = false, ready = true;
+      for (ir::ValueId leaf : second.leaves) {
+        bool from_first = std::find(roots.begin(), roots.end(), leaf) != roots.end();
+        bool shared = std::find(first.leaves.begin(), first.leaves.end(), leaf) != first.leaves.end();
+        related |= from_first || (shared && shape_size(graph.nodes[static_cast<size_t>(leaf)].type.shape) > 1);
+        ready &= from_first || available_at(leaf, static_cast<int>(a));
+      }
+      if (!related || !ready) continue;
+      // Merge: the second's reads of the first's outputs become region values.
+      first.extra_roots.push_back(second.root);
+      std::vector<ir::ValueId> region = first.region;
+      region.insert(region.end(), second.region.begin(), second.region.end());
+      for (ir::ValueId leaf : second.leaves) {
+        if (std::find(roots.begin(), roots.end(), leaf) != roots.end()) continue;
+        if (std::find(first.leaves.begin(), first.leaves.end(), leaf) == first.leaves.end()) first.leaves.push_back(leaf);
+      }
+      std::sort(region.begin(), region.end());
+      region.erase(std::unique(region.begin(), region.end()), region.end());
+      first.region = std::move(region);
+      std::sort(first.leaves.begin(), first.leaves.end());
+      step_of[static_cast<size_t>(second.root)] = static_cast<int>(a);
+      removed[b] = 1;
+    }
+  }
+  std::vector<Step> kept;
+  std::vector<Kernel> kernels;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (removed[s]) continue;
+    Step step = plan.steps[s];
+    if (step.kind == Step::Kind::kernel) {
+      kernels.push_back(std::move(plan.kernels[static_cast<size_t>(step.kernel)]));
+      step.kernel = static_cast<int>(kernels.size() - 1);
+    }
+    kept.push_back(step);
+  }
+  plan.steps = std::move(kept);
+  plan.kernels = std::move(kernels);
+}
+
 Plan plan_graph(const ir::Graph& graph) {
   size_t count = graph.nodes.size();
   Plan plan;
@@ -185,6 +263,7 @@ Plan plan_graph(const ir::Graph& graph) {
     plan.kernels.push_back(std::move(kernel));
   }
   plan.reference_primitives = std::move(reference);
+  merge_flat_kernels(graph, plan);
   return plan;
 }
 
@@ -212,6 +291,7 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
           out << (k ? " " : "") << ir::primitive_name(graph.nodes[static_cast<size_t>(kernel.region[k])].op);
         out << "] reading";
         for (ir::ValueId leaf : kernel.leaves) out << " %" << leaf;
+        for (ir::ValueId extra : kernel.extra_roots) out << ", also writing %" << extra;
         break;
       }
     }
