@@ -297,6 +297,7 @@ class KernelEmitter {
     result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
     DType dtype = root.type.dtype;
     llvm::Type* type = register_type(dtype);
+    if (leading_axes_sum(root, reduced_dims)) return emit_leading_axes_sum(root, reduced_size, result);
 
     // The accumulator lives in a stack slot; mem2reg turns it into registers.
     llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
@@ -319,6 +320,48 @@ class KernelEmitter {
                                        llvm::ConstantFP::getNaN(type), result);
       store(out, result, dtype);
     });
+    return result;
+  }
+
+  // A sum or product over leading axes (a bias gradient: sum over the batch)
+  // whose producers read their leaves at the same flat index: accumulating
+  // row after row into the output keeps every access contiguous, so the loop
+  // over the output vectorizes, instead of striding down each column.
+  bool leading_axes_sum(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
+    if (root.op != Primitive::reduce_sum && root.op != Primitive::reduce_prod) return false;
+    if (root.type.dtype == DType::bool_ || reduced_dims.empty() || reduced_dims.size() == space_.size()) return false;
+    for (size_t k = 0; k < reduced_dims.size(); ++k)
+      if (reduced_dims[k] != k) return false;
+    for (ir::ValueId id : kernel_.region)
+      if (node(id).op == Primitive::iota) return false;
+    for (ir::ValueId leaf : kernel_.leaves) {
+      const Shape& shape = node(leaf).type.shape;
+      if (shape != space_ && shape_size(shape) != 1) return false;
+    }
+    return true;
+  }
+
+  CompiledKernel emit_leading_axes_sum(const ir::Node& root, int64_t reduced_size, CompiledKernel result) {
+    DType dtype = root.type.dtype;
+    llvm::Type* type = register_type(dtype);
+    int64_t kept_size = shape_size(root.type.shape);
+    llvm::Value* begin = function_->getArg(0);
+    llvm::Value* end = function_->getArg(1);
+    loop(begin, end, "init", [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
+    flat_ = true;
+    loop(builder_.getInt64(0), builder_.getInt64(reduced_size), "row", [&](llvm::Value* row) {
+      llvm::Value* base = builder_.CreateMul(row, builder_.getInt64(kept_size));
+      loop(begin, end, "column", [&](llvm::Value* out) {
+        memo_.clear();
+        flat_index_ = builder_.CreateAdd(base, out);
+        llvm::Value* element = value(root.inputs[0]);
+        llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
+        llvm::Value* current = builder_.CreateLoad(type, address);
+        builder_.CreateStore(combine(root.op, dtype, current, element), address);
+      });
+    });
+    flat_ = false;
+    result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
     return result;
   }
 

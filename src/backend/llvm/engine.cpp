@@ -125,6 +125,9 @@ std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::
 
 std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                                    const std::vector<std::string>& symbols, const std::string& dump_prefix) {
+  // One compile at a time: the optimizer and code generator share the target
+  // machine, whose subtarget cache is not safe to use from several threads.
+  std::lock_guard lock(state_->mutex);
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream))
@@ -167,7 +170,6 @@ std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::un
     }
   }
 
-  std::lock_guard lock(state_->mutex);
   auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
   llvm::orc::ThreadSafeModule safe(std::move(module), std::move(context));
   if (auto error = state_->jit->addIRModule(tracker, std::move(safe)))
