@@ -12,6 +12,7 @@
 #include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "runtime/executable.h"
+#include "support/golden.h"
 #include "trace/apply.h"
 #include "transform/simplify.h"
 
@@ -20,17 +21,7 @@ namespace {
 
 using ir::Primitive;
 
-// Replaces each "@N" in `text` by the line `base + N`, so golden texts survive
-// edits above them.
-std::string at_lines(std::string text, int base) {
-  for (size_t pos; (pos = text.find('@')) != std::string::npos;) {
-    size_t end = pos + 1;
-    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-    int offset = std::stoi(text.substr(pos + 1, end - pos - 1));
-    text.replace(pos, end - pos, std::to_string(base + offset));
-  }
-  return text;
-}
+using testing::at_lines;
 
 ir::Graph simplified(const ir::Graph& graph) {
   ir::Graph copy = graph;

@@ -5,23 +5,14 @@
 #include <kiln/kiln.h>
 
 #include "ir/graph.h"
+#include "support/golden.h"
 
 namespace kiln {
 namespace {
 
 std::string here(int line) { return "test_trace.cpp:" + std::to_string(line); }
 
-// Replaces each "@N" in `text` by the line `base + N`, so golden texts survive
-// edits above them.
-std::string at_lines(std::string text, int base) {
-  for (size_t pos; (pos = text.find('@')) != std::string::npos;) {
-    size_t end = pos + 1;
-    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-    int offset = std::stoi(text.substr(pos + 1, end - pos - 1));
-    text.replace(pos, end - pos, std::to_string(base + offset));
-  }
-  return text;
-}
+using testing::at_lines;
 
 TEST(Trace, PrintsGraphWithSourceLines) {
   Array x = array({1.0f, 2.0f, 3.0f});
