@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "ir/graph.h"
+#include "support/errors.h"
 #include "support/numpy_oracle.h"
 
 namespace kiln {
@@ -66,17 +67,7 @@ std::string normalized(const std::string& name, int64_t extent) {
   return "np.clip(np.where(" + name + " < 0, " + name + " + " + n + ", " + name + "), 0, " + n + " - 1)";
 }
 
-/// Expects `fn` to throw kiln::Error naming this file's `line` and every part.
-void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error at line " << line;
-  } catch (const Error& error) {
-    std::string message = error.what();
-    EXPECT_NE(message.find("test_indexing.cpp:" + std::to_string(line)), std::string::npos) << message;
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << part << " in " << message;
-  }
-}
+using testing::expect_error;
 
 TEST(Indexing, TakeMatchesNumpy) {
   RandomArrays random(11);

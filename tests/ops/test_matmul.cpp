@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ir/graph.h"
+#include "support/errors.h"
 #include "support/numpy_oracle.h"
 
 namespace kiln {
@@ -20,18 +21,7 @@ using testing::RandomArrays;
 constexpr DType all_dtypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
 
 std::string here(int line) { return "test_matmul.cpp:" + std::to_string(line); }
-
-void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error from line " << line;
-  } catch (const Error& error) {
-    std::string message = error.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
-    EXPECT_NE(message.find(here(line)), std::string::npos) << here(line) << " not in: " << message;
-  }
-}
+using testing::expect_error;
 
 /// JAX's promotion for two strongly typed arrays.
 DType promoted(DType a, DType b) {

@@ -16,23 +16,14 @@
 
 #include "ir/graph.h"
 #include "ops/threefry.h"
+#include "support/errors.h"
 
 namespace kiln {
 namespace {
 
 constexpr int64_t samples = 100000;
 
-/// Expects `fn` to throw kiln::Error naming this file's `line` and every part.
-void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error at line " << line;
-  } catch (const Error& error) {
-    std::string message = error.what();
-    EXPECT_NE(message.find("test_random.cpp:" + std::to_string(line)), std::string::npos) << message;
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << part << " in " << message;
-  }
-}
+using testing::expect_error;
 
 struct Moments {
   double mean = 0, variance = 0, min = 0, max = 0;

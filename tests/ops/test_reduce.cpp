@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "ir/graph.h"
+#include "support/errors.h"
 #include "support/numpy_oracle.h"
 #include "trace/apply.h"
 
@@ -26,18 +27,7 @@ constexpr DType all_dtypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32
 
 std::string here(int line) { return "test_reduce.cpp:" + std::to_string(line); }
 
-/// Runs `fn`, expecting a kiln::Error whose message holds every part and the line.
-void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error from line " << line;
-  } catch (const Error& error) {
-    std::string message = error.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
-    EXPECT_NE(message.find(here(line)), std::string::npos) << here(line) << " not in: " << message;
-  }
-}
+using testing::expect_error;
 
 /// A random axes argument and its Python spelling.
 struct AxesCase {

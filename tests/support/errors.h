@@ -1,0 +1,16 @@
+// Error tests: a call that must throw kiln::Error whose message names every
+// expected fragment and the test file's own line (the user's line, to kiln).
+#pragma once
+
+#include <functional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace kiln::testing {
+
+/// Runs `fn`, expecting a kiln::Error holding every part and "<this file>:<line>".
+void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts,
+                  std::source_location test = std::source_location::current());
+
+}  // namespace kiln::testing
