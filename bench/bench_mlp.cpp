@@ -49,9 +49,11 @@ auto make_step() {
         Mlp variance = kiln::tree_map([](const Array& v, const Array& g) { return beta2 * v + (1 - beta2) * g * g; },
                                       s.variance, grads);
         Array c1 = 1.0f - kiln::exp(t * std::log(beta1)), c2 = 1.0f - kiln::exp(t * std::log(beta2));
+        // The bias corrections folded into two scalars, as torch::optim::Adam does.
+        Array step_size = learning_rate / c1, scale = 1.0f / kiln::sqrt(c2);
         Mlp updated = kiln::tree_map(
             [&](const Array& w, const Array& m, const Array& v) {
-              return w - learning_rate * (m / c1) / (kiln::sqrt(v / c2) + epsilon);
+              return w - step_size * m / (kiln::sqrt(v) * scale + epsilon);
             },
             p, mean, variance);
         return std::make_tuple(updated, Adam{mean, variance, t}, value);

@@ -82,9 +82,12 @@ int main(int argc, char** argv) {
             [&](const Array& v, const Array& g) { return beta2 * v + (1 - beta2) * g * g; }, s.variance, grads);
         Array correction1 = 1.0f - kiln::exp(t * std::log(beta1));
         Array correction2 = 1.0f - kiln::exp(t * std::log(beta2));
+        // The bias corrections folded into two scalars: per element, one square
+        // root and one division.
+        Array step_size = learning_rate / correction1, scale = 1.0f / kiln::sqrt(correction2);
         Mlp updated = kiln::tree_map(
             [&](const Array& w, const Array& m, const Array& v) {
-              return w - learning_rate * (m / correction1) / (kiln::sqrt(v / correction2) + epsilon);
+              return w - step_size * m / (kiln::sqrt(v) * scale + epsilon);
             },
             p, mean, variance);
         return std::make_tuple(updated, Adam{mean, variance, t}, value);
