@@ -30,6 +30,12 @@ class Backend {
   virtual std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const = 0;
 };
 
+/// Puts `arrays` into `values` at the graph's input nodes `ids`, checking
+/// their number and that each is a concrete array of the input's type.
+/// `what` names the inputs in errors ("arguments", "captures").
+void bind_inputs(std::vector<Array>& values, const ir::Graph& graph, const std::vector<ir::ValueId>& ids,
+                 std::span<const Array> arrays, const char* what);
+
 /// The backend jit compiles with: KILN_BACKEND=llvm (default) or interp.
 const Backend& default_backend();
 const Backend& interpreter_backend();

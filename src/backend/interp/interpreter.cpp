@@ -5,34 +5,18 @@
 #include "core/error_format.h"
 #include "kiln/graph.h"
 #include "ops/rules.h"
+#include "runtime/executable.h"
 
 namespace kiln::interp {
 
-namespace {
-void bind(std::vector<Array>& values, const ir::Graph& graph, const std::vector<ir::ValueId>& ids,
-          std::span<const Array> arrays, const char* what) {
-  if (ids.size() != arrays.size())
-    detail::raise("interpret", "graph '" + graph.name + "' takes " + std::to_string(ids.size()) + " " + what +
-                                   ", got " + std::to_string(arrays.size()),
-                  Location::current());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const auto& expected = graph.nodes[static_cast<size_t>(ids[i])].type;
-    const auto& impl = detail::impl_of(arrays[i], "interpret", Location::current());
-    if (impl.trace || impl.type.dtype != expected.dtype || impl.type.shape != expected.shape)
-      detail::raise("interpret", std::string(what) + " " + std::to_string(i) + " of graph '" + graph.name +
-                                     "' must be a concrete " + expected.to_string() + ", got " + impl.type.to_string(),
-                    Location::current());
-    values[static_cast<size_t>(ids[i])] = arrays[i];
-  }
-}
-}  // namespace
+using runtime::bind_inputs;
 
 std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments, std::span<const Array> captures) {
   // Unprepared runs fold nothing: the oracle evaluates every node as written.
   size_t count = graph.nodes.size();
   std::vector<Array> values(count);
-  bind(values, graph, graph.arguments, arguments, "arguments");
-  bind(values, graph, graph.captures, captures, "captures");
+  bind_inputs(values, graph, graph.arguments, arguments, "arguments");
+  bind_inputs(values, graph, graph.captures, captures, "captures");
   std::vector<size_t> last_use(count, 0);
   for (size_t i = 0; i < count; ++i)
     for (ir::ValueId input : graph.nodes[i].inputs) last_use[static_cast<size_t>(input)] = i;
@@ -87,8 +71,8 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
 std::vector<Array> Program::run(std::span<const Array> arguments, std::span<const Array> captures) const {
   const ir::Graph& graph = *graph_;
   std::vector<Array> values(graph.nodes.size());
-  bind(values, graph, graph.arguments, arguments, "arguments");
-  bind(values, graph, graph.captures, captures, "captures");
+  bind_inputs(values, graph, graph.arguments, arguments, "arguments");
+  bind_inputs(values, graph, graph.captures, captures, "captures");
   constexpr size_t inline_inputs = 8;
   Array small[inline_inputs];
   std::vector<Array> large;

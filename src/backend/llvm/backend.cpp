@@ -81,8 +81,8 @@ class CompiledGraph final : public runtime::Executable {
                          std::span<const char> donated) const override {
     const ir::Graph& graph = *graph_;
     std::vector<Array> values(graph.nodes.size());
-    bind(values, graph.arguments, arguments, "arguments");
-    bind(values, graph.captures, implicit_inputs, "implicit inputs");
+    runtime::bind_inputs(values, graph, graph.arguments, arguments, "arguments");
+    runtime::bind_inputs(values, graph, graph.captures, implicit_inputs, "implicit inputs");
     // Memory this call may overwrite: its own intermediates, and donated
     // arguments whose buffer no other input shares.
     std::vector<char> reusable(graph.nodes.size(), 0);
@@ -209,23 +209,6 @@ class CompiledGraph final : public runtime::Executable {
     inputs.clear();
     for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);
     return inputs;
-  }
-
-  void bind(std::vector<Array>& values, const std::vector<ir::ValueId>& ids, std::span<const Array> arrays,
-            const char* what) const {
-    if (ids.size() != arrays.size())
-      detail::raise("run", "graph '" + graph_->name + "' takes " + std::to_string(ids.size()) + " " + what + ", got " +
-                               std::to_string(arrays.size()),
-                    Location::current());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const auto& expected = graph_->nodes[static_cast<size_t>(ids[i])].type;
-      const auto& impl = detail::impl_of(arrays[i], "run", Location::current());
-      if (impl.trace || impl.type.dtype != expected.dtype || impl.type.shape != expected.shape)
-        detail::raise("run", std::string(what) + " " + std::to_string(i) + " of graph '" + graph_->name +
-                                 "' must be a concrete " + expected.to_string() + ", got " + impl.type.to_string(),
-                      Location::current());
-      values[static_cast<size_t>(ids[i])] = arrays[i];
-    }
   }
 
   std::shared_ptr<const ir::Graph> graph_;

@@ -47,20 +47,6 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-// A kernel whose leaves are all either the root's shape or single values
-// loops over flat element indices: its code does not depend on the shape.
-bool is_flat(const ir::Graph& graph, const Kernel& kernel) {
-  if (kernel.kind != Kernel::Kind::elementwise) return false;
-  const Shape& space = graph.nodes[static_cast<size_t>(kernel.root)].type.shape;
-  if (space.size() <= 1) return true;
-  for (ir::ValueId id : kernel.region)
-    if (graph.nodes[static_cast<size_t>(id)].op == Primitive::iota) return false;
-  for (ir::ValueId leaf : kernel.leaves) {
-    const Shape& shape = graph.nodes[static_cast<size_t>(leaf)].type.shape;
-    if (shape != space && shape_size(shape) != 1) return false;
-  }
-  return true;
-}
 
 // Literals become kernel parameters, except an exponent of pow, whose value
 // LLVM turns into cheaper code (x*x for 2). Returns the literal's slot, or -1.

@@ -43,10 +43,10 @@ bool cheap(const ir::Graph& graph, ir::ValueId id) {
 }
 }  // namespace
 
-namespace {
-bool flat_elementwise(const ir::Graph& graph, const Kernel& kernel) {
+bool is_flat(const ir::Graph& graph, const Kernel& kernel) {
   if (kernel.kind != Kernel::Kind::elementwise) return false;
   const Shape& space = graph.nodes[static_cast<size_t>(kernel.root)].type.shape;
+  if (space.size() <= 1) return true;  // a rank-1 iota is the flat index itself
   for (ir::ValueId id : kernel.region)
     if (graph.nodes[static_cast<size_t>(id)].op == Primitive::iota) return false;
   for (ir::ValueId leaf : kernel.leaves) {
@@ -55,7 +55,6 @@ bool flat_elementwise(const ir::Graph& graph, const Kernel& kernel) {
   }
   return true;
 }
-}  // namespace
 
 // Merges a flat elementwise kernel into an earlier one of the same shape when
 // it reads that kernel's outputs or shares its inputs and everything else it
@@ -73,13 +72,13 @@ void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
   for (size_t a = 0; a < plan.steps.size(); ++a) {
     if (removed[a] || plan.steps[a].kind != Step::Kind::kernel) continue;
     Kernel& first = plan.kernels[static_cast<size_t>(plan.steps[a].kernel)];
-    if (!flat_elementwise(graph, first)) continue;
+    if (!is_flat(graph, first)) continue;
     const Shape& shape = graph.nodes[static_cast<size_t>(first.root)].type.shape;
     if (shape_size(shape) < 2) continue;
     for (size_t b = a + 1; b < plan.steps.size(); ++b) {
       if (removed[b] || plan.steps[b].kind != Step::Kind::kernel) continue;
       const Kernel& second = plan.kernels[static_cast<size_t>(plan.steps[b].kernel)];
-      if (!flat_elementwise(graph, second) || graph.nodes[static_cast<size_t>(second.root)].type.shape != shape) continue;
+      if (!is_flat(graph, second) || graph.nodes[static_cast<size_t>(second.root)].type.shape != shape) continue;
       std::vector<ir::ValueId> roots{first.root};
       roots.insert(roots.end(), first.extra_roots.begin(), first.extra_roots.end());
       bool related = false, ready = true;

@@ -51,6 +51,10 @@ struct Plan {
 };
 
 bool is_fusible_elementwise(ir::Primitive op);
+/// An elementwise kernel whose leaves are all its root's shape or single
+/// values: it loops over flat element indices, so its code does not depend on
+/// the shape.
+bool is_flat(const ir::Graph& graph, const Kernel& kernel);
 bool is_fusible_reduction(ir::Primitive op);
 
 /// Plans `graph` (verified, dead nodes removed).
