@@ -40,12 +40,14 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
     return trace->record(std::move(node), current_trace_shared());
   }
   int64_t elements = node.type.size();
-  std::vector<Array> arrays;
-  arrays.reserve(count);
+  // Kernels take a contiguous span of arrays; small arities stay off the heap.
+  Array inline_arrays[max_inline_inputs];
+  std::vector<Array> heap_arrays(count > max_inline_inputs ? count : 0);
+  std::span<Array> arrays(count > max_inline_inputs ? heap_arrays.data() : inline_arrays, count);
   for (size_t i = 0; i < count; ++i) {
     if (inputs[i]->impl()->trace) raise_leaked(*inputs[i]->impl(), name, where);
     elements = std::max(elements, types[i]->size());
-    arrays.push_back(*inputs[i]);
+    arrays[i] = *inputs[i];
   }
   if (count > 0 && runtime::eager_compiled(elements)) {
     auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
