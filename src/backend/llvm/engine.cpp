@@ -139,6 +139,10 @@ std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::un
     if (function.isDeclaration()) continue;
     function.addFnAttr("target-cpu", state_->target->getTargetCPU());
     function.addFnAttr("target-features", state_->target->getTargetFeatureString());
+    // LLVM's tuning for recent x86 CPUs caps loops at 256-bit vectors to
+    // spare clock speed; kernels here are long arithmetic chains where full
+    // 512-bit vectors measured faster (W1: 1.3x on 2 threads).
+    function.addFnAttr("prefer-vector-width", "512");
   }
 
   llvm::LoopAnalysisManager loops;
