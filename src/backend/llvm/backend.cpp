@@ -67,6 +67,19 @@ class CompiledGraph final : public runtime::Executable {
       for (ir::ValueId input : inputs_of(plan_.steps[s])) last_use_[static_cast<size_t>(input)] = static_cast<int>(s);
     }
     for (ir::ValueId output : graph_->outputs) last_use_[static_cast<size_t>(output)] = static_cast<int>(plan_.steps.size());
+    step_of_.assign(graph_->nodes.size(), -1);
+    for (size_t s = 0; s < plan_.steps.size(); ++s) step_of_[static_cast<size_t>(plan_.steps[s].value)] = static_cast<int>(s);
+    group_at_.assign(plan_.steps.size(), -1);
+    for (size_t g = 0; g < plan_.row_groups.size(); ++g) {
+      const RowGroup& group = plan_.row_groups[g];
+      group_at_[group.first_step] = static_cast<int>(g);
+      for (size_t s = group.first_step; s < group.end_step; ++s) {
+        const Step& step = plan_.steps[s];
+        if (step.kind == Step::Kind::kernel && kernels_[static_cast<size_t>(step.kernel)].range !=
+                                                   group.rows * group.scale[s - group.first_step])
+          throw std::logic_error("kiln LLVM backend: a row group's kernel does not split by rows");
+      }
+    }
     // A view shares its source's memory: the source lives as long as its views
     // (chains of views handled by going backwards).
     for (size_t s = plan_.steps.size(); s-- > 0;) {
@@ -96,52 +109,18 @@ class CompiledGraph final : public runtime::Executable {
     }
     std::vector<Array> inputs;
     std::vector<char*> pointers;
-    for (size_t s = 0; s < plan_.steps.size(); ++s) {
-      const Step& step = plan_.steps[s];
-      const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
-      Array& result = values[static_cast<size_t>(step.value)];
-      switch (step.kind) {
-        case Step::Kind::kernel: {
-          const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
-          const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
-          result = in_place(kernel, node, values, reusable, s);
-          if (!result.defined()) result = detail::allocate(node.type);
-          pointers.clear();
-          pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
-          pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
-          for (ir::ValueId extra : kernel.extra_roots) {
-            Array& slot = values[static_cast<size_t>(extra)];
-            slot = detail::allocate(graph.nodes[static_cast<size_t>(extra)].type);
-            pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
-          }
-          for (ir::ValueId leaf : kernel.leaves)
-            pointers.push_back(static_cast<char*>(values[static_cast<size_t>(leaf)].impl()->buffer->data()));
-          char** buffers = pointers.data();
-          KernelFunction function = compiled.function;
-          runtime::parallel_for(compiled.range, compiled.work_per_iteration,
-                                [&](int64_t begin, int64_t end) { function(buffers, begin, end); });
-          break;
-        }
-        case Step::Kind::matmul:
-          result = runtime::blas_matmul(node, values[static_cast<size_t>(step.operand_a)], step.transpose_a,
-                                        values[static_cast<size_t>(step.operand_b)], step.transpose_b);
-          break;
-        case Step::Kind::view: {
-          auto impl = std::make_shared<detail::ArrayImpl>();
-          impl->type = node.type;
-          impl->buffer = values[static_cast<size_t>(node.inputs[0])].impl()->buffer;
-          result = Array(std::move(impl));
-          break;
-        }
-        case Step::Kind::reference:
-          result = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
-          break;
-        case Step::Kind::constant:
-          result = constants_[static_cast<size_t>(step.value)];
-          break;
+    for (size_t s = 0; s < plan_.steps.size();) {
+      size_t next = s + 1;
+      if (group_at_[s] >= 0) {
+        const RowGroup& group = plan_.row_groups[static_cast<size_t>(group_at_[s])];
+        run_row_group(group, values, reusable);
+        next = group.end_step;
+      } else {
+        run_step(s, values, reusable, inputs, pointers);
       }
-      for (ir::ValueId input : inputs_of(step))
-        if (last_use_[static_cast<size_t>(input)] == static_cast<int>(s)) values[static_cast<size_t>(input)] = Array();
+      for (; s < next; ++s)
+        for (ir::ValueId input : inputs_of(plan_.steps[s]))
+          if (last_use_[static_cast<size_t>(input)] == static_cast<int>(s)) values[static_cast<size_t>(input)] = Array();
     }
     std::vector<Array> outputs;
     outputs.reserve(graph.outputs.size());
@@ -158,14 +137,116 @@ class CompiledGraph final : public runtime::Executable {
   std::string_view backend() const override { return "llvm"; }
 
  private:
+  void run_step(size_t s, std::vector<Array>& values, const std::vector<char>& reusable, std::vector<Array>& inputs,
+                std::vector<char*>& pointers) const {
+    const Step& step = plan_.steps[s];
+    const ir::Node& node = graph_->nodes[static_cast<size_t>(step.value)];
+    Array& result = values[static_cast<size_t>(step.value)];
+    switch (step.kind) {
+      case Step::Kind::kernel: {
+        const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
+        prepare_kernel(s, values, reusable, nullptr, pointers);
+        char** buffers = pointers.data();
+        KernelFunction function = compiled.function;
+        runtime::parallel_for(compiled.range, compiled.work_per_iteration,
+                              [&](int64_t begin, int64_t end) { function(buffers, begin, end); });
+        break;
+      }
+      case Step::Kind::matmul:
+        result = runtime::blas_matmul(node, values[static_cast<size_t>(step.operand_a)], step.transpose_a,
+                                      values[static_cast<size_t>(step.operand_b)], step.transpose_b);
+        break;
+      case Step::Kind::view: {
+        auto impl = std::make_shared<detail::ArrayImpl>();
+        impl->type = node.type;
+        impl->buffer = values[static_cast<size_t>(node.inputs[0])].impl()->buffer;
+        result = Array(std::move(impl));
+        break;
+      }
+      case Step::Kind::reference:
+        result = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
+        break;
+      case Step::Kind::constant:
+        result = constants_[static_cast<size_t>(step.value)];
+        break;
+    }
+  }
+
+  // Allocates a kernel step's outputs (or writes in place) and lists the
+  // buffers its function takes.
+  void prepare_kernel(size_t s, std::vector<Array>& values, const std::vector<char>& reusable, const RowGroup* group,
+                      std::vector<char*>& pointers) const {
+    const Step& step = plan_.steps[s];
+    const ir::Node& node = graph_->nodes[static_cast<size_t>(step.value)];
+    const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
+    const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
+    Array& result = values[static_cast<size_t>(step.value)];
+    result = in_place(kernel, node, values, reusable, s, group);
+    if (!result.defined()) result = detail::allocate(node.type);
+    pointers.clear();
+    pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
+    pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
+    for (ir::ValueId extra : kernel.extra_roots) {
+      Array& slot = values[static_cast<size_t>(extra)];
+      slot = detail::allocate(graph_->nodes[static_cast<size_t>(extra)].type);
+      pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
+    }
+    for (ir::ValueId leaf : kernel.leaves)
+      pointers.push_back(static_cast<char*>(values[static_cast<size_t>(leaf)].impl()->buffer->data()));
+  }
+
+  // Runs a row group: every output is allocated first, then each thread takes
+  // a share of the rows and runs all the group's kernels over one block of
+  // them before the next, so values pass between kernels through L1/L2.
+  void run_row_group(const RowGroup& group, std::vector<Array>& values, const std::vector<char>& reusable) const {
+    std::vector<std::vector<char*>> buffers;
+    std::vector<KernelFunction> functions;
+    std::vector<int64_t> scales;
+    std::vector<Array> unused;
+    std::vector<char*> unused_pointers;
+    int64_t bytes_per_row = 0, work_per_row = 0;
+    for (size_t s = group.first_step; s < group.end_step; ++s) {
+      const Step& step = plan_.steps[s];
+      if (step.kind == Step::Kind::view) {
+        run_step(s, values, reusable, unused, unused_pointers);
+        continue;
+      }
+      int64_t scale = group.scale[s - group.first_step];
+      const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
+      buffers.emplace_back();
+      prepare_kernel(s, values, reusable, &group, buffers.back());
+      functions.push_back(compiled.function);
+      scales.push_back(scale);
+      work_per_row += compiled.work_per_iteration * scale;
+      const auto& type = graph_->nodes[static_cast<size_t>(step.value)].type;
+      bytes_per_row += type.size() * static_cast<int64_t>(dtype_size(type.dtype)) / group.rows;
+    }
+    // Blocks well inside an L2 cache (softmax of f32[4096,1024]: blocks of
+    // 64 and 256 KiB of written values measured alike, 1 MiB 20% slower).
+    constexpr int64_t block_bytes = int64_t{128} << 10;
+    int64_t block = std::clamp<int64_t>(block_bytes / std::max<int64_t>(bytes_per_row, 1), 1, group.rows);
+    runtime::parallel_for(group.rows, work_per_row, [&](int64_t begin, int64_t end) {
+      for (int64_t first = begin; first < end; first += block) {
+        int64_t last = std::min(end, first + block);
+        for (size_t k = 0; k < functions.size(); ++k) functions[k](buffers[k].data(), first * scales[k], last * scales[k]);
+      }
+    });
+  }
+
   // An elementwise kernel reads each leaf of its own shape at the index it
   // writes, so it may write over such a leaf whose last use it is, when no one
   // else holds that memory: then no fresh pages are touched.
+  // In a row group, a kernel runs block by block after the group's earlier
+  // kernels have read only their own rows of values the group produced, but
+  // possibly every row of values from before the group: only the former may
+  // be overwritten.
   Array in_place(const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
-                 const std::vector<char>& reusable, size_t position) const {
+                 const std::vector<char>& reusable, size_t position, const RowGroup* group) const {
     if (kernel.kind != Kernel::Kind::elementwise) return Array();
     for (ir::ValueId leaf : kernel.leaves) {
       auto id = static_cast<size_t>(leaf);
+      if (group && (step_of_[id] < static_cast<int>(group->first_step) || step_of_[id] >= static_cast<int>(group->end_step)))
+        continue;
       const Array& value = values[id];
       const detail::ArrayImpl& impl = *value.impl();
       if (impl.type.dtype != node.type.dtype || impl.type.shape != node.type.shape) continue;
@@ -216,6 +297,8 @@ class CompiledGraph final : public runtime::Executable {
   std::vector<CompiledKernel> kernels_;
   std::vector<Array> constants_;  // by node id, for constant steps
   std::vector<int> last_use_;
+  std::vector<int> step_of_;   // the step producing each value, -1 for inputs
+  std::vector<int> group_at_;  // per step: the row group starting there, or -1
 };
 
 class LlvmBackend final : public runtime::Backend {

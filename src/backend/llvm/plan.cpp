@@ -35,6 +35,16 @@ bool swaps_last_two_axes(const ir::Node& node) {
 
 bool is_floating_matmul(const ir::Node& node) { return node.op == Primitive::matmul && is_floating(node.type.dtype); }
 
+bool transcendental(Primitive op) {
+  switch (op) {
+    case Primitive::exp: case Primitive::log: case Primitive::log1p: case Primitive::expm1: case Primitive::tanh:
+    case Primitive::logistic: case Primitive::erf: case Primitive::sin: case Primitive::cos: case Primitive::pow:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool cheap(const ir::Graph& graph, ir::ValueId id) {
   const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
   if (node.op == Primitive::literal || node.op == Primitive::iota) return true;
@@ -162,11 +172,13 @@ Plan plan_graph(const ir::Graph& graph) {
     } else {
       // A value read by several kernels is recomputed in each when that takes
       // only a few operations: arithmetic is cheaper than a round trip
-      // through memory (softmax's exp(x - max) feeds both its sum and its
-      // division). The count grows along unmaterialized chains, which bounds
-      // the duplication.
+      // through memory. A transcendental function costs tens of vector
+      // operations, more than that round trip: softmax's exp(x - max), read
+      // by its sum and its division, is stored once (in a row group, to
+      // cache; the division then writes over it). The count grows along
+      // unmaterialized chains, which bounds the duplication.
       constexpr int recompute_limit = 8;
-      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : 1;
+      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : transcendental(node.op) ? 16 : 1;
       for (ir::ValueId input : node.inputs)
         if (!plan.materialized[static_cast<size_t>(input)]) recompute_cost[i] += recompute_cost[static_cast<size_t>(input)];
       if (uses[i] > 1 && recompute_cost[i] > recompute_limit) materialize(static_cast<ir::ValueId>(i));
@@ -263,12 +275,16 @@ Plan plan_graph(const ir::Graph& graph) {
   }
   plan.reference_primitives = std::move(reference);
   merge_flat_kernels(graph, plan);
+  plan.row_groups = find_row_groups(graph, plan);
   return plan;
 }
 
 std::string describe(const ir::Graph& graph, const Plan& plan) {
   std::ostringstream out;
-  for (const Step& step : plan.steps) {
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (const RowGroup& group : plan.row_groups)
+      if (group.first_step == s) out << "row group of " << group.rows << " rows, " << group.end_step - s << " steps:\n";
+    const Step& step = plan.steps[s];
     const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
     out << "%" << step.value << " " << node.type.to_string() << ": ";
     switch (step.kind) {

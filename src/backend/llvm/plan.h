@@ -42,9 +42,22 @@ struct Step {
   bool transpose_a = false, transpose_b = false;
 };
 
+/// Consecutive steps that run together, block of rows by block of rows, so
+/// that what one kernel writes the next reads from cache instead of memory
+/// (softmax: row maxima, exponentials and sums of one block of rows stay in
+/// L1/L2, and the input is read from memory once). Every kernel in a group
+/// touches only rows [b, e) of the values the group produces when given
+/// [b, e) scaled by its `scale` (its parallel range is rows * scale).
+struct RowGroup {
+  size_t first_step = 0, end_step = 0;  // steps [first_step, end_step): kernels and views
+  int64_t rows = 0;                     // the leading extent every value in the group shares
+  std::vector<int64_t> scale;           // per step of the group; 0 for views
+};
+
 struct Plan {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
+  std::vector<RowGroup> row_groups;  // in step order, disjoint
   std::vector<char> materialized;  // by node id
   /// Primitives that run their reference kernel: the native backend has no lowering for them.
   std::vector<ir::Primitive> reference_primitives;
@@ -56,6 +69,14 @@ bool is_fusible_elementwise(ir::Primitive op);
 /// the shape.
 bool is_flat(const ir::Graph& graph, const Kernel& kernel);
 bool is_fusible_reduction(ir::Primitive op);
+
+/// The parallel range a kernel's code iterates over (codegen splits it
+/// across threads): elements for flat kernels, rows of the last axis for
+/// other elementwise kernels, output elements for reductions.
+int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel);
+
+/// Finds the row groups of a plan whose steps are final.
+std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan);
 
 /// Plans `graph` (verified, dead nodes removed).
 Plan plan_graph(const ir::Graph& graph);
