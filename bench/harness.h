@@ -22,8 +22,9 @@ void run_all(int argc, char** argv);
 Timing timing(const std::string& name);
 bool ran(const std::string& name);
 
-/// Prints "label: ours / theirs = ratio (goal ...)" using medians and mins.
-/// `lower_is_better_goal` is the largest acceptable ours/theirs time ratio.
+/// Prints both median times and the ours/theirs time ratio measured in
+/// interleaved pairs (median, min and max over the pairs) next to its goal:
+/// `max_time_ratio` is the largest acceptable median ratio.
 void compare(const std::string& label, const std::string& ours, const std::string& theirs, double max_time_ratio,
              const std::string& goal_text);
 /// Prints an absolute figure against an absolute goal (seconds per unit).

@@ -5,7 +5,30 @@
 
 #include <cstring>
 
+#include "runtime/thread_pool.h"
+
 namespace kiln::runtime {
+
+namespace {
+// OpenBLAS's own worker threads spin for a while after each call, competing
+// with the pool's threads for the same cores. So kiln splits products across
+// its pool and runs each part on one OpenBLAS thread, restoring the process's
+// setting afterwards for code that calls OpenBLAS directly.
+class OpenBlasOnOneThread {
+ public:
+  OpenBlasOnOneThread() : previous_(openblas_get_num_threads()) {
+    if (previous_ != 1) openblas_set_num_threads(1);
+  }
+  ~OpenBlasOnOneThread() {
+    if (previous_ != 1) openblas_set_num_threads(previous_);
+  }
+  OpenBlasOnOneThread(const OpenBlasOnOneThread&) = delete;
+  OpenBlasOnOneThread& operator=(const OpenBlasOnOneThread&) = delete;
+
+ private:
+  int previous_;
+};
+}  // namespace
 
 bool blas_handles(const ir::Node& node) {
   return node.op == ir::Primitive::matmul && is_floating(node.type.dtype);
@@ -36,15 +59,35 @@ Array blas_matmul(const ir::Node& node, const Array& a_array, bool transpose_a, 
   // Row-major leading dimensions are the stored rows' lengths.
   int lda = static_cast<int>(transpose_a ? m : k), ldb = static_cast<int>(transpose_b ? k : n);
   CBLAS_TRANSPOSE ta = transpose_a ? CblasTrans : CblasNoTrans, tb = transpose_b ? CblasTrans : CblasNoTrans;
-  for (int64_t i = 0; i < batch; ++i) {
+  // One product of rows [r0, r1) and columns [c0, c1) of batch entry i. A
+  // stored transposed holds row r at column r, B stored transposed holds
+  // column c at row c.
+  auto gemm = [&](int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    int64_t a_offset = i * m * k + (transpose_a ? r0 : r0 * k);
+    int64_t b_offset = i * k * n + (transpose_b ? c0 * k : c0);
+    int64_t c_offset = i * m * n + r0 * n + c0;
+    int rows = static_cast<int>(r1 - r0), columns = static_cast<int>(c1 - c0);
     if (node.type.dtype == DType::f32) {
-      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f,
-                  a.data<float>() + i * m * k, lda, b.data<float>() + i * k * n, ldb, 0.0f,
-                  static_cast<float*>(out) + i * m * n, static_cast<int>(n));
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, columns, static_cast<int>(k), 1.0f, a.data<float>() + a_offset, lda,
+                  b.data<float>() + b_offset, ldb, 0.0f, static_cast<float*>(out) + c_offset, static_cast<int>(n));
     } else {
-      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0,
-                  a.data<double>() + i * m * k, lda, b.data<double>() + i * k * n, ldb, 0.0,
-                  static_cast<double*>(out) + i * m * n, static_cast<int>(n));
+      cblas_dgemm(CblasRowMajor, ta, tb, rows, columns, static_cast<int>(k), 1.0, a.data<double>() + a_offset, lda,
+                  b.data<double>() + b_offset, ldb, 0.0, static_cast<double*>(out) + c_offset, static_cast<int>(n));
+    }
+  };
+  OpenBlasOnOneThread one_thread;
+  if (batch >= thread_count()) {
+    parallel_for(batch, m * n * k, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) gemm(i, 0, m, 0, n);
+    });
+  } else {
+    // Split the longer side of each product across the pool.
+    for (int64_t i = 0; i < batch; ++i) {
+      if (m >= n) {
+        parallel_for(m, n * k, [&](int64_t first, int64_t last) { gemm(i, first, last, 0, n); });
+      } else {
+        parallel_for(n, m * k, [&](int64_t first, int64_t last) { gemm(i, 0, m, first, last); });
+      }
     }
   }
   return result;

@@ -537,6 +537,32 @@ TEST_F(Differential, MatmulOfTransposedOperands) {
   }
 }
 
+// Products large enough to be split across the thread pool: by output rows
+// (more rows than columns), by output columns (fewer), by batch entries
+// (batches of at least as many entries as threads), with either operand
+// stored transposed — each part is a separate BLAS call on its own slice.
+TEST_F(Differential, MatmulSplitAcrossThreads) {
+  for (DType dtype : float_dtypes) {
+    Array tall = data({301, 67}, dtype, false), wide = data({67, 509}, dtype, false);
+    Array narrow = data({67, 5}, dtype, false), batched = data({3, 129, 40}, dtype, false);
+    Array batched_right = data({3, 40, 77}, dtype, false), single = data({1, 129, 40}, dtype, false);
+    Tolerance tolerance;
+    tolerance.absolute = 512 * epsilon(dtype);
+    tolerance.relative = 64 * epsilon(dtype);
+    check("split matmul " + name_of(dtype), {tolerance},
+          [](const Array& t, const Array& w, const Array& n, const Array& b, const Array& r, const Array& s) {
+            return Arrays{matmul(t, n),                                  // rows split
+                          matmul(t, w),                                  // columns split
+                          matmul(transpose(w), transpose(t)),            // both stored transposed, rows split
+                          matmul(transpose(n), transpose(t)),            // columns split, transposed operands
+                          matmul(b, r),                                  // batch entries split
+                          matmul(s, r),                                  // broadcast batch of one
+                          matmul(transpose(b, {0, 2, 1}), b)};          // batched, A transposed
+          },
+          tall, wide, narrow, batched, batched_right, single);
+  }
+}
+
 // ---- indexing ------------------------------------------------------------------------
 
 TEST_F(Differential, IndexingOps) {

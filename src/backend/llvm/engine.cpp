@@ -30,8 +30,14 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 
 namespace kiln::llvm_backend {
 
@@ -123,6 +129,25 @@ std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::
   return module;
 }
 
+// KILN_PERF_MAP=1 names compiled kernels for `perf report` through
+// /tmp/perf-PID.map, the file perf reads for code generated at run time.
+// Kernels of one module are laid out one after another, so each is given
+// the distance to the next one's address as its size (the last, 16 KiB).
+namespace {
+void write_perf_map(const std::vector<std::string>& symbols, const std::vector<void*>& addresses) {
+  const char* enabled = std::getenv("KILN_PERF_MAP");
+  if (!enabled || std::string_view(enabled) != "1") return;
+  std::vector<std::pair<uintptr_t, std::string>> kernels;
+  for (size_t k = 0; k < symbols.size(); ++k) kernels.emplace_back(reinterpret_cast<uintptr_t>(addresses[k]), symbols[k]);
+  std::sort(kernels.begin(), kernels.end());
+  std::ofstream map("/tmp/perf-" + std::to_string(getpid()) + ".map", std::ios::app);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    uintptr_t size = k + 1 < kernels.size() ? kernels[k + 1].first - kernels[k].first : 16 << 10;
+    map << std::hex << kernels[k].first << " " << size << std::dec << " " << kernels[k].second << "\n";
+  }
+}
+}  // namespace
+
 std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                                    const std::vector<std::string>& symbols, const std::string& dump_prefix) {
   // One compile at a time: the optimizer and code generator share the target
@@ -182,6 +207,7 @@ std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::un
   for (const std::string& symbol : symbols)
     addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
   ++state_->modules;
+  write_perf_map(symbols, addresses);
   return addresses;
 }
 

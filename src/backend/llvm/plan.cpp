@@ -66,6 +66,34 @@ bool is_flat(const ir::Graph& graph, const Kernel& kernel) {
   return true;
 }
 
+// Moves each step computing a single value (an optimizer's step size or bias
+// correction) to just after the steps producing what it reads, so that
+// kernels reading it can merge with kernels that come before it in graph
+// order (an Adam update with the moment updates it reads).
+void hoist_scalar_steps(const ir::Graph& graph, Plan& plan) {
+  auto reads = [&](const Step& step) -> std::vector<ir::ValueId> {
+    switch (step.kind) {
+      case Step::Kind::kernel: return plan.kernels[static_cast<size_t>(step.kernel)].leaves;
+      case Step::Kind::matmul: return {step.operand_a, step.operand_b};
+      case Step::Kind::constant: return {};
+      default: return graph.nodes[static_cast<size_t>(step.value)].inputs;
+    }
+  };
+  std::vector<Step> ordered;
+  for (const Step& step : plan.steps) {
+    size_t at = ordered.size();
+    bool single = shape_size(graph.nodes[static_cast<size_t>(step.value)].type.shape) <= 1;
+    if (single && step.kind != Step::Kind::reference && step.kind != Step::Kind::matmul) {
+      std::vector<ir::ValueId> inputs = reads(step);
+      at = 0;
+      for (size_t k = 0; k < ordered.size(); ++k)
+        if (std::find(inputs.begin(), inputs.end(), ordered[k].value) != inputs.end()) at = k + 1;
+    }
+    ordered.insert(ordered.begin() + static_cast<std::ptrdiff_t>(at), step);
+  }
+  plan.steps = std::move(ordered);
+}
+
 // Merges a flat elementwise kernel into an earlier one of the same shape when
 // it reads that kernel's outputs or shares its inputs and everything else it
 // reads exists by then: one loop then reads the shared inputs once and keeps
@@ -274,6 +302,7 @@ Plan plan_graph(const ir::Graph& graph) {
     plan.kernels.push_back(std::move(kernel));
   }
   plan.reference_primitives = std::move(reference);
+  hoist_scalar_steps(graph, plan);
   merge_flat_kernels(graph, plan);
   plan.row_groups = find_row_groups(graph, plan);
   return plan;
