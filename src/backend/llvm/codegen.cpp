@@ -182,8 +182,10 @@ class KernelEmitter {
   // ---- loops ------------------------------------------------------------------------
 
   // for (counter = begin; counter < end; ++counter) body(counter)
+  // `interleave` > 1 asks the vectorizer for that many vectors per iteration
+  // (it otherwise interleaves nothing, see the pass pipeline).
   template <class Body>
-  void loop(llvm::Value* begin, llvm::Value* end, const char* name, Body body) {
+  void loop(llvm::Value* begin, llvm::Value* end, const char* name, Body body, int interleave = 1) {
     llvm::BasicBlock* before = builder_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(context_, std::string(name) + ".header", function_);
     auto* inside = llvm::BasicBlock::Create(context_, std::string(name) + ".body", function_);
@@ -197,7 +199,15 @@ class KernelEmitter {
     body(counter);
     llvm::Value* next = builder_.CreateAdd(counter, builder_.getInt64(1), "", true, true);
     counter->addIncoming(next, builder_.GetInsertBlock());
-    builder_.CreateBr(header);
+    llvm::BranchInst* latch = builder_.CreateBr(header);
+    if (interleave > 1) {
+      llvm::Metadata* count[] = {llvm::MDString::get(context_, "llvm.loop.interleave.count"),
+                                 llvm::ConstantAsMetadata::get(builder_.getInt32(interleave))};
+      llvm::Metadata* properties[] = {nullptr, llvm::MDNode::get(context_, count)};
+      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, properties);
+      loop_id->replaceOperandWith(0, loop_id);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+    }
     builder_.SetInsertPoint(after);
   }
 
@@ -367,10 +377,16 @@ class KernelEmitter {
       return;
     }
     size_t dim = dims[level];
-    loop(builder_.getInt64(0), builder_.getInt64(space_[dim]), "reduce", [&](llvm::Value* counter) {
-      index_[dim] = counter;
-      emit_reduction_loops(root, dims, level + 1, accumulator);
-    });
+    // The innermost loop keeps four partial results: one chain of vector adds
+    // waits on each add's latency, four keep the loads streaming.
+    int interleave = level + 1 == dims.size() ? 4 : 1;
+    loop(
+        builder_.getInt64(0), builder_.getInt64(space_[dim]), "reduce",
+        [&](llvm::Value* counter) {
+          index_[dim] = counter;
+          emit_reduction_loops(root, dims, level + 1, accumulator);
+        },
+        interleave);
   }
 
   llvm::Value* reduction_identity(Primitive op, DType dtype) {
