@@ -655,6 +655,24 @@ TEST_F(Differential, ElementwiseChainsWithBroadcastsAndLiterals) {
   }, p, q, f);
 }
 
+// A flat kernel with a long body (many transcendental functions) runs its
+// last partial vector masked inside the vector loop instead of in a scalar
+// copy: every length around the vector width must come out right.
+TEST_F(Differential, LongFlatKernelsAtEveryTailLength) {
+  auto chain = [](const Array& a) {
+    Array t = a;
+    for (int i = 0; i < 10; ++i) t = tanh(t * 1.5 + 0.25) + 0.1 * exp(-abs(t));
+    return Arrays{t};
+  };
+  for (DType dtype : float_dtypes) {
+    for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 1000, 4099}) {
+      Tolerance tolerance = ulps(32, dtype);
+      tolerance.absolute = 32 * epsilon(dtype);
+      check("long chain " + name_of(dtype) + " n=" + std::to_string(n), {tolerance}, chain, data({n}, dtype, true));
+    }
+  }
+}
+
 TEST_F(Differential, ReductionsAndSoftmaxOfFusedProducers) {
   for (DType dtype : float_dtypes) {
     Array x = data({4, 3, 50}, dtype, false), y = data({50}, dtype, false);

@@ -181,11 +181,19 @@ class KernelEmitter {
 
   // ---- loops ------------------------------------------------------------------------
 
+  // What a loop asks of the vectorizer. interleave > 1: that many vectors per
+  // iteration (it otherwise interleaves nothing, see the pass pipeline).
+  // fold_tail: the last partial vector runs masked in the vector body instead
+  // of in a scalar copy of the loop (and a narrower vector copy before it),
+  // so a long loop body is compiled once rather than three times.
+  struct LoopHints {
+    int interleave = 1;
+    bool fold_tail = false;
+  };
+
   // for (counter = begin; counter < end; ++counter) body(counter)
-  // `interleave` > 1 asks the vectorizer for that many vectors per iteration
-  // (it otherwise interleaves nothing, see the pass pipeline).
   template <class Body>
-  void loop(llvm::Value* begin, llvm::Value* end, const char* name, Body body, int interleave = 1) {
+  void loop(llvm::Value* begin, llvm::Value* end, const char* name, Body body, LoopHints hints = {}) {
     llvm::BasicBlock* before = builder_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(context_, std::string(name) + ".header", function_);
     auto* inside = llvm::BasicBlock::Create(context_, std::string(name) + ".body", function_);
@@ -200,10 +208,14 @@ class KernelEmitter {
     llvm::Value* next = builder_.CreateAdd(counter, builder_.getInt64(1), "", true, true);
     counter->addIncoming(next, builder_.GetInsertBlock());
     llvm::BranchInst* latch = builder_.CreateBr(header);
-    if (interleave > 1) {
-      llvm::Metadata* count[] = {llvm::MDString::get(context_, "llvm.loop.interleave.count"),
-                                 llvm::ConstantAsMetadata::get(builder_.getInt32(interleave))};
-      llvm::Metadata* properties[] = {nullptr, llvm::MDNode::get(context_, count)};
+    std::vector<llvm::Metadata*> properties{nullptr};
+    auto property = [&](const char* key, llvm::Constant* value) {
+      llvm::Metadata* pair[] = {llvm::MDString::get(context_, key), llvm::ConstantAsMetadata::get(value)};
+      properties.push_back(llvm::MDNode::get(context_, pair));
+    };
+    if (hints.interleave > 1) property("llvm.loop.interleave.count", builder_.getInt32(hints.interleave));
+    if (hints.fold_tail) property("llvm.loop.vectorize.predicate.enable", builder_.getTrue());
+    if (properties.size() > 1) {
       llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, properties);
       loop_id->replaceOperandWith(0, loop_id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
@@ -234,6 +246,11 @@ class KernelEmitter {
       // One loop over every element; leaves are the same shape or scalars.
       flat_ = true;
       result.range = total;
+      // A long body (many transcendental functions) is worth compiling once:
+      // the tail's mask costs little next to it.
+      int body_cost = 0;
+      for (ir::ValueId id : kernel_.region) body_cost += is_transcendental(node(id).op) ? 16 : 1;
+      LoopHints hints{.fold_tail = body_cost >= 128};
       loop(function_->getArg(0), function_->getArg(1), "i", [&](llvm::Value* i) {
         flat_index_ = i;
         index_.assign(space_.size(), i);
@@ -245,7 +262,7 @@ class KernelEmitter {
         store(i, main, root.type.dtype);
         for (size_t k = 0; k < extras.size(); ++k)
           store_to(extra_outputs_[k], i, extras[k], node(kernel_.extra_roots[k]).type.dtype);
-      });
+      }, hints);
       return result;
     }
     if (!kernel_.extra_roots.empty())
@@ -379,14 +396,14 @@ class KernelEmitter {
     size_t dim = dims[level];
     // The innermost loop keeps four partial results: one chain of vector adds
     // waits on each add's latency, four keep the loads streaming.
-    int interleave = level + 1 == dims.size() ? 4 : 1;
+    LoopHints hints{.interleave = level + 1 == dims.size() ? 4 : 1};
     loop(
         builder_.getInt64(0), builder_.getInt64(space_[dim]), "reduce",
         [&](llvm::Value* counter) {
           index_[dim] = counter;
           emit_reduction_loops(root, dims, level + 1, accumulator);
         },
-        interleave);
+        hints);
   }
 
   llvm::Value* reduction_identity(Primitive op, DType dtype) {

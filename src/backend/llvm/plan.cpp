@@ -21,6 +21,16 @@ bool is_fusible_reduction(Primitive op) {
          op == Primitive::reduce_min;
 }
 
+bool is_transcendental(Primitive op) {
+  switch (op) {
+    case Primitive::exp: case Primitive::log: case Primitive::log1p: case Primitive::expm1: case Primitive::tanh:
+    case Primitive::logistic: case Primitive::erf: case Primitive::sin: case Primitive::cos: case Primitive::pow:
+      return true;
+    default:
+      return false;
+  }
+}
+
 namespace {
 // A transpose that swaps the last two axes and keeps the batch axes.
 bool swaps_last_two_axes(const ir::Node& node) {
@@ -34,16 +44,6 @@ bool swaps_last_two_axes(const ir::Node& node) {
 }
 
 bool is_floating_matmul(const ir::Node& node) { return node.op == Primitive::matmul && is_floating(node.type.dtype); }
-
-bool transcendental(Primitive op) {
-  switch (op) {
-    case Primitive::exp: case Primitive::log: case Primitive::log1p: case Primitive::expm1: case Primitive::tanh:
-    case Primitive::logistic: case Primitive::erf: case Primitive::sin: case Primitive::cos: case Primitive::pow:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool cheap(const ir::Graph& graph, ir::ValueId id) {
   const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
@@ -206,7 +206,7 @@ Plan plan_graph(const ir::Graph& graph) {
       // cache; the division then writes over it). The count grows along
       // unmaterialized chains, which bounds the duplication.
       constexpr int recompute_limit = 8;
-      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : transcendental(node.op) ? 16 : 1;
+      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : is_transcendental(node.op) ? 16 : 1;
       for (ir::ValueId input : node.inputs)
         if (!plan.materialized[static_cast<size_t>(input)]) recompute_cost[i] += recompute_cost[static_cast<size_t>(input)];
       if (uses[i] > 1 && recompute_cost[i] > recompute_limit) materialize(static_cast<ir::ValueId>(i));

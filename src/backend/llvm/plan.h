@@ -69,6 +69,8 @@ bool is_fusible_elementwise(ir::Primitive op);
 /// the shape.
 bool is_flat(const ir::Graph& graph, const Kernel& kernel);
 bool is_fusible_reduction(ir::Primitive op);
+/// Functions whose code runs to tens of vector operations (exp, tanh, ...).
+bool is_transcendental(ir::Primitive op);
 
 /// The parallel range a kernel's code iterates over (codegen splits it
 /// across threads): elements for flat kernels, rows of the last axis for
