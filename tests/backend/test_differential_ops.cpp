@@ -673,6 +673,27 @@ TEST_F(Differential, LongFlatKernelsAtEveryTailLength) {
   }
 }
 
+// Kernels merged into one loop store only what is read outside it: in a
+// chain y -> tanh(y) - y / 2 whose every link is read twice, the links in the
+// middle stay in registers and only the last one, which a reduction reads,
+// is written besides the kernel's first value.
+TEST_F(Differential, MergedKernelsStoreOnlyWhatOthersRead) {
+  auto chain = [](const Array& v) {
+    Array y = v;
+    for (int i = 0; i < 6; ++i) y = tanh(y * 1.01 + 0.1 * i) - y * 0.5;
+    return Arrays{sum(y, -1)};
+  };
+  Array x = data({64, 33}, DType::f32, false);
+  auto test = trace_case("merged_chain", chain, x);
+  std::string plan = describe_plan(test.graph);
+  size_t writes = 0;
+  for (size_t at = plan.find("also writing"); at != std::string::npos; at = plan.find("also writing", at + 1)) ++writes;
+  EXPECT_EQ(writes, 1u) << plan;
+  Tolerance tolerance = ulps(64, DType::f32);
+  tolerance.absolute = 64 * 33 * epsilon(DType::f32);
+  EXPECT_EQ(run_differential(test, {tolerance}), "");
+}
+
 TEST_F(Differential, ReductionsAndSoftmaxOfFusedProducers) {
   for (DType dtype : float_dtypes) {
     Array x = data({4, 3, 50}, dtype, false), y = data({50}, dtype, false);

@@ -158,6 +158,29 @@ void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
   plan.kernels = std::move(kernels);
 }
 
+// A merged kernel stores each value it computes that a later kernel once
+// read; when that reader was merged into the same kernel and nothing else
+// reads the value, it stays in registers.
+void drop_unread_extra_roots(const ir::Graph& graph, Plan& plan) {
+  std::vector<char> read(graph.nodes.size(), 0);
+  for (ir::ValueId output : graph.outputs) read[static_cast<size_t>(output)] = 1;
+  for (const Step& step : plan.steps) {
+    if (step.kind == Step::Kind::kernel) {
+      for (ir::ValueId leaf : plan.kernels[static_cast<size_t>(step.kernel)].leaves) read[static_cast<size_t>(leaf)] = 1;
+    } else if (step.kind == Step::Kind::matmul) {
+      read[static_cast<size_t>(step.operand_a)] = read[static_cast<size_t>(step.operand_b)] = 1;
+    } else {
+      for (ir::ValueId input : graph.nodes[static_cast<size_t>(step.value)].inputs) read[static_cast<size_t>(input)] = 1;
+    }
+  }
+  for (Kernel& kernel : plan.kernels) {
+    auto unread = [&](ir::ValueId id) { return !read[static_cast<size_t>(id)]; };
+    for (ir::ValueId id : kernel.extra_roots)
+      if (unread(id)) plan.materialized[static_cast<size_t>(id)] = 0;
+    std::erase_if(kernel.extra_roots, unread);
+  }
+}
+
 Plan plan_graph(const ir::Graph& graph) {
   size_t count = graph.nodes.size();
   Plan plan;
@@ -304,6 +327,7 @@ Plan plan_graph(const ir::Graph& graph) {
   plan.reference_primitives = std::move(reference);
   hoist_scalar_steps(graph, plan);
   merge_flat_kernels(graph, plan);
+  drop_unread_extra_roots(graph, plan);
   plan.row_groups = find_row_groups(graph, plan);
   return plan;
 }
