@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/array_impl.h"
 
@@ -22,6 +24,27 @@ TEST(Buffers, DonatedArgumentHoldsTheOutput) {
   EXPECT_EQ(updated.to_vector<float>()[7], 0.0f);
   EXPECT_THROW(params + 1, DonatedArrayError);
   EXPECT_EQ(grads.to_vector<float>()[0], 2.0f);  // not donated: untouched
+}
+
+TEST(Buffers, EveryOutputOfAMergedUpdateTakesADonatedBuffer) {
+  // An optimizer step: the moment and the parameter come out of one loop,
+  // and each is written over a donated input instead of fresh memory.
+  auto step = jit(
+      [](const Array& params, const Array& moment, const Array& grads) {
+        Array updated_moment = moment * 0.9f + grads;
+        return std::make_pair(params - updated_moment * 0.1f, updated_moment);
+      },
+      {.name = "momentum_in_place", .donate_argnums = {0, 1}});
+  Array params = full({4096}, 1.0f), moment = full({4096}, 2.0f), grads = full({4096}, 3.0f);
+  std::vector<const void*> donated = {data_of(params), data_of(moment)};
+  auto [new_params, new_moment] = step(params, moment, grads);
+  std::vector<const void*> written = {data_of(new_params), data_of(new_moment)};
+  std::sort(donated.begin(), donated.end());
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written, donated);
+  EXPECT_FLOAT_EQ(new_moment.to_vector<float>()[9], 4.8f);
+  EXPECT_FLOAT_EQ(new_params.to_vector<float>()[9], 1.0f - 0.48f);
+  EXPECT_EQ(grads.to_vector<float>()[0], 3.0f);
 }
 
 TEST(Buffers, ArgumentsNotDonatedAreNeverOverwritten) {

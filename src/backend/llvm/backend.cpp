@@ -181,14 +181,19 @@ class CompiledGraph final : public runtime::Executable {
     const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
     const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
     Array& result = values[static_cast<size_t>(step.value)];
-    result = in_place(kernel, node, values, reusable, s, group);
+    // Every output may take over a dead leaf: writing where the loop just
+    // read spares the cache a read for ownership of fresh lines.
+    std::vector<ir::ValueId> taken;
+    result = in_place(kernel, node, values, reusable, s, group, taken);
     if (!result.defined()) result = detail::allocate(node.type);
     pointers.clear();
     pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
     pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
     for (ir::ValueId extra : kernel.extra_roots) {
       Array& slot = values[static_cast<size_t>(extra)];
-      slot = detail::allocate(graph_->nodes[static_cast<size_t>(extra)].type);
+      const ir::Node& extra_node = graph_->nodes[static_cast<size_t>(extra)];
+      slot = in_place(kernel, extra_node, values, reusable, s, group, taken);
+      if (!slot.defined()) slot = detail::allocate(extra_node.type);
       pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
     }
     for (ir::ValueId leaf : kernel.leaves)
@@ -241,10 +246,12 @@ class CompiledGraph final : public runtime::Executable {
   // possibly every row of values from before the group: only the former may
   // be overwritten.
   Array in_place(const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
-                 const std::vector<char>& reusable, size_t position, const RowGroup* group) const {
+                 const std::vector<char>& reusable, size_t position, const RowGroup* group,
+                 std::vector<ir::ValueId>& taken) const {
     if (kernel.kind != Kernel::Kind::elementwise) return Array();
     for (ir::ValueId leaf : kernel.leaves) {
       auto id = static_cast<size_t>(leaf);
+      if (std::find(taken.begin(), taken.end(), leaf) != taken.end()) continue;
       if (group && (step_of_[id] < static_cast<int>(group->first_step) || step_of_[id] >= static_cast<int>(group->end_step)))
         continue;
       const Array& value = values[id];
@@ -254,6 +261,7 @@ class CompiledGraph final : public runtime::Executable {
       bool argument = graph_->nodes[id].op == ir::Primitive::input;
       bool owned = argument ? reusable[id] != 0 : value.impl().use_count() == 1 && impl.buffer.use_count() == 1;
       if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes) continue;
+      taken.push_back(leaf);
       auto output = std::make_shared<detail::ArrayImpl>();
       output->type = node.type;
       output->buffer = impl.buffer;
