@@ -80,6 +80,25 @@ Format format_of(llvm::IRBuilder<>& b, llvm::Value* x) {
   return {x->getType(), b.getInt64Ty(), 52, 1023, 0x3fe6a09e667f3bcd, 0x1.62e42fee00000p-1, 0x1.a39ef35793c76p-33};
 }
 
+// x limited to [lowest, highest]; NaN passes through.
+llvm::Value* clamp(llvm::IRBuilder<>& b, llvm::Value* x, double lowest, double highest) {
+  llvm::Value* low = constant(x->getType(), lowest);
+  llvm::Value* high = constant(x->getType(), highest);
+  return b.CreateSelect(b.CreateFCmpOLT(x, low), low, b.CreateSelect(b.CreateFCmpOGT(x, high), high, x));
+}
+
+// k = x / ln2 rounded to the nearest integer, as a float.
+llvm::Value* nearest_multiple_of_ln2(llvm::IRBuilder<>& b, llvm::Value* x) {
+  return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, constant(x->getType(), 0x1.71547652b82fep+0)));
+}
+
+// 2^exponent from its bits, for an integer exponent (format.integer) within
+// the normal range.
+llvm::Value* power_of_two(llvm::IRBuilder<>& b, const Format& format, llvm::Value* exponent) {
+  llvm::Value* field = b.CreateAdd(exponent, llvm::ConstantInt::get(format.integer, format.bias));
+  return b.CreateBitCast(b.CreateShl(field, format.significand_bits), format.real);
+}
+
 // Coefficients of a truncated series, highest power first for polynomial().
 std::vector<double> series(int terms, double (*coefficient)(int)) {
   std::vector<double> c;
@@ -107,12 +126,8 @@ llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = format.real;
   bool single = is_single(x);
   // Beyond these, exp is inf or rounds to 0; the clamp keeps k's powers normal.
-  llvm::Value* lowest = constant(t, single ? -104.0 : -746.0);
-  llvm::Value* highest = constant(t, single ? 89.0 : 710.0);
-  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(x, lowest), lowest,
-                                        b.CreateSelect(b.CreateFCmpOGT(x, highest), highest, x));
-  llvm::Value* k =
-      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(clamped, constant(t, 0x1.71547652b82fep+0)));
+  llvm::Value* clamped = clamp(b, x, single ? -104.0 : -746.0, single ? 89.0 : 710.0);
+  llvm::Value* k = nearest_multiple_of_ln2(b, clamped);
   llvm::Value* minus_k = b.CreateFNeg(k);
   llvm::Value* r = multiply_add(b, minus_k, constant(t, format.ln2_hi), clamped);
   r = multiply_add(b, minus_k, constant(t, format.ln2_lo), r);
@@ -123,11 +138,8 @@ llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* result = polynomial(b, r, taylor);
   llvm::Value* k_integer = b.CreateSExt(b.CreateFPToSI(k, b.getInt32Ty()), format.integer);
   llvm::Value* half = b.CreateAShr(k_integer, 1);
-  auto power_of_two = [&](llvm::Value* exponent) {
-    llvm::Value* field = b.CreateAdd(exponent, llvm::ConstantInt::get(format.integer, format.bias));
-    return b.CreateBitCast(b.CreateShl(field, format.significand_bits), t);
-  };
-  result = b.CreateFMul(b.CreateFMul(result, power_of_two(half)), power_of_two(b.CreateSub(k_integer, half)));
+  result = b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)),
+                        power_of_two(b, format, b.CreateSub(k_integer, half)));
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
@@ -185,13 +197,9 @@ llvm::Value* expm1(llvm::IRBuilder<>& b, llvm::Value* x) {
   Format format = format_of(b, x);
   llvm::Type* t = format.real;
   bool single = is_single(x);
-  llvm::Value* lowest = constant(t, single ? -17.5 : -38.0);
-  llvm::Value* highest = constant(t, single ? 89.0 : 710.0);
-  llvm::Value* clamped =
-      b.CreateSelect(b.CreateFCmpOLT(x, lowest), lowest, b.CreateSelect(b.CreateFCmpOGT(x, highest), highest, x));
+  llvm::Value* clamped = clamp(b, x, single ? -17.5 : -38.0, single ? 89.0 : 710.0);
   clamped = b.CreateSelect(b.CreateFCmpUNO(x, x), constant(t, 0.0), clamped);  // keeps k finite
-  llvm::Value* k =
-      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(clamped, constant(t, 0x1.71547652b82fep+0)));
+  llvm::Value* k = nearest_multiple_of_ln2(b, clamped);
   llvm::Value* r_hi = b.CreateFSub(clamped, b.CreateFMul(k, constant(t, format.ln2_hi)));
   llvm::Value* r_lo = b.CreateFMul(k, constant(t, format.ln2_lo));
   llvm::Value* r = b.CreateFSub(r_hi, r_lo);
@@ -207,16 +215,12 @@ llvm::Value* expm1(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* e = b.CreateFAdd(r, tail);
   tail = b.CreateFAdd(tail, multiply_add(b, c, e, c));
   e = b.CreateFAdd(r, tail);
-  // Powers of two from their bits; every exponent here is a normal one.
+  // Every exponent of a power of two here is a normal one.
   llvm::Value* k_integer = b.CreateSExt(b.CreateFPToSI(k, b.getInt32Ty()), format.integer);
-  auto power_of_two = [&](llvm::Value* exponent) {
-    llvm::Value* field = b.CreateAdd(exponent, llvm::ConstantInt::get(format.integer, format.bias));
-    return b.CreateBitCast(b.CreateShl(field, format.significand_bits), t);
-  };
-  llvm::Value* half_scale = power_of_two(b.CreateSub(k_integer, llvm::ConstantInt::get(format.integer, 1)));
+  llvm::Value* half_scale = power_of_two(b, format, b.CreateSub(k_integer, llvm::ConstantInt::get(format.integer, 1)));
   llvm::Value* largest = llvm::ConstantInt::get(format.integer, format.bias - 1);
   llvm::Value* inverse_scale = power_of_two(  // 2^-k, or 2^-(bias-1) where that is below the normals
-      b.CreateNeg(b.CreateSelect(b.CreateICmpSGT(k_integer, largest), largest, k_integer)));
+      b, format, b.CreateNeg(b.CreateSelect(b.CreateICmpSGT(k_integer, largest), largest, k_integer)));
   // k < 0: 2 (2^(k-1) expm1(r) + (2^(k-1) - 1/2)), one rounding.
   llvm::Value* below =
       b.CreateFMul(constant(t, 2.0), multiply_add(b, half_scale, e, b.CreateFSub(half_scale, constant(t, 0.5))));
