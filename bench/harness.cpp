@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 namespace kiln::bench {
 
@@ -33,23 +34,31 @@ double seconds_per_call(const std::function<void()>& body, int64_t calls) {
 // This machine's speed drifts over seconds (shared hosts), which skews a
 // ratio of two timings taken one after the other. So each ratio is also
 // measured in pairs: rounds of ~20 ms of one workload right next to ~20 ms
-// of the other, in alternating order, one ratio per round.
+// of the other, in alternating order, one ratio per round. Each half starts
+// after a pause, then one untimed call: thread pools that spin after their
+// work (OpenBLAS's workers spin for up to 2^28 cycles, libgomp's for a
+// while) must be asleep again, or they would slow down whatever runs next.
 std::vector<double> paired_ratios(const std::string& ours, const std::string& theirs) {
   constexpr int rounds = 15;
   constexpr double round_seconds = 0.02;
   auto calls = [&](const std::string& name) {
     return std::max<int64_t>(1, static_cast<int64_t>(round_seconds / timing(name).median_seconds));
   };
+  auto measure = [&](const std::string& name, int64_t count) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    bodies()[name]();
+    return seconds_per_call(bodies()[name], count);
+  };
   int64_t ours_calls = calls(ours), theirs_calls = calls(theirs);
   std::vector<double> ratios;
   for (int round = 0; round < rounds; ++round) {
     double a, b;
     if (round % 2 == 0) {
-      a = seconds_per_call(bodies()[ours], ours_calls);
-      b = seconds_per_call(bodies()[theirs], theirs_calls);
+      a = measure(ours, ours_calls);
+      b = measure(theirs, theirs_calls);
     } else {
-      b = seconds_per_call(bodies()[theirs], theirs_calls);
-      a = seconds_per_call(bodies()[ours], ours_calls);
+      b = measure(theirs, theirs_calls);
+      a = measure(ours, ours_calls);
     }
     ratios.push_back(a / b);
   }

@@ -12,22 +12,12 @@ namespace kiln::runtime {
 namespace {
 // OpenBLAS's own worker threads spin for a while after each call, competing
 // with the pool's threads for the same cores. So kiln splits products across
-// its pool and runs each part on one OpenBLAS thread, restoring the process's
-// setting afterwards for code that calls OpenBLAS directly.
-class OpenBlasOnOneThread {
- public:
-  OpenBlasOnOneThread() : previous_(openblas_get_num_threads()) {
-    if (previous_ != 1) openblas_set_num_threads(1);
-  }
-  ~OpenBlasOnOneThread() {
-    if (previous_ != 1) openblas_set_num_threads(previous_);
-  }
-  OpenBlasOnOneThread(const OpenBlasOnOneThread&) = delete;
-  OpenBlasOnOneThread& operator=(const OpenBlasOnOneThread&) = delete;
-
- private:
-  int previous_;
-};
+// its pool and runs each part on one OpenBLAS thread. The setting is
+// process-wide and changing it reallocates OpenBLAS's per-thread buffers, so
+// it is made once and left (re-made only if other code changed it since).
+void use_one_openblas_thread() {
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
 }  // namespace
 
 bool blas_handles(const ir::Node& node) {
@@ -75,7 +65,7 @@ Array blas_matmul(const ir::Node& node, const Array& a_array, bool transpose_a, 
                   b.data<double>() + b_offset, ldb, 0.0, static_cast<double*>(out) + c_offset, static_cast<int>(n));
     }
   };
-  OpenBlasOnOneThread one_thread;
+  use_one_openblas_thread();
   if (batch >= thread_count()) {
     parallel_for(batch, m * n * k, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) gemm(i, 0, m, 0, n);
