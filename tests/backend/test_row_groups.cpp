@@ -80,6 +80,21 @@ TEST(RowGroups, KernelsReadingAcrossRowsAreNotGrouped) {
   EXPECT_EQ(run_differential(columns, {row_tolerance(512)}), "");
 }
 
+TEST(RowGroups, IndependentKernelsAreNotGrouped) {
+  // Updates of separate parameters sharing a leading extent: no kernel reads
+  // another's result, so blocking would only cost (each may still write over
+  // its own donated input).
+  Array a = random_rows({512, 512}, 5), b = random_rows({512, 10}, 6), c = random_rows({512}, 7);
+  auto test = trace_case(
+      "independent_updates",
+      [](const Array& p, const Array& q, const Array& r) {
+        return std::vector<Array>{p - 0.1f * sqrt(abs(p)), q - 0.1f * sqrt(abs(q)), r - 0.1f * sqrt(abs(r))};
+      },
+      a, b, c);
+  EXPECT_EQ(groups_in(describe_plan(test.graph)), 0) << describe_plan(test.graph);
+  EXPECT_EQ(run_differential(test, {Tolerance{}}), "");
+}
+
 TEST(RowGroups, SmallArraysRunKernelByKernel) {
   auto test = trace_case("small_softmax", [](const Array& v) { return softmax(v, -1); }, random_rows({8, 16}, 4));
   EXPECT_EQ(groups_in(describe_plan(test.graph)), 0);

@@ -243,8 +243,8 @@ class CompiledGraph final : public runtime::Executable {
   // else holds that memory: then no fresh pages are touched.
   // In a row group, a kernel runs block by block after the group's earlier
   // kernels have read only their own rows of values the group produced, but
-  // possibly every row of values from before the group: only the former may
-  // be overwritten.
+  // possibly every row of values from before the group: those may be
+  // overwritten only when no other kernel of the group reads them.
   Array in_place(const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
                  const std::vector<char>& reusable, size_t position, const RowGroup* group,
                  std::vector<ir::ValueId>& taken) const {
@@ -252,7 +252,8 @@ class CompiledGraph final : public runtime::Executable {
     for (ir::ValueId leaf : kernel.leaves) {
       auto id = static_cast<size_t>(leaf);
       if (std::find(taken.begin(), taken.end(), leaf) != taken.end()) continue;
-      if (group && (step_of_[id] < static_cast<int>(group->first_step) || step_of_[id] >= static_cast<int>(group->end_step)))
+      if (group && (step_of_[id] < static_cast<int>(group->first_step) || step_of_[id] >= static_cast<int>(group->end_step)) &&
+          read_by_another_kernel(*group, position, leaf))
         continue;
       const Array& value = values[id];
       const detail::ArrayImpl& impl = *value.impl();
@@ -268,6 +269,15 @@ class CompiledGraph final : public runtime::Executable {
       return Array(std::move(output));
     }
     return Array();
+  }
+
+  bool read_by_another_kernel(const RowGroup& group, size_t position, ir::ValueId value) const {
+    for (size_t s = group.first_step; s < group.end_step; ++s) {
+      if (s == position || plan_.steps[s].kind != Step::Kind::kernel) continue;
+      const std::vector<ir::ValueId>& leaves = plan_.kernels[static_cast<size_t>(plan_.steps[s].kernel)].leaves;
+      if (std::find(leaves.begin(), leaves.end(), value) != leaves.end()) return true;
+    }
+    return false;
   }
 
   std::vector<ir::ValueId> inputs_of(const Step& step) const {

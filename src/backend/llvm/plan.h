@@ -47,7 +47,8 @@ struct Step {
 /// (softmax: row maxima, exponentials and sums of one block of rows stay in
 /// L1/L2, and the input is read from memory once). Every kernel in a group
 /// touches only rows [b, e) of the values the group produces when given
-/// [b, e) scaled by its `scale` (its parallel range is rows * scale).
+/// [b, e) scaled by its `scale` (its parallel range is rows * scale), and
+/// some kernel of the group reads what another wrote (else nothing is gained).
 struct RowGroup {
   size_t first_step = 0, end_step = 0;  // steps [first_step, end_step): kernels and views
   int64_t rows = 0;                     // the leading extent every value in the group shares

@@ -54,6 +54,7 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
   std::vector<char> in_group(graph.nodes.size(), 0);
   RowGroup group;
   int kernels_in_group = 0;
+  bool linked = false;  // some kernel reads what another in the group wrote: blocking pays
   auto close = [&] {
     // Trailing views belong to whatever reads them next.
     while (group.end_step > group.first_step && group.scale[group.end_step - group.first_step - 1] == 0) {
@@ -64,10 +65,11 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
     for (size_t s = group.first_step; s < group.end_step; ++s)
       if (plan.steps[s].kind == Step::Kind::kernel)
         elements += shape_size(kernel_space(graph, plan.kernels[static_cast<size_t>(plan.steps[s].kernel)]));
-    if (kernels_in_group >= 2 && group.rows >= min_rows && elements >= min_elements) groups.push_back(group);
+    if (linked && kernels_in_group >= 2 && group.rows >= min_rows && elements >= min_elements) groups.push_back(group);
     std::fill(in_group.begin(), in_group.end(), 0);
     group = RowGroup{};
     kernels_in_group = 0;
+    linked = false;
   };
   auto fits = [&](size_t s) -> int64_t {  // the step's scale in the open group, or -1
     const Step& step = plan.steps[s];
@@ -110,6 +112,9 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
     group.scale.push_back(scale);
     group.end_step = s + 1;
     kernels_in_group += scale > 0;
+    if (plan.steps[s].kind == Step::Kind::kernel)
+      for (ir::ValueId leaf : plan.kernels[static_cast<size_t>(plan.steps[s].kernel)].leaves)
+        linked |= in_group[static_cast<size_t>(leaf)] != 0;
     in_group[static_cast<size_t>(plan.steps[s].value)] = 1;
     if (plan.steps[s].kind == Step::Kind::kernel)
       for (ir::ValueId extra : plan.kernels[static_cast<size_t>(plan.steps[s].kernel)].extra_roots)
