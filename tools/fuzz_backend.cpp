@@ -2,7 +2,7 @@
 // through the native backend and the reference interpreter and reports every
 // graph whose outputs disagree beyond the generator's error bound, by seed.
 //
-//   fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--verbose] [--stop]
+//   fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--large-percent P] [--verbose] [--stop]
 //
 // Seeds S, S+1, ..., S+N-1 are run; a failing seed reproduces alone with
 // --seed it --graphs 1 --verbose. Exit status 1 when any graph failed.
@@ -54,6 +54,7 @@ struct Arguments {
   uint64_t graphs = 1000;
   uint64_t seed = 1;
   int max_steps = 12;
+  int large_percent = 3;
   bool verbose = false;
   bool stop = false;
 };
@@ -61,10 +62,11 @@ struct Arguments {
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
                "fuzz_backend: %s\n"
-               "usage: fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--verbose] [--stop]\n"
+               "usage: fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--large-percent P] [--verbose] [--stop]\n"
                "  --graphs N     number of random graphs (default 1000)\n"
                "  --seed S       seed of the first graph; graph i uses S + i (default 1)\n"
                "  --max-steps K  steps per graph, at most (default 12)\n"
+               "  --large-percent P  per cent of graphs with large arrays: threads, row groups (default 3)\n"
                "  --verbose      print every graph's recipe and plan\n"
                "  --stop         stop at the first failure\n",
                problem);
@@ -89,12 +91,14 @@ Arguments parse(int argc, char** argv) {
     if (option == "--graphs") arguments.graphs = number(value(), "--graphs");
     else if (option == "--seed") arguments.seed = number(value(), "--seed");
     else if (option == "--max-steps") arguments.max_steps = static_cast<int>(number(value(), "--max-steps"));
+    else if (option == "--large-percent") arguments.large_percent = static_cast<int>(number(value(), "--large-percent"));
     else if (option == "--verbose") arguments.verbose = true;
     else if (option == "--stop") arguments.stop = true;
     else if (option == "--help" || option == "-h") usage("runs random graphs through the LLVM backend and the interpreter");
     else usage(("unknown option " + option).c_str());
   }
   if (arguments.max_steps < 2) usage("--max-steps must be at least 2");
+  if (arguments.large_percent < 0 || arguments.large_percent > 100) usage("--large-percent must be in [0, 100]");
   return arguments;
 }
 
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
   Arguments arguments = parse(argc, argv);
   testing::RandomGraphOptions options;
   options.max_steps = arguments.max_steps;
+  options.large_percent = arguments.large_percent;
   options.min_steps = std::min(options.min_steps, options.max_steps);
 
   auto start = std::chrono::steady_clock::now();
@@ -133,6 +138,7 @@ int main(int argc, char** argv) {
       exact_outputs += tolerance.exact();
     }
     llvm_backend::Plan plan = llvm_backend::plan_graph(ir);
+    if (!plan.row_groups.empty()) steps["row groups"] += static_cast<int64_t>(plan.row_groups.size());
     for (const llvm_backend::Step& step : plan.steps) {
       switch (step.kind) {
         case llvm_backend::Step::Kind::kernel: {
