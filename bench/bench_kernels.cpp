@@ -99,7 +99,7 @@ void register_w4(int all) {
   kiln::bench::add("W4 softmax libtorch", [=] { benchmark::DoNotOptimize(torch::softmax(*ts, -1)); });
 }
 
-void register_w5(int64_t n) {
+void register_w5(int64_t n, int all) {
   std::string size = std::to_string(n);
   auto a = std::make_shared<Array>(kiln::random::normal(kiln::random::key(4), {n, n}));
   auto b = std::make_shared<Array>(kiln::random::normal(kiln::random::key(5), {n, n}));
@@ -110,6 +110,7 @@ void register_w5(int64_t n) {
   auto pb = std::make_shared<std::vector<float>>(b->to_vector<float>());
   auto pc = std::make_shared<std::vector<float>>(static_cast<size_t>(n * n));
   kiln::bench::add("W5 matmul " + size + " openblas", [=] {
+    openblas_set_num_threads(all);  // kiln sets OpenBLAS to one thread for its own calls
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
                 1.0f, pa->data(), static_cast<int>(n), pb->data(), static_cast<int>(n), 0.0f, pc->data(),
                 static_cast<int>(n));
@@ -161,8 +162,8 @@ int main(int argc, char** argv) {
   register_w1(1 << 20, all);
   register_w1(1 << 24, all);
   register_w4(all);
-  register_w5(1024);
-  register_w5(2048);
+  register_w5(1024, all);
+  register_w5(2048, all);
   kiln::bench::run_all(argc, argv);
 
   std::printf("\n== native backend, %d threads (time ratios; lower is better) ==\n", all);

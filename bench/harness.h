@@ -22,9 +22,9 @@ void run_all(int argc, char** argv);
 Timing timing(const std::string& name);
 bool ran(const std::string& name);
 
-/// Prints both median times and the ours/theirs time ratio measured in
-/// interleaved pairs (median, min and max over the pairs) next to its goal:
-/// `max_time_ratio` is the largest acceptable median ratio.
+/// Prints both median times, the ours/theirs ratio of the medians and of the
+/// mins, and the median ratio measured in interleaved pairs, next to the
+/// goal: `max_time_ratio` is the largest acceptable ratio of the medians.
 void compare(const std::string& label, const std::string& ours, const std::string& theirs, double max_time_ratio,
              const std::string& goal_text);
 /// Prints an absolute figure against an absolute goal (seconds per unit).

@@ -30,7 +30,7 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard lock(mutex_);
-      stopping_ = true;
+      stopping_.store(true);
     }
     wake_.notify_all();
     for (auto& worker : workers_) worker.join();
@@ -48,17 +48,34 @@ class Pool {
       body_ = &body;
       range_ = range;
       active_ = limit();
-      pending_ = threads_ - 1;
-      ++generation_;
+      pending_.store(threads_ - 1);
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     chunk(0, body);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return pending_.load() == 0; });
+    }
     body_ = nullptr;
   }
 
  private:
+  // Kernels come in quick succession (a training step runs dozens), and
+  // waking a sleeping thread costs several microseconds (more in a virtual
+  // machine), so both sides poll for about 50 us before they block. Longer
+  // would take the core from other programs' threads.
+  template <class Ready>
+  static bool spin_until(Ready ready) {
+    for (int i = 0; i < 1000; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    return ready();
+  }
+
   void chunk(int part, const std::function<void(int64_t, int64_t)>& body) {
     if (part >= active_) return;
     int64_t begin = range_ * part / active_;
@@ -69,17 +86,18 @@ class Pool {
   void work(int part) {
     uint64_t seen = 0;
     for (;;) {
-      const std::function<void(int64_t, int64_t)>* body;
-      {
+      auto fresh = [&] { return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+      if (!spin_until(fresh)) {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-        body = body_;
+        wake_.wait(lock, fresh);
       }
-      chunk(part, *body);
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      if (stopping_.load()) return;
+      seen = generation_.load(std::memory_order_acquire);
+      chunk(part, *body_);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard lock(mutex_);
+        done_.notify_one();
+      }
     }
   }
 
@@ -89,11 +107,13 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex submit_, mutex_;
   std::condition_variable wake_, done_;
+  // Written by run() before it bumps generation_; workers read them after
+  // seeing the new generation (acquire), so they see the new values.
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t range_ = 0;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 Pool& pool() {
