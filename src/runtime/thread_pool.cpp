@@ -74,7 +74,7 @@ class Pool {
   template <class Ready>
   static bool spin_until(Ready ready) {
     auto start = std::chrono::steady_clock::now();
-    for (int i = 1;; ++i) {
+    for (;;) {
       if (ready()) return true;
       auto waited = std::chrono::steady_clock::now() - start;
       if (waited > std::chrono::milliseconds(2)) return ready();
