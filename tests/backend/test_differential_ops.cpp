@@ -19,12 +19,12 @@
 #include <thread>
 
 #include "differential.h"
+#include "support/numpy_oracle.h"
 
 namespace kiln::testing {
 namespace {
 
 using Arrays = std::vector<Array>;
-const std::vector<DType> all_dtypes = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
 const std::vector<DType> numeric_dtypes = {DType::i32, DType::i64, DType::f32, DType::f64};
 const std::vector<DType> float_dtypes = {DType::f32, DType::f64};
 

@@ -22,6 +22,7 @@
 #include "core/array_impl.h"
 #include "ops/rules.h"
 #include "runtime/executable.h"
+#include "support/numpy_oracle.h"
 #include "trace/apply.h"
 
 namespace kiln {
@@ -29,7 +30,7 @@ namespace {
 
 using Arrays = std::vector<Array>;
 using ir::Primitive;
-const std::vector<DType> all_dtypes = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+using testing::all_dtypes;
 
 std::string name_of(DType dtype) { return std::string(dtype_name(dtype)); }
 

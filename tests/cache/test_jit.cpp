@@ -7,11 +7,10 @@
 
 #include "cache/jit_function.h"
 #include "telemetry/telemetry.h"
+#include "support/errors.h"
 
 namespace kiln {
 namespace {
-
-std::string here(int line) { return "test_jit.cpp:" + std::to_string(line); }
 
 class Jit : public ::testing::Test {
  protected:
@@ -100,7 +99,7 @@ TEST_F(Jit, ConstantCapturesReportStaleValuesWithTheirLine) {
   Array y = f(x);
   ASSERT_EQ(storms.size(), 1u);
   EXPECT_NE(storms[0].reason.find("stale capture"), std::string::npos) << storms[0].reason;
-  EXPECT_NE(storms[0].reason.find(here(line)), std::string::npos) << storms[0].reason;
+  EXPECT_NE(storms[0].reason.find(testing::test_line(line)), std::string::npos) << storms[0].reason;
   EXPECT_NE(storms[0].reason.find("0.5 -> 1"), std::string::npos) << storms[0].reason;
   EXPECT_NE(f.last_miss_explanation().find("0.5 -> 1"), std::string::npos) << f.last_miss_explanation();
   // The verification re-traced, so this result is already fresh.
@@ -128,7 +127,7 @@ TEST_F(Jit, StepCounterIsLiftedAfterItsSecondValue) {
     if (step == 1) second_explanation = f.last_miss_explanation();
   }
   EXPECT_EQ(f.stats().compiles, 2);
-  EXPECT_NE(second_explanation.find(here(line)), std::string::npos) << second_explanation;
+  EXPECT_NE(second_explanation.find(testing::test_line(line)), std::string::npos) << second_explanation;
   EXPECT_NE(second_explanation.find("0.0 -> 1.0"), std::string::npos) << second_explanation;
   EXPECT_NE(second_explanation.find("lifted"), std::string::npos) << second_explanation;
 }
@@ -197,13 +196,13 @@ TEST_F(Jit, LowerReturnsTheGraphWithSourceLines) {
   const int line = __LINE__ - 1;
   Graph graph = f.lower(array({1.0f, 2.0f}));
   EXPECT_NE(graph.to_string().find("graph scaled_tanh("), std::string::npos);
-  EXPECT_NE(graph.to_string().find(here(line)), std::string::npos) << graph;
+  EXPECT_NE(graph.to_string().find(testing::test_line(line)), std::string::npos) << graph;
   EXPECT_EQ(f.stats().compiles, 0);
 }
 
 TEST_F(Jit, DefaultNameIsTheCallSite) {
   auto f = jit([](const Array& x) { return x; });
-  EXPECT_EQ(f.name(), here(__LINE__ - 1));
+  EXPECT_EQ(f.name(), testing::test_line(__LINE__ - 1));
 }
 
 TEST_F(Jit, DonatedArraysCannotBeUsedAgain) {
@@ -220,7 +219,7 @@ TEST_F(Jit, DonatedArraysCannotBeUsedAgain) {
     std::string message = error.what();
     EXPECT_NE(message.find("'sgd'"), std::string::npos) << message;
     EXPECT_NE(message.find("f32[2]"), std::string::npos) << message;
-    EXPECT_NE(message.find(here(__LINE__ - 6)), std::string::npos) << message;
+    EXPECT_NE(message.find(testing::test_line(__LINE__ - 6)), std::string::npos) << message;
   }
   EXPECT_THROW(step(params, grads), DonatedArrayError);
   std::vector<float> twice = step(updated, grads).to_vector<float>();

@@ -12,17 +12,19 @@
 #include <variant>
 
 #include "ops/elementwise.h"
+#include "support/errors.h"
 #include "support/numpy_oracle.h"
 
 namespace kiln {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
+using testing::all_dtypes;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
 
-const std::vector<DType> all_dtypes = {bool_, i32, i64, f32, f64};
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 constexpr double inf = std::numeric_limits<double>::infinity();
 
@@ -95,19 +97,6 @@ void expect_same(const Array& actual, const Array& expected, const std::string& 
   EXPECT_TRUE(all_close(actual, expected, 0, 0, context));
 }
 
-/// Checks `run` throws kiln::Error naming every fragment and this test file's `line`.
-template <class F>
-void expect_error(F&& run, std::vector<std::string> fragments, int line) {
-  fragments.push_back("test_elementwise.cpp:" + std::to_string(line));
-  try {
-    run();
-    ADD_FAILURE() << "no error thrown (line " << line << ")";
-  } catch (const Error& error) {
-    for (const std::string& fragment : fragments)
-      EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)
-          << "missing '" << fragment << "' in: " << error.what();
-  }
-}
 
 // ---- The promotion lattice -------------------------------------------------------
 
@@ -708,22 +697,22 @@ TEST(Elementwise, WeakCppNumbersFollowTheArray) {
 
 TEST(Elementwise, Errors) {
   Array a = zeros({2, 3}), b = zeros({4}), t = array({true, false});
-  expect_error([&] { add(a, b); }, {"[add]", "[2,3]", "[4]", "do not broadcast"}, __LINE__);
-  expect_error([&] { (void)(a * b); }, {"[mul]", "[2,3]", "[4]"}, __LINE__);
-  expect_error([&] { (void)(a == b); }, {"[equal]", "[2,3]", "[4]"}, __LINE__);
-  expect_error([&] { maximum(b, a); }, {"[maximum]", "[4]", "[2,3]"}, __LINE__);
-  expect_error([&] { logical_and(a, b); }, {"[logical_and]", "[2,3]"}, __LINE__);
-  expect_error([&] { kiln::where(t, a, b); }, {"[where]", "do not broadcast"}, __LINE__);
-  expect_error([&] { clip(a, b, 1); }, {"do not broadcast", "[2,3]", "[4]"}, __LINE__);
-  expect_error([&] { sub(t, t); }, {"[sub]", "bool[2]", "astype"}, __LINE__);
-  expect_error([&] { (void)(t - true); }, {"[sub]", "bool[2]", "true"}, __LINE__);
-  expect_error([&] { pow(t, t); }, {"[pow]", "bool[2]"}, __LINE__);
-  expect_error([&] { neg(t); }, {"[neg]", "bool[2]"}, __LINE__);
-  expect_error([&] { (void)(-t); }, {"[neg]", "bool[2]"}, __LINE__);
-  expect_error([&] { abs(t); }, {"[abs]", "bool[2]"}, __LINE__);
-  expect_error([&] { sign(t); }, {"[sign]", "bool[2]"}, __LINE__);
-  expect_error([&] { add(Array(), a); }, {"[add]", "empty"}, __LINE__);
-  expect_error([&] { exp(Array()); }, {"[exp]", "empty"}, __LINE__);
+  expect_error(__LINE__, [&] { add(a, b); }, {"[add]", "[2,3]", "[4]", "do not broadcast"});
+  expect_error(__LINE__, [&] { (void)(a * b); }, {"[mul]", "[2,3]", "[4]"});
+  expect_error(__LINE__, [&] { (void)(a == b); }, {"[equal]", "[2,3]", "[4]"});
+  expect_error(__LINE__, [&] { maximum(b, a); }, {"[maximum]", "[4]", "[2,3]"});
+  expect_error(__LINE__, [&] { logical_and(a, b); }, {"[logical_and]", "[2,3]"});
+  expect_error(__LINE__, [&] { kiln::where(t, a, b); }, {"[where]", "do not broadcast"});
+  expect_error(__LINE__, [&] { clip(a, b, 1); }, {"do not broadcast", "[2,3]", "[4]"});
+  expect_error(__LINE__, [&] { sub(t, t); }, {"[sub]", "bool[2]", "astype"});
+  expect_error(__LINE__, [&] { (void)(t - true); }, {"[sub]", "bool[2]", "true"});
+  expect_error(__LINE__, [&] { pow(t, t); }, {"[pow]", "bool[2]"});
+  expect_error(__LINE__, [&] { neg(t); }, {"[neg]", "bool[2]"});
+  expect_error(__LINE__, [&] { (void)(-t); }, {"[neg]", "bool[2]"});
+  expect_error(__LINE__, [&] { abs(t); }, {"[abs]", "bool[2]"});
+  expect_error(__LINE__, [&] { sign(t); }, {"[sign]", "bool[2]"});
+  expect_error(__LINE__, [&] { add(Array(), a); }, {"[add]", "empty"});
+  expect_error(__LINE__, [&] { exp(Array()); }, {"[exp]", "empty"});
 }
 
 // ---- Tracing -------------------------------------------------------------------------------

@@ -17,44 +17,17 @@ namespace kiln {
 namespace {
 
 using testing::all_close;
+using testing::all_dtypes;
+using testing::eager_and_traced;
+using testing::expect_cases_match;
+using testing::OracleCase;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
 
-constexpr DType all_dtypes[] = {bool_, i32, i64, f32, f64};
 constexpr DType index_dtypes[] = {i32, i64};
 
 std::string describe(const Array& x) { return std::string(dtype_name(x.dtype())) + shape_string(x.shape()); }
-
-/// Runs `fn` eagerly and through a trace plus the interpreter; the two must
-/// agree exactly, and the traced graph must pass the IR verifier.
-template <class F, class... Args>
-Array eager_and_traced(const std::string& context, F fn, const Args&... args) {
-  Array eager = fn(args...);
-  Graph graph = make_graph("indexing", fn, args...);
-  graph.ir().verify();
-  Array traced = detail::interpret(graph, {args...}, {}).at(0);
-  EXPECT_EQ(traced.dtype(), eager.dtype()) << context;
-  EXPECT_EQ(traced.shape(), eager.shape()) << context;
-  EXPECT_TRUE(all_close(traced, eager, 0, 0, context + " (traced vs eager)"));
-  return eager;
-}
-
-struct Case {
-  Array actual;
-  int id;
-  std::string context;
-  double rtol = 0;
-};
-
-void expect_cases_match(const NumpyOracle& oracle, const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
-    std::optional<Array> expected = oracle.result(c.id);
-    ASSERT_TRUE(expected) << c.context << ": NumPy raised\n" << oracle.error(c.id);
-    EXPECT_EQ(c.actual.dtype(), expected->dtype()) << c.context;
-    EXPECT_TRUE(all_close(c.actual, *expected, c.rtol, c.rtol, c.context));
-  }
-}
 
 /// Random indices in [-extent - 3, extent + 3): negative and out of range too.
 Array random_indices(RandomArrays& random, Shape shape, DType dtype, int64_t extent) {
@@ -72,7 +45,7 @@ using testing::expect_error;
 TEST(Indexing, TakeMatchesNumpy) {
   RandomArrays random(11);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int trial = 0; trial < 150; ++trial) {
     DType dtype = all_dtypes[trial % 5];
     DType index_dtype = index_dtypes[(trial / 5) % 2];
@@ -124,7 +97,7 @@ TEST(Indexing, TakeOfScalarsAndInRangeIndices) {
 TEST(Indexing, TakeAlongAxisMatchesNumpy) {
   RandomArrays random(12);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int trial = 0; trial < 120; ++trial) {
     DType dtype = all_dtypes[trial % 5];
     DType index_dtype = index_dtypes[(trial / 5) % 2];
@@ -176,7 +149,7 @@ TEST(Indexing, TakeAlongAxisMatchesNumpy) {
 TEST(Indexing, ScatterAddMatchesNumpy) {
   RandomArrays random(13);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int trial = 0; trial < 120; ++trial) {
     DType dtype = all_dtypes[trial % 5];
     DType index_dtype = index_dtypes[(trial / 5) % 2];
@@ -245,7 +218,7 @@ Operand random_start(RandomArrays& random, int64_t value) {
 TEST(Indexing, DynamicSliceMatchesNumpy) {
   RandomArrays random(14);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int trial = 0; trial < 120; ++trial) {
     DType dtype = all_dtypes[trial % 5];
     Shape shape = random.shape(0, 4);
@@ -289,7 +262,7 @@ TEST(Indexing, DynamicSliceMatchesNumpy) {
 TEST(Indexing, DynamicUpdateSliceMatchesNumpy) {
   RandomArrays random(15);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int trial = 0; trial < 120; ++trial) {
     DType dtype = all_dtypes[trial % 5];
     Shape shape = random.shape(0, 4);
@@ -335,7 +308,7 @@ TEST(Indexing, DynamicUpdateSliceMatchesNumpy) {
 TEST(Indexing, OneHotMatchesNumpy) {
   RandomArrays random(16);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int trial = 0; trial < 40; ++trial) {
     DType dtype = all_dtypes[trial % 5];
     DType index_dtype = index_dtypes[(trial / 5) % 2];

@@ -14,13 +14,11 @@ namespace kiln {
 namespace {
 
 using testing::all_close;
+using testing::all_dtypes;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
 
-constexpr DType all_dtypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
-
-std::string here(int line) { return "test_matmul.cpp:" + std::to_string(line); }
 using testing::expect_error;
 
 /// JAX's promotion for two strongly typed arrays.
@@ -208,7 +206,7 @@ TEST(MatmulErrors, InsideATraceToo) {
     make_graph("square", fn, ones({2, 3}));
     ADD_FAILURE() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find(here(line)), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(testing::test_line(line)), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("f32[2,3]"), std::string::npos) << error.what();
   }
 }

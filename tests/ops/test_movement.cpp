@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "ir/graph.h"
+#include "support/errors.h"
 #include "support/numpy_oracle.h"
 #include "trace/apply.h"
 
@@ -16,11 +17,13 @@ namespace kiln {
 namespace {
 
 using testing::all_close;
+using testing::all_dtypes;
+using testing::eager_and_traced;
+using testing::expect_cases_match;
+using testing::OracleCase;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
-
-constexpr DType all_dtypes[] = {bool_, i32, i64, f32, f64};
 
 std::string py_tuple(const std::vector<int64_t>& values) {
   std::string text = "(";
@@ -30,42 +33,11 @@ std::string py_tuple(const std::vector<int64_t>& values) {
 
 std::string describe(const Array& x) { return std::string(dtype_name(x.dtype())) + shape_string(x.shape()); }
 
-/// Runs `fn` eagerly and through a trace plus the interpreter; the two must
-/// agree exactly, and the traced graph must pass the IR verifier.
-template <class F, class Args>
-Array eager_and_traced(const std::string& context, F fn, const Args& args) {
-  Array eager = fn(args);
-  Graph graph = make_graph("movement", fn, args);
-  graph.ir().verify();
-  std::vector<Array> leaves = tree_leaves(args);
-  Array traced = detail::interpret(graph, leaves, {}).at(0);
-  EXPECT_EQ(traced.dtype(), eager.dtype()) << context;
-  EXPECT_EQ(traced.weak_type(), eager.weak_type()) << context;
-  EXPECT_TRUE(all_close(traced, eager, 0, 0, context + " (traced vs eager)"));
-  return eager;
-}
-
-/// One kiln result waiting for NumPy's answer.
-struct Case {
-  Array actual;
-  int id;
-  std::string context;
-};
-
-void expect_cases_match(const NumpyOracle& oracle, const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
-    std::optional<Array> expected = oracle.result(c.id);
-    ASSERT_TRUE(expected) << c.context << ": NumPy raised\n" << oracle.error(c.id);
-    EXPECT_EQ(c.actual.dtype(), expected->dtype()) << c.context;
-    EXPECT_TRUE(all_close(c.actual, *expected, 0, 0, c.context));
-  }
-}
-
 // Movement never computes, so every dtype must match NumPy exactly.
 TEST(MovementOracle, Reshape) {
   RandomArrays rng(101);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 4, 4);
@@ -113,7 +85,7 @@ TEST(MovementOracle, Reshape) {
 TEST(MovementOracle, Transpose) {
   RandomArrays rng(102);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 5, 4);
@@ -138,7 +110,7 @@ TEST(MovementOracle, Transpose) {
 TEST(MovementOracle, BroadcastTo) {
   RandomArrays rng(103);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 60; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape target = rng.shape(0, 4, 4);
@@ -155,7 +127,7 @@ TEST(MovementOracle, BroadcastTo) {
 TEST(MovementOracle, ExpandDims) {
   RandomArrays rng(104);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 3, 4);
@@ -180,7 +152,7 @@ TEST(MovementOracle, ExpandDims) {
 TEST(MovementOracle, Squeeze) {
   RandomArrays rng(105);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 5, 3);
@@ -206,7 +178,7 @@ TEST(MovementOracle, Squeeze) {
 TEST(MovementOracle, Slice) {
   RandomArrays rng(106);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 120; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 4, 6);
@@ -251,7 +223,7 @@ std::string py_names(size_t count) {
 TEST(MovementOracle, Concatenate) {
   RandomArrays rng(107);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     Shape shape = rng.shape(1, 4, 4);
     int64_t rank = static_cast<int64_t>(shape.size());
@@ -280,7 +252,7 @@ TEST(MovementOracle, Concatenate) {
 TEST(MovementOracle, Stack) {
   RandomArrays rng(108);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     Shape shape = rng.shape(0, 3, 4);
     int64_t out_rank = static_cast<int64_t>(shape.size()) + 1;
@@ -305,7 +277,7 @@ TEST(MovementOracle, Stack) {
 TEST(MovementOracle, Pad) {
   RandomArrays rng(109);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 4, 3);
@@ -343,7 +315,7 @@ TEST(MovementOracle, Pad) {
 TEST(MovementOracle, Flip) {
   RandomArrays rng(110);
   NumpyOracle oracle;
-  std::vector<Case> cases;
+  std::vector<OracleCase> cases;
   for (int i = 0; i < 80; ++i) {
     DType dtype = all_dtypes[i % 5];
     Shape shape = rng.shape(0, 4, 4);
@@ -437,28 +409,10 @@ TEST(Movement, PrintedIrDescribesAttributes) {
 
 // ---- Errors -------------------------------------------------------------------------
 
-std::string here(int line) { return "test_movement.cpp:" + std::to_string(line) + ")"; }
-
-/// Runs `statement`, which must throw kiln::Error naming `[op]`, every
-/// fragment, and the test's own line (the user's line, not kiln's).
-template <class F>
-void expect_error(F&& statement, int line, const std::string& op, const std::vector<std::string>& fragments) {
-  SCOPED_TRACE("expected error at line " + std::to_string(line));
-  try {
-    statement();
-    ADD_FAILURE() << "no error thrown; expected [" << op << "]";
-  } catch (const Error& error) {
-    std::string message = error.what();
-    EXPECT_NE(message.find("[" + op + "]"), std::string::npos) << message;
-    for (const std::string& fragment : fragments)
-      EXPECT_NE(message.find(fragment), std::string::npos) << "missing '" << fragment << "' in: " << message;
-    EXPECT_NE(message.find(here(line)), std::string::npos) << message;
-  }
-}
-
 // Keep each use on one line: __LINE__ must be the line of the failing call.
 // clang-format off
-#define EXPECT_KILN_ERROR(statement, op, ...) expect_error([&] { (void)(statement); }, __LINE__, op, {__VA_ARGS__})
+#define EXPECT_KILN_ERROR(statement, op, ...) \
+  testing::expect_error(__LINE__, [&] { (void)(statement); }, {"[" op "]", __VA_ARGS__})
 
 TEST(MovementErrors, Reshape) {
   Array x = zeros({2, 3});

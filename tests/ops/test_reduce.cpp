@@ -19,13 +19,10 @@ namespace kiln {
 namespace {
 
 using testing::all_close;
+using testing::all_dtypes;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
-
-constexpr DType all_dtypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
-
-std::string here(int line) { return "test_reduce.cpp:" + std::to_string(line); }
 
 using testing::expect_error;
 
@@ -455,7 +452,7 @@ TEST(ReduceErrors, InsideATraceToo) {
     make_graph("empty_max", fn, zeros({0, 2}));
     ADD_FAILURE() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find(here(line)), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(testing::test_line(line)), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("[max]"), std::string::npos) << error.what();
   }
 }

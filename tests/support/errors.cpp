@@ -8,10 +8,15 @@
 
 namespace kiln::testing {
 
+std::string test_line(int line, std::source_location test) {
+  const char* slash = std::strrchr(test.file_name(), '/');
+  return std::string(slash ? slash + 1 : test.file_name()) + ":" + std::to_string(line);
+}
+
 void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts,
                   std::source_location test) {
-  const char* slash = std::strrchr(test.file_name(), '/');
-  std::string where = std::string(slash ? slash + 1 : test.file_name()) + ":" + std::to_string(line);
+  // The closing parenthesis keeps line 46 from matching a message naming line 460.
+  std::string where = "(at " + test_line(line, test) + ")";
   try {
     fn();
     ADD_FAILURE() << "expected an error from " << where;

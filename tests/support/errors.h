@@ -9,7 +9,10 @@
 
 namespace kiln::testing {
 
-/// Runs `fn`, expecting a kiln::Error holding every part and "<this file>:<line>".
+/// "<this test file's name>:<line>", as kiln's messages name the user's line.
+std::string test_line(int line, std::source_location test = std::source_location::current());
+
+/// Runs `fn`, expecting a kiln::Error holding every part and "(at <this file>:<line>)".
 void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts,
                   std::source_location test = std::source_location::current());
 

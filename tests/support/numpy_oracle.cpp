@@ -148,4 +148,13 @@ std::string numpy_dtype(DType dtype) {
   return "";
 }
 
+void expect_cases_match(const NumpyOracle& oracle, const std::vector<OracleCase>& cases) {
+  for (const OracleCase& c : cases) {
+    std::optional<Array> expected = oracle.result(c.id);
+    ASSERT_TRUE(expected) << c.context << ": NumPy raised\n" << oracle.error(c.id);
+    EXPECT_EQ(c.actual.dtype(), expected->dtype()) << c.context;
+    EXPECT_TRUE(all_close(c.actual, *expected, c.rtol, c.rtol, c.context));
+  }
+}
+
 }  // namespace kiln::testing

@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "ir/graph.h"
+
 namespace kiln::testing {
 
 class NumpyOracle {
@@ -69,5 +71,41 @@ class RandomArrays {
 
 /// NumPy's name for a dtype ("float32", ...), for use in expressions.
 std::string numpy_dtype(DType dtype);
+
+/// Every dtype kiln has, for loops over them.
+inline const std::vector<DType> all_dtypes = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+
+/// One kiln result waiting for NumPy's answer, compared within `rtol`.
+struct OracleCase {
+  Array actual;
+  int id;
+  std::string context;
+  double rtol = 0;
+};
+
+/// After oracle.run(): each case has NumPy's dtype and values.
+void expect_cases_match(const NumpyOracle& oracle, const std::vector<OracleCase>& cases);
+
+/// Runs `fn` eagerly and traced through the interpreter: the results must
+/// agree exactly (dtype, weak type, shape, values) and the traced graph must
+/// pass the IR verifier. Returns the eager result.
+template <class F, class... Args>
+Array eager_and_traced(const std::string& context, F fn, const Args&... args) {
+  Array eager = fn(args...);
+  Graph graph = make_graph("eager_and_traced", fn, args...);
+  graph.ir().verify();
+  std::vector<Array> leaves;
+  (
+      [&] {
+        for (const Array& leaf : tree_leaves(args)) leaves.push_back(leaf);
+      }(),
+      ...);
+  Array traced = detail::interpret(graph, leaves, {}).at(0);
+  EXPECT_EQ(traced.dtype(), eager.dtype()) << context;
+  EXPECT_EQ(traced.weak_type(), eager.weak_type()) << context;
+  EXPECT_EQ(traced.shape(), eager.shape()) << context;
+  EXPECT_TRUE(all_close(traced, eager, 0, 0, context + " (traced vs eager)"));
+  return eager;
+}
 
 }  // namespace kiln::testing

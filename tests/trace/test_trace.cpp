@@ -6,11 +6,10 @@
 
 #include "ir/graph.h"
 #include "support/golden.h"
+#include "support/errors.h"
 
 namespace kiln {
 namespace {
-
-std::string here(int line) { return "test_trace.cpp:" + std::to_string(line); }
 
 using testing::at_lines;
 
@@ -117,7 +116,7 @@ TEST(Trace, ConcretizationErrorNamesFunctionAndLine) {
     std::string message = error.what();
     EXPECT_NE(message.find("[item]"), std::string::npos) << message;
     EXPECT_NE(message.find("'branchy'"), std::string::npos) << message;
-    EXPECT_NE(message.find(here(line)), std::string::npos) << message;
+    EXPECT_NE(message.find(testing::test_line(line)), std::string::npos) << message;
     EXPECT_NE(message.find("f32[2]"), std::string::npos) << message;
     EXPECT_NE(message.find("kiln::where"), std::string::npos) << message;
   }
@@ -134,8 +133,8 @@ TEST(Trace, LeakedTracerErrorNamesWhereTheTraceBegan) {
   } catch (const LeakedTracerError& error) {
     std::string message = error.what();
     EXPECT_NE(message.find("'leaky'"), std::string::npos) << message;
-    EXPECT_NE(message.find("begun at " + here(traced_at)), std::string::npos) << message;
-    EXPECT_NE(message.find("(at " + here(used_at) + ")"), std::string::npos) << message;
+    EXPECT_NE(message.find("begun at " + testing::test_line(traced_at)), std::string::npos) << message;
+    EXPECT_NE(message.find("(at " + testing::test_line(used_at) + ")"), std::string::npos) << message;
     EXPECT_NE(message.find("after that trace ended"), std::string::npos) << message;
   }
   EXPECT_THROW(leaked.item<float>(), LeakedTracerError);
