@@ -1,6 +1,7 @@
 // The MLP training step (784 -> 512 -> 512 -> 10, batch 256, ReLU, softmax
 // cross-entropy, Adam), side by side:
-//   kiln: the jitted step (forward + backward + Adam in one graph)
+//   kiln: the main demo's jitted step (examples/mlp.h: forward + backward +
+//         Adam in one graph)
 //   libtorch eager: the same model with autograd and torch::optim::Adam
 //   OpenBLAS alone: the step's eight matrix products, nothing else
 // Goals: kiln >= 1.1x libtorch's steps per second on the same threads, and a
@@ -13,51 +14,18 @@
 #include <kiln/kiln.h>
 
 #include "harness.h"
+#include "mlp.h"
 #include "runtime/thread_pool.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 using kiln::Array;
-
-struct Mlp {
-  Array w1, b1, w2, b2, w3, b3;
-};
-KILN_TREE(Mlp, w1, b1, w2, b2, w3, b3);
-struct Adam {
-  Mlp mean, variance;
-  Array step;
-};
-KILN_TREE(Adam, mean, variance, step);
+using namespace mlp;
 
 namespace {
-constexpr int64_t inputs = 784, hidden = 512, classes = 10, batch = 256;
-constexpr float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
-
-Array loss(const Mlp& p, const Array& x, const Array& labels) {
-  Array h = kiln::relu(kiln::matmul(x, p.w1) + p.b1);
-  h = kiln::relu(kiln::matmul(h, p.w2) + p.b2);
-  Array logits = kiln::matmul(h, p.w3) + p.b3;
-  return -kiln::mean(kiln::sum(kiln::one_hot(labels, classes) * kiln::log_softmax(logits), -1));
-}
-
 auto make_step() {
   return kiln::jit(
-      [](const Mlp& p, const Adam& s, const Array& x, const Array& y) {
-        auto [value, grads] = kiln::value_and_grad(loss)(p, x, y);
-        Array t = s.step + 1.0f;
-        Mlp mean = kiln::tree_map([](const Array& m, const Array& g) { return beta1 * m + (1 - beta1) * g; }, s.mean, grads);
-        Mlp variance = kiln::tree_map([](const Array& v, const Array& g) { return beta2 * v + (1 - beta2) * g * g; },
-                                      s.variance, grads);
-        Array c1 = 1.0f - kiln::exp(t * std::log(beta1)), c2 = 1.0f - kiln::exp(t * std::log(beta2));
-        // The bias corrections folded into two scalars, as torch::optim::Adam does.
-        Array step_size = learning_rate / c1, scale = 1.0f / kiln::sqrt(c2);
-        Mlp updated = kiln::tree_map(
-            [&](const Array& w, const Array& m, const Array& v) {
-              return w - step_size * m / (kiln::sqrt(v) * scale + epsilon);
-            },
-            p, mean, variance);
-        return std::make_tuple(updated, Adam{mean, variance, t}, value);
-      },
+      [](const Mlp& p, const Adam& s, const Array& x, const Array& y) { return mlp::train_step(p, s, x, y); },
       {.name = "mlp_step", .donate_argnums = {0, 1}});
 }
 
@@ -77,14 +45,11 @@ void register_for_threads(int threads) {
   std::string suffix = " (" + std::to_string(threads) + " thread" + (threads > 1 ? "s)" : ")");
   // kiln
   auto step = std::make_shared<decltype(make_step())>(make_step());
-  auto key = kiln::random::split_keys(kiln::random::key(0), 4);
-  auto init = [&](int k, int64_t a, int64_t b) { return kiln::random::normal(key[k], {a, b}) * 0.05f; };
-  auto params = std::make_shared<Mlp>(Mlp{init(0, inputs, hidden), kiln::zeros({hidden}), init(1, hidden, hidden),
-                                          kiln::zeros({hidden}), init(2, hidden, classes), kiln::zeros({classes})});
-  auto zero = [](const Array& p) { return kiln::zeros_like(p); };
-  auto state = std::make_shared<Adam>(Adam{kiln::tree_map(zero, *params), kiln::tree_map(zero, *params), kiln::scalar(0.0f)});
-  Array x = kiln::random::normal(key[3], {batch, inputs});
-  Array y = kiln::random::randint(key[3], {batch}, 0, classes);
+  auto key = kiln::random::split_keys(kiln::random::key(0), 2);
+  auto params = std::make_shared<Mlp>(init(key[0]));
+  auto state = std::make_shared<Adam>(initial_state(*params));
+  Array x = kiln::random::normal(key[1], {batch_size, inputs});
+  Array y = kiln::random::randint(key[1], {batch_size}, 0, classes);
   kiln::bench::add("kiln mlp step" + suffix, [=] {
     kiln::runtime::set_thread_limit(threads);  // kiln splits matmuls across its own threads
     Array value;
@@ -95,7 +60,7 @@ void register_for_threads(int threads) {
   // libtorch eager
   auto model = std::make_shared<TorchMlp>();
   auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(learning_rate));
-  torch::Tensor tx = torch::randn({batch, inputs}), ty = torch::randint(0, classes, {batch});
+  torch::Tensor tx = torch::randn({batch_size, inputs}), ty = torch::randint(0, classes, {batch_size});
   kiln::bench::add("torch mlp step" + suffix, [=] {
     torch::set_num_threads(threads);
     optimizer->zero_grad();
@@ -106,8 +71,8 @@ void register_for_threads(int threads) {
 
   // The eight matrix products of one step, through OpenBLAS directly.
   auto buffers = std::make_shared<std::vector<std::vector<float>>>();
-  for (int64_t size : {batch * inputs, inputs * hidden, batch * hidden, hidden * hidden, hidden * classes,
-                       batch * classes, batch * hidden, batch * hidden})
+  for (int64_t size : {batch_size * inputs, inputs * hidden, batch_size * hidden, hidden * hidden, hidden * classes,
+                       batch_size * classes, batch_size * hidden, batch_size * hidden})
     buffers->emplace_back(static_cast<size_t>(size), 0.01f);
   kiln::bench::add("openblas mlp matmuls" + suffix, [=] {
     openblas_set_num_threads(threads);
@@ -119,14 +84,14 @@ void register_for_threads(int threads) {
       cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
                   static_cast<int>(lda), bb, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
     };
-    gemm(CblasNoTrans, CblasNoTrans, batch, hidden, inputs, xb, inputs, w1, hidden, h1, hidden);     // x w1
-    gemm(CblasNoTrans, CblasNoTrans, batch, hidden, hidden, h1, hidden, w2, hidden, h2, hidden);     // h1 w2
-    gemm(CblasNoTrans, CblasNoTrans, batch, classes, hidden, h2, hidden, w3, classes, out, classes); // h2 w3
-    gemm(CblasTrans, CblasNoTrans, hidden, classes, batch, h2, hidden, out, classes, w3, classes);   // dw3
-    gemm(CblasNoTrans, CblasTrans, batch, hidden, classes, out, classes, w3, classes, scratch, hidden); // dh2
-    gemm(CblasTrans, CblasNoTrans, hidden, hidden, batch, h1, hidden, scratch, hidden, w2, hidden);  // dw2
-    gemm(CblasNoTrans, CblasTrans, batch, hidden, hidden, scratch, hidden, w2, hidden, h2, hidden);  // dh1
-    gemm(CblasTrans, CblasNoTrans, inputs, hidden, batch, xb, inputs, h2, hidden, w1, hidden);       // dw1
+    gemm(CblasNoTrans, CblasNoTrans, batch_size, hidden, inputs, xb, inputs, w1, hidden, h1, hidden);     // x w1
+    gemm(CblasNoTrans, CblasNoTrans, batch_size, hidden, hidden, h1, hidden, w2, hidden, h2, hidden);     // h1 w2
+    gemm(CblasNoTrans, CblasNoTrans, batch_size, classes, hidden, h2, hidden, w3, classes, out, classes); // h2 w3
+    gemm(CblasTrans, CblasNoTrans, hidden, classes, batch_size, h2, hidden, out, classes, w3, classes);   // dw3
+    gemm(CblasNoTrans, CblasTrans, batch_size, hidden, classes, out, classes, w3, classes, scratch, hidden); // dh2
+    gemm(CblasTrans, CblasNoTrans, hidden, hidden, batch_size, h1, hidden, scratch, hidden, w2, hidden);  // dw2
+    gemm(CblasNoTrans, CblasTrans, batch_size, hidden, hidden, scratch, hidden, w2, hidden, h2, hidden);  // dh1
+    gemm(CblasTrans, CblasNoTrans, inputs, hidden, batch_size, xb, inputs, h2, hidden, w1, hidden);       // dw1
     benchmark::DoNotOptimize(w1);
   });
 }

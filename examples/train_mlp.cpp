@@ -4,51 +4,18 @@
 // graph that compiles once. The trained parameters are saved as safetensors
 // and loaded back.
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include <kiln/kiln.h>
 
+#include "mlp.h"
+
 using kiln::Array;
-
-struct Mlp {
-  Array w1, b1, w2, b2, w3, b3;
-};
-KILN_TREE(Mlp, w1, b1, w2, b2, w3, b3);
-
-struct Adam {
-  Mlp mean, variance;
-  Array step;  // f32 scalar: an argument, so the bias correction never recompiles
-};
-KILN_TREE(Adam, mean, variance, step);
+using namespace mlp;
 
 namespace {
-
-constexpr int64_t inputs = 784, hidden = 512, classes = 10, batch_size = 256;
-constexpr float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
-
-Array dense_init(const Array& key, int64_t fan_in, int64_t fan_out) {
-  return kiln::random::normal(key, {fan_in, fan_out}) * static_cast<float>(std::sqrt(2.0 / fan_in));
-}
-
-Mlp init(const Array& key) {
-  auto keys = kiln::random::split_keys(key, 3);
-  return {dense_init(keys[0], inputs, hidden), kiln::zeros({hidden}), dense_init(keys[1], hidden, hidden),
-          kiln::zeros({hidden}), dense_init(keys[2], hidden, classes), kiln::zeros({classes})};
-}
-
-Array logits(const Mlp& p, const Array& x) {
-  Array h = kiln::relu(kiln::matmul(x, p.w1) + p.b1);
-  h = kiln::relu(kiln::matmul(h, p.w2) + p.b2);
-  return kiln::matmul(h, p.w3) + p.b3;
-}
-
-Array loss(const Mlp& p, const Array& x, const Array& labels) {
-  Array log_probabilities = kiln::log_softmax(logits(p, x));
-  return -kiln::mean(kiln::sum(kiln::one_hot(labels, classes) * log_probabilities, -1));
-}
 
 // Ten classes, each a noisy cloud around its own random prototype (the noise
 // is much larger than the prototypes), seen through a saturating nonlinearity.
@@ -68,30 +35,11 @@ int main(int argc, char** argv) {
   auto [test_data, test_labels] = make_dataset(prototypes, kiln::random::key(7), 2048);
 
   Mlp params = init(kiln::random::key(0));
-  auto zero = [](const Array& p) { return kiln::zeros_like(p); };
-  Adam state{kiln::tree_map(zero, params), kiln::tree_map(zero, params), kiln::scalar(0.0f)};
+  Adam state = initial_state(params);
 
   // Captureless: the step is cached by signature and never re-traced.
   auto train_step = kiln::jit(
-      [](const Mlp& p, const Adam& s, const Array& x, const Array& y) {
-        auto [value, grads] = kiln::value_and_grad(loss)(p, x, y);
-        Array t = s.step + 1.0f;
-        Mlp mean = kiln::tree_map([&](const Array& m, const Array& g) { return beta1 * m + (1 - beta1) * g; }, s.mean,
-                                  grads);
-        Mlp variance = kiln::tree_map(
-            [&](const Array& v, const Array& g) { return beta2 * v + (1 - beta2) * g * g; }, s.variance, grads);
-        Array correction1 = 1.0f - kiln::exp(t * std::log(beta1));
-        Array correction2 = 1.0f - kiln::exp(t * std::log(beta2));
-        // The bias corrections folded into two scalars: per element, one square
-        // root and one division.
-        Array step_size = learning_rate / correction1, scale = 1.0f / kiln::sqrt(correction2);
-        Mlp updated = kiln::tree_map(
-            [&](const Array& w, const Array& m, const Array& v) {
-              return w - step_size * m / (kiln::sqrt(v) * scale + epsilon);
-            },
-            p, mean, variance);
-        return std::make_tuple(updated, Adam{mean, variance, t}, value);
-      },
+      [](const Mlp& p, const Adam& s, const Array& x, const Array& y) { return mlp::train_step(p, s, x, y); },
       {.name = "train_step", .donate_argnums = {0, 1}});
   auto accuracy = kiln::jit([](const Mlp& p, const Array& x, const Array& y) {
     return kiln::mean(kiln::astype(kiln::argmax(logits(p, x), -1) == y, kiln::f32));

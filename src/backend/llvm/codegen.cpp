@@ -478,20 +478,15 @@ class KernelEmitter {
     return builder_.CreateSelect(accumulator_nan, accumulator, builder_.CreateSelect(value_nan, value, chosen));
   }
 
-  // NaN-propagating like the reference kernels: NaN if either is NaN.
-  llvm::Value* maximum(DType dtype, llvm::Value* a, llvm::Value* b) {
-    if (dtype == DType::bool_) return builder_.CreateOr(a, b);
-    if (!is_floating(dtype)) return builder_.CreateSelect(builder_.CreateICmpSGT(a, b), a, b);
+  // The larger (or smaller) of a and b, NaN-propagating like the reference
+  // kernels: NaN if either is NaN.
+  llvm::Value* extreme(bool largest, DType dtype, llvm::Value* a, llvm::Value* b) {
+    if (dtype == DType::bool_) return largest ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
+    if (!is_floating(dtype))
+      return builder_.CreateSelect(largest ? builder_.CreateICmpSGT(a, b) : builder_.CreateICmpSLT(a, b), a, b);
     llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
-    return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b),
-                                 builder_.CreateSelect(builder_.CreateFCmpOGT(a, b), a, b));
-  }
-  llvm::Value* minimum(DType dtype, llvm::Value* a, llvm::Value* b) {
-    if (dtype == DType::bool_) return builder_.CreateAnd(a, b);
-    if (!is_floating(dtype)) return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
-    llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
-    return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b),
-                                 builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), a, b));
+    llvm::Value* wins = largest ? builder_.CreateFCmpOGT(a, b) : builder_.CreateFCmpOLT(a, b);
+    return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b), builder_.CreateSelect(wins, a, b));
   }
 
   // ---- values -----------------------------------------------------------------------
@@ -652,8 +647,8 @@ class KernelEmitter {
       case Primitive::mul: return floating ? builder_.CreateFMul(a, b) : builder_.CreateMul(a, b);
       case Primitive::div: return builder_.CreateFDiv(a, b);
       case Primitive::pow: return floating ? emit_pow(builder_, module_, a, b) : emit_integer_pow(builder_, module_, a, b);
-      case Primitive::max: return maximum(dtype, a, b);
-      case Primitive::min: return minimum(dtype, a, b);
+      case Primitive::max: return extreme(true, dtype, a, b);
+      case Primitive::min: return extreme(false, dtype, a, b);
       case Primitive::eq: return floating ? builder_.CreateFCmpOEQ(a, b) : builder_.CreateICmpEQ(a, b);
       case Primitive::ne: return floating ? builder_.CreateFCmpUNE(a, b) : builder_.CreateICmpNE(a, b);
       case Primitive::lt: return floating ? builder_.CreateFCmpOLT(a, b) : builder_.CreateICmpSLT(a, b);
