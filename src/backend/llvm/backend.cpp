@@ -70,16 +70,7 @@ class CompiledGraph final : public runtime::Executable {
     step_of_.assign(graph_->nodes.size(), -1);
     for (size_t s = 0; s < plan_.steps.size(); ++s) step_of_[static_cast<size_t>(plan_.steps[s].value)] = static_cast<int>(s);
     group_at_.assign(plan_.steps.size(), -1);
-    for (size_t g = 0; g < plan_.row_groups.size(); ++g) {
-      const RowGroup& group = plan_.row_groups[g];
-      group_at_[group.first_step] = static_cast<int>(g);
-      for (size_t s = group.first_step; s < group.end_step; ++s) {
-        const Step& step = plan_.steps[s];
-        if (step.kind == Step::Kind::kernel && kernels_[static_cast<size_t>(step.kernel)].range !=
-                                                   group.rows * group.scale[s - group.first_step])
-          throw std::logic_error("kiln LLVM backend: a row group's kernel does not split by rows");
-      }
-    }
+    for (size_t g = 0; g < plan_.row_groups.size(); ++g) group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
     // A view shares its source's memory: the source lives as long as its views
     // (chains of views handled by going backwards).
     for (size_t s = plan_.steps.size(); s-- > 0;) {

@@ -241,11 +241,10 @@ class KernelEmitter {
 
   CompiledKernel emit_elementwise(const ir::Node& root) {
     CompiledKernel result;
-    int64_t total = shape_size(space_);
     if (is_flat(graph_, kernel_)) {
       // One loop over every element; leaves are the same shape or scalars.
       flat_ = true;
-      result.range = total;
+      result.range = kernel_range(graph_, kernel_);
       // A long body (many transcendental functions) is worth compiling once:
       // the tail's mask costs little next to it.
       int body_cost = 0;
@@ -271,8 +270,7 @@ class KernelEmitter {
     // loop over the last one (contiguous for every full-shaped leaf).
     int64_t inner = space_.back();
     std::vector<int64_t> outer_extents(space_.begin(), space_.end() - 1);
-    result.range = total / std::max<int64_t>(inner, 1);
-    if (inner == 0) result.range = 0;
+    result.range = kernel_range(graph_, kernel_);
     result.work_per_iteration = inner;
     loop(function_->getArg(0), function_->getArg(1), "row", [&](llvm::Value* row) {
       std::vector<llvm::Value*> outer = decompose(row, outer_extents);
@@ -304,7 +302,7 @@ class KernelEmitter {
       }
     }
     CompiledKernel result;
-    result.range = shape_size(root.type.shape);
+    result.range = kernel_range(graph_, kernel_);
     int64_t reduced_size = 1;
     for (size_t d : reduced_dims) reduced_size *= space_[d];
     result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
@@ -756,7 +754,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
       kernels[k].constants.push_back(bits);
     }
     if (is_flat(graph, plan.kernels[k])) {
-      kernels[k].range = shape_size(graph.nodes[static_cast<size_t>(plan.kernels[k].root)].type.shape);
+      kernels[k].range = kernel_range(graph, plan.kernels[k]);
       kernels[k].work_per_iteration = 1;
     } else {
       kernels[k].range = cached.range;

@@ -73,9 +73,10 @@ bool is_fusible_reduction(ir::Primitive op);
 /// Functions whose code runs to tens of vector operations (exp, tanh, ...).
 bool is_transcendental(ir::Primitive op);
 
-/// The parallel range a kernel's code iterates over (codegen splits it
-/// across threads): elements for flat kernels, rows of the last axis for
-/// other elementwise kernels, output elements for reductions.
+/// The parallel range of an elementwise or reduce kernel's code (what a
+/// thread pool splits): elements for flat kernels, rows of the last axis for
+/// other elementwise kernels, output elements for reductions. Codegen and row
+/// groups both take it from here.
 int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel);
 
 /// Finds the row groups of a plan whose steps are final.
