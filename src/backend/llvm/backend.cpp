@@ -147,13 +147,9 @@ class CompiledGraph final : public runtime::Executable {
         result = runtime::blas_matmul(node, values[static_cast<size_t>(step.operand_a)], step.transpose_a,
                                       values[static_cast<size_t>(step.operand_b)], step.transpose_b);
         break;
-      case Step::Kind::view: {
-        auto impl = std::make_shared<detail::ArrayImpl>();
-        impl->type = node.type;
-        impl->buffer = values[static_cast<size_t>(node.inputs[0])].impl()->buffer;
-        result = Array(std::move(impl));
+      case Step::Kind::view:
+        result = view_of(node, values);
         break;
-      }
       case Step::Kind::reference:
         result = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
         break;
@@ -161,6 +157,14 @@ class CompiledGraph final : public runtime::Executable {
         result = constants_[static_cast<size_t>(step.value)];
         break;
     }
+  }
+
+  // A reshape shares its input's memory.
+  static Array view_of(const ir::Node& node, const std::vector<Array>& values) {
+    auto impl = std::make_shared<detail::ArrayImpl>();
+    impl->type = node.type;
+    impl->buffer = values[static_cast<size_t>(node.inputs[0])].impl()->buffer;
+    return Array(std::move(impl));
   }
 
   // Allocates a kernel step's outputs (or writes in place) and lists the
@@ -198,13 +202,11 @@ class CompiledGraph final : public runtime::Executable {
     std::vector<std::vector<char*>> buffers;
     std::vector<KernelFunction> functions;
     std::vector<int64_t> scales;
-    std::vector<Array> unused;
-    std::vector<char*> unused_pointers;
     int64_t bytes_per_row = 0, work_per_row = 0;
     for (size_t s = group.first_step; s < group.end_step; ++s) {
       const Step& step = plan_.steps[s];
       if (step.kind == Step::Kind::view) {
-        run_step(s, values, reusable, unused, unused_pointers);
+        values[static_cast<size_t>(step.value)] = view_of(graph_->nodes[static_cast<size_t>(step.value)], values);
         continue;
       }
       int64_t scale = group.scale[s - group.first_step];
