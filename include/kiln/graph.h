@@ -79,16 +79,25 @@ struct TraceName {
   Location where;
 };
 
-/// Traces `fn` on placeholders shaped like `args` and returns its graph.
+namespace detail {
+/// Calls `fn` inside `session` on placeholders shaped like `args`; returns
+/// the leaves of its result, for session.finish.
 template <class F, Tree... Args>
-Graph make_graph(const TraceName& name, F&& fn, const Args&... args) {
-  detail::TraceSession session(name.name, name.where);
+std::vector<Array> trace_call(TraceSession& session, F&& fn, const Args&... args) {
   auto placeholder = [&](const Array& a) { return session.argument(a); };
   auto result = [&]<size_t... I>(std::index_sequence<I...>) {
     std::tuple<Args...> traced{TreeTraits<Args>::map_arrays(args, placeholder)...};
     return fn(std::get<I>(traced)...);
   }(std::index_sequence_for<Args...>());
-  return session.finish(tree_leaves(result));
+  return tree_leaves(result);
+}
+}  // namespace detail
+
+/// Traces `fn` on placeholders shaped like `args` and returns its graph.
+template <class F, Tree... Args>
+Graph make_graph(const TraceName& name, F&& fn, const Args&... args) {
+  detail::TraceSession session(name.name, name.where);
+  return session.finish(detail::trace_call(session, fn, args...));
 }
 
 }  // namespace kiln

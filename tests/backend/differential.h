@@ -47,12 +47,7 @@ struct DifferentialCase {
 template <class F, Tree... Args>
 DifferentialCase trace_case(const TraceName& name, F&& fn, const Args&... args) {
   detail::TraceSession session(name.name, name.where);
-  auto placeholder = [&](const Array& a) { return session.argument(a); };
-  auto result = [&]<size_t... I>(std::index_sequence<I...>) {
-    std::tuple<Args...> traced{TreeTraits<Args>::map_arrays(args, placeholder)...};
-    return fn(std::get<I>(traced)...);
-  }(std::index_sequence_for<Args...>());
-  Graph graph = session.finish(tree_leaves(result));
+  Graph graph = session.finish(detail::trace_call(session, fn, args...));
   std::vector<Array> arguments;
   [[maybe_unused]] auto append = [&](const auto& arg) {
     for (const Array& leaf : tree_leaves(arg)) arguments.push_back(leaf);
