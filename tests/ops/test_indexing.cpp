@@ -215,45 +215,53 @@ Operand random_start(RandomArrays& random, int64_t value) {
   }
 }
 
+/// A random window of `shape`: its sizes, its starts (in range or not; as
+/// numbers or 0-d arrays, and all as 0-d arrays for tracing) and NumPy's
+/// index of the window kiln's start rule selects.
+struct RandomWindow {
+  Shape sizes;
+  std::vector<int64_t> starts;
+  std::vector<Operand> start_operands;
+  std::vector<Array> start_arrays;
+  std::string numpy_index = "(";
+};
+
+RandomWindow random_window(RandomArrays& random, const Shape& shape) {
+  RandomWindow window;
+  for (int64_t extent : shape) {
+    int64_t size = random.integer(0, extent);
+    int64_t start = random.integer(-extent - 3, extent + 3);
+    window.sizes.push_back(size);
+    window.starts.push_back(start);
+    window.start_operands.push_back(random_start(random, start));
+    window.start_arrays.push_back(scalar(start));
+    int64_t clamped = clamp_start(start, extent, size);
+    window.numpy_index += "slice(" + std::to_string(clamped) + ", " + std::to_string(clamped + size) + "),";
+  }
+  window.numpy_index += ")";
+  return window;
+}
+
 TEST(Indexing, DynamicSliceMatchesNumpy) {
   RandomArrays random(14);
   NumpyOracle oracle;
   std::vector<OracleCase> cases;
   for (int trial = 0; trial < 120; ++trial) {
     DType dtype = all_dtypes[trial % 5];
-    Shape shape = random.shape(0, 4);
-    Array x = random.uniform(shape, dtype);
-    Shape sizes;
-    std::vector<int64_t> starts;
-    std::vector<Operand> start_operands;
-    std::string index = "(";
-    for (int64_t extent : shape) {
-      int64_t size = random.integer(0, extent);
-      int64_t start = random.integer(-extent - 3, extent + 3);
-      sizes.push_back(size);
-      starts.push_back(start);
-      start_operands.push_back(random_start(random, start));
-      int64_t clamped = clamp_start(start, extent, size);
-      index += "slice(" + std::to_string(clamped) + ", " + std::to_string(clamped + size) + "),";
-    }
-    index += ")";
-    std::string context =
-        "dynamic_slice(" + describe(x) + ", " + shape_string(starts) + ", " + shape_string(sizes) + ")";
-    Array actual = dynamic_slice(x, start_operands, sizes);
+    Array x = random.uniform(random.shape(0, 4), dtype);
+    RandomWindow window = random_window(random, x.shape());
+    std::string context = "dynamic_slice(" + describe(x) + ", " + shape_string(window.starts) + ", " +
+                          shape_string(window.sizes) + ")";
+    Array actual = dynamic_slice(x, window.start_operands, window.sizes);
     // Traced with array starts: they are graph arguments, not literals.
-    std::vector<Array> start_arrays;
-    for (int64_t start : starts) start_arrays.push_back(scalar(start));
-    Graph graph = make_graph(
-        "slice",
+    Array with_arrays = eager_and_traced(
+        context,
         [&](const Array& a, const std::vector<Array>& s) {
-          return dynamic_slice(a, std::vector<Operand>(s.begin(), s.end()), sizes);
+          return dynamic_slice(a, std::vector<Operand>(s.begin(), s.end()), window.sizes);
         },
-        x, start_arrays);
-    graph.ir().verify();
-    std::vector<Array> arguments{x};
-    arguments.insert(arguments.end(), start_arrays.begin(), start_arrays.end());
-    EXPECT_TRUE(all_close(detail::interpret(graph, arguments, {}).at(0), actual, 0, 0, context + " traced"));
-    cases.push_back({actual, oracle.add("a[" + index + "]", {x}), context});
+        x, window.start_arrays);
+    EXPECT_TRUE(all_close(with_arrays, actual, 0, 0, context + " with array starts"));
+    cases.push_back({actual, oracle.add("a[" + window.numpy_index + "]", {x}), context});
   }
   oracle.run();
   expect_cases_match(oracle, cases);
@@ -265,40 +273,21 @@ TEST(Indexing, DynamicUpdateSliceMatchesNumpy) {
   std::vector<OracleCase> cases;
   for (int trial = 0; trial < 120; ++trial) {
     DType dtype = all_dtypes[trial % 5];
-    Shape shape = random.shape(0, 4);
-    Array x = random.uniform(shape, dtype);
-    Shape update_shape;
-    std::vector<int64_t> starts;
-    std::vector<Operand> start_operands;
-    std::string index = "(";
-    for (int64_t extent : shape) {
-      int64_t size = random.integer(0, extent);
-      int64_t start = random.integer(-extent - 3, extent + 3);
-      update_shape.push_back(size);
-      starts.push_back(start);
-      start_operands.push_back(random_start(random, start));
-      int64_t clamped = clamp_start(start, extent, size);
-      index += "slice(" + std::to_string(clamped) + ", " + std::to_string(clamped + size) + "),";
-    }
-    index += ")";
-    Array update = random.uniform(update_shape, dtype);
+    Array x = random.uniform(random.shape(0, 4), dtype);
+    RandomWindow window = random_window(random, x.shape());
+    Array update = random.uniform(window.sizes, dtype);
     std::string context =
-        "dynamic_update_slice(" + describe(x) + ", " + describe(update) + ", " + shape_string(starts) + ")";
-    Array actual = dynamic_update_slice(x, update, start_operands);
+        "dynamic_update_slice(" + describe(x) + ", " + describe(update) + ", " + shape_string(window.starts) + ")";
+    Array actual = dynamic_update_slice(x, update, window.start_operands);
     // Traced with array starts: they are graph arguments, not literals.
-    std::vector<Array> start_arrays;
-    for (int64_t start : starts) start_arrays.push_back(scalar(start));
-    Graph graph = make_graph(
-        "update",
+    Array with_arrays = eager_and_traced(
+        context,
         [](const Array& a, const Array& u, const std::vector<Array>& s) {
           return dynamic_update_slice(a, u, std::vector<Operand>(s.begin(), s.end()));
         },
-        x, update, start_arrays);
-    graph.ir().verify();
-    std::vector<Array> arguments{x, update};
-    arguments.insert(arguments.end(), start_arrays.begin(), start_arrays.end());
-    EXPECT_TRUE(all_close(detail::interpret(graph, arguments, {}).at(0), actual, 0, 0, context + " traced"));
-    std::string expression = "(lambda r: (r.__setitem__(" + index + ", b), r)[1])(a.copy())";
+        x, update, window.start_arrays);
+    EXPECT_TRUE(all_close(with_arrays, actual, 0, 0, context + " with array starts"));
+    std::string expression = "(lambda r: (r.__setitem__(" + window.numpy_index + ", b), r)[1])(a.copy())";
     cases.push_back({actual, oracle.add(expression, {x, update}), context});
   }
   oracle.run();
