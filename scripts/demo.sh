@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
-cmake --build build/release --target demo train_mlp
-build/release/examples/demo
+cmake -S . -B build/demo -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
+cmake --build build/demo --target demo train_mlp
+build/demo/examples/demo
 echo
-build/release/examples/train_mlp "$@"
+build/demo/examples/train_mlp "$@"
