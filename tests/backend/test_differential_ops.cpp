@@ -673,6 +673,30 @@ TEST_F(Differential, LongFlatKernelsAtEveryTailLength) {
   }
 }
 
+// Flat kernels streaming 64 MiB or more run in blocks, each prefetching the
+// lines a few KiB ahead in every array it reads or writes (here two outputs
+// of one merged loop, an f64 and a bool input). The length is no multiple of
+// the block, threads split it anywhere, and the last blocks prefetch past
+// the arrays' ends: all of it must come out exact. Small kernels do not
+// prefetch.
+TEST_F(Differential, StreamingKernelsPrefetchAhead) {
+  auto update = [](const Array& v, const Array& mask) {
+    Array t = kiln::where(mask, v * 1.5, -v) + 1;
+    return Arrays{t, t * t - v};
+  };
+  int64_t n = (int64_t{1} << 23) + 37;
+  Array x = random::normal(random::key(9), {n}, DType::f64);
+  Array mask = random::bernoulli(random::key(10), 0.5, {n});
+  auto test = trace_case("streaming", update, x, mask);
+  std::string plan = describe_plan(test.graph);
+  EXPECT_NE(plan.find("also writing"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("prefetching ahead"), std::string::npos) << plan;
+  EXPECT_EQ(run_differential(test, {}), "");
+  Array small = random::normal(random::key(9), {4096}, DType::f64);
+  std::string small_plan = describe_plan(trace_case("small", update, small, small > 0).graph);
+  EXPECT_EQ(small_plan.find("prefetching"), std::string::npos) << small_plan;
+}
+
 // Kernels merged into one loop store only what is read outside it: in a
 // chain y -> tanh(y) - y / 2 whose every link is read twice, the links in the
 // middle stay in registers and only the last one, which a reduction reads,

@@ -73,6 +73,12 @@ int literal_slot(const ir::Graph& graph, const Kernel& kernel, ir::ValueId liter
   return -1;
 }
 
+// A prefetching flat loop (Kernel::prefetch) runs in blocks of this many
+// elements, each block first prefetching the lines this many elements ahead
+// in every array the kernel streams.
+constexpr int64_t prefetch_block = 256;
+constexpr int64_t prefetch_distance = 1024;
+
 // Everything the generated code depends on, so equal kernels compile once per
 // process: operations, dtypes, attributes, literal values, wiring, and the
 // shapes — except for flat kernels, whose code is the same for every shape.
@@ -80,6 +86,7 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   bool flat = is_flat(graph, kernel);
   std::string key = kernel.kind == Kernel::Kind::reduce       ? "reduce"
                     : kernel.kind == Kernel::Kind::standalone ? "standalone"
+                    : kernel.prefetch                         ? "flat prefetching"
                     : flat                                    ? "flat"
                                                               : "rows";
   auto shape_text = [&](const Shape& shape) {
@@ -223,6 +230,42 @@ class KernelEmitter {
     builder_.SetInsertPoint(after);
   }
 
+  // Runs body(begin, end) over the kernel's range: in one piece, or when
+  // prefetching, cut at multiples of prefetch_block, each piece preceded by
+  // prefetches of the lines prefetch_distance elements ahead in every array
+  // the kernel streams. Addresses past an array's end are harmless: a
+  // prefetch never faults.
+  template <class Body>
+  void flat_blocks(Body body) {
+    llvm::Value* begin = function_->getArg(0);
+    llvm::Value* end = function_->getArg(1);
+    if (!kernel_.prefetch) return body(begin, end);
+    llvm::Value* block_size = builder_.getInt64(prefetch_block);
+    llvm::Value* first_block = builder_.CreateSDiv(begin, block_size);
+    llvm::Value* end_block =
+        builder_.CreateSDiv(builder_.CreateAdd(end, builder_.getInt64(prefetch_block - 1)), block_size);
+    loop(first_block, end_block, "block", [&](llvm::Value* block) {
+      llvm::Value* start = builder_.CreateMul(block, block_size);
+      llvm::Value* first = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, start, begin);
+      llvm::Value* last = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(start, block_size), end);
+      llvm::Value* ahead = builder_.CreateAdd(start, builder_.getInt64(prefetch_distance));
+      auto stream = [&](llvm::Value* base, DType dtype, bool written) {
+        int64_t size = static_cast<int64_t>(dtype_size(dtype));
+        llvm::Value* address = builder_.CreateGEP(builder_.getInt8Ty(), base, builder_.CreateMul(ahead, builder_.getInt64(size)));
+        for (int64_t line = 0; line < std::max<int64_t>(1, prefetch_block * size / 64); ++line)
+          builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {builder_.getPtrTy()},
+                                   {builder_.CreateGEP(builder_.getInt8Ty(), address, builder_.getInt64(line * 64)),
+                                    builder_.getInt32(written ? 1 : 0), builder_.getInt32(3), builder_.getInt32(1)});
+      };
+      stream(output_, node(kernel_.root).type.dtype, true);
+      for (size_t k = 0; k < kernel_.extra_roots.size(); ++k)
+        stream(extra_outputs_[k], node(kernel_.extra_roots[k]).type.dtype, true);
+      for (ir::ValueId leaf : kernel_.leaves)
+        if (node(leaf).type.size() > 1) stream(leaf_pointer_.at(leaf), node(leaf).type.dtype, false);
+      body(first, last);
+    });
+  }
+
   // Splits a flat row-major index over `extents` into one index per extent.
   std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
     std::vector<llvm::Value*> indices(extents.size());
@@ -250,7 +293,8 @@ class KernelEmitter {
       int body_cost = 0;
       for (ir::ValueId id : kernel_.region) body_cost += is_transcendental(node(id).op) ? 16 : 1;
       LoopHints hints{.fold_tail = body_cost >= 128};
-      loop(function_->getArg(0), function_->getArg(1), "i", [&](llvm::Value* i) {
+      flat_blocks([&](llvm::Value* begin, llvm::Value* end) {
+        loop(begin, end, "i", [&](llvm::Value* i) {
         flat_index_ = i;
         index_.assign(space_.size(), i);
         // Every output is computed before any is stored, so an output may
@@ -261,7 +305,8 @@ class KernelEmitter {
         store(i, main, root.type.dtype);
         for (size_t k = 0; k < extras.size(); ++k)
           store_to(extra_outputs_[k], i, extras[k], node(kernel_.extra_roots[k]).type.dtype);
-      }, hints);
+        }, hints);
+      });
       return result;
     }
     if (!kernel_.extra_roots.empty())

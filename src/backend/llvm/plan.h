@@ -28,6 +28,9 @@ struct Kernel {
   // Flat elementwise kernels may write further values of the root's shape
   // computed in the same loop (sibling or consumer kernels merged into one).
   std::vector<ir::ValueId> extra_roots;
+  // Flat kernels streaming far more than the caches hold prefetch ahead in
+  // software (see mark_prefetching in plan.cpp).
+  bool prefetch = false;
 };
 
 struct Step {
