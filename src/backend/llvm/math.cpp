@@ -20,7 +20,10 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <cstdint>
+#include <algorithm>
+#include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -113,22 +116,45 @@ llvm::Value* polynomial(llvm::IRBuilder<>& b, llvm::Value* x, const std::vector<
   return sum;
 }
 
+// What a caller of exp knows of its argument, so the code can skip what
+// cannot happen: a clamp on a side the argument never reaches, and the
+// second power of two where 2^k is always normal. Each saves a few vector
+// operations per element in long elementwise chains.
+struct ExpArgument {
+  double lowest = -std::numeric_limits<double>::infinity();
+  double highest = std::numeric_limits<double>::infinity();
+};
+
 // exp(x) = 2^k exp(r) with x = k ln2 + r, |r| <= ln2 / 2 (Cody and Waite's
 // reduction, as in expm1 below), exp(r) by Taylor's series cut where the next
 // term is below 2^-27 (f32) or 2^-57 (f64) of the result. Written out rather
 // than called from libmvec: inline straight-line code keeps every value in a
 // vector register where a call spills them all, and it is more accurate
-// (libmvec allows 4 ulps). 2^k is applied as two powers 2^(k/2), each a
-// normal number for every k the clamp allows, so overflow gives inf and the
-// subnormal range gets one rounding. Measured: f32 0.86 ulp, f64 0.85 ulp.
-llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x) {
+// (libmvec allows 4 ulps).
+// k is rounded by adding 1.5 * 2^p (p the significand bits): the sum's own
+// rounding makes k an integer, which then sits in the sum's low bits, so 2^k
+// is built from those bits with no conversion. A NaN argument stays NaN in r
+// and in the polynomial, so the result is NaN whatever bits 2^k got.
+// Where 2^k can leave the normal range, it is applied as two powers 2^(k/2),
+// each a normal number for every k the clamp allows, so overflow gives inf
+// and the subnormal range gets one rounding. Measured: f32 0.86 ulp, f64
+// 0.85 ulp.
+llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x, ExpArgument known = {}) {
   Format format = format_of(b, x);
   llvm::Type* t = format.real;
   bool single = is_single(x);
   // Beyond these, exp is inf or rounds to 0; the clamp keeps k's powers normal.
-  llvm::Value* clamped = clamp(b, x, single ? -104.0 : -746.0, single ? 89.0 : 710.0);
-  llvm::Value* k = nearest_multiple_of_ln2(b, clamped);
-  llvm::Value* minus_k = b.CreateFNeg(k);
+  double lowest = single ? -104.0 : -746.0, highest = single ? 89.0 : 710.0;
+  llvm::Value* clamped = x;
+  if (known.lowest < lowest)
+    clamped = b.CreateSelect(b.CreateFCmpOLT(clamped, constant(t, lowest)), constant(t, lowest), clamped);
+  if (known.highest > highest)
+    clamped = b.CreateSelect(b.CreateFCmpOGT(clamped, constant(t, highest)), constant(t, highest), clamped);
+  lowest = std::max(lowest, known.lowest);
+  highest = std::min(highest, known.highest);
+  llvm::Value* shifter = constant(t, std::ldexp(1.5, format.significand_bits));
+  llvm::Value* shifted = multiply_add(b, clamped, constant(t, 0x1.71547652b82fep+0), shifter);
+  llvm::Value* minus_k = b.CreateFSub(shifter, shifted);
   llvm::Value* r = multiply_add(b, minus_k, constant(t, format.ln2_hi), clamped);
   r = multiply_add(b, minus_k, constant(t, format.ln2_lo), r);
   int degree = single ? 7 : 13;
@@ -136,11 +162,14 @@ llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x) {
   double term = 1;
   for (int n = 0; n <= degree; ++n, term /= n) taylor[degree - n] = term;
   llvm::Value* result = polynomial(b, r, taylor);
-  llvm::Value* k_integer = b.CreateSExt(b.CreateFPToSI(k, b.getInt32Ty()), format.integer);
-  llvm::Value* half = b.CreateAShr(k_integer, 1);
-  result = b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)),
-                        power_of_two(b, format, b.CreateSub(k_integer, half)));
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
+  llvm::Value* bits = b.CreateBitCast(shifted, format.integer);
+  // |k| <= |x| / ln2 + 1/2; 2^k is normal for k in [1 - bias, bias].
+  double largest_k = std::max(-lowest, highest) / std::log(2.0) + 1;
+  if (largest_k < format.bias - 1)  // the shift in power_of_two drops all but k's bits
+    return b.CreateFMul(result, power_of_two(b, format, bits));
+  llvm::Value* k = b.CreateSub(bits, b.CreateBitCast(shifter, format.integer));
+  llvm::Value* half = b.CreateAShr(k, 1);
+  return b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)), power_of_two(b, format, b.CreateSub(k, half)));
 }
 
 // log1p(x) = log(u) + log((1 + x) / u), where u = 1 + x rounded and
@@ -242,13 +271,16 @@ llvm::Value* expm1(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 // Below |x| = 0.625, tanh(x) = x + x^3 R(x^2), Cephes' odd polynomial (f32)
 // or rational function (f64). Above, 1 - 2 / (exp(2|x|) + 1), which is
-// accurate there (the subtraction loses under two bits) and reaches exactly 1
-// when exp overflows. Both work on |x| and take x's sign at the end, which
-// also keeps tanh(-0) = -0. Measured: f32 1.33 ulps, f64 1.31 ulps.
+// accurate there (the subtraction loses under two bits) and is exactly 1
+// from |x| = 20 on (2 / (e^40 + 1) < 2^-57), where exp's argument stops.
+// Both work on |x| and take x's sign at the end,
+// which also keeps tanh(-0) = -0. Measured: f32 1.33 ulps, f64 1.31 ulps.
 llvm::Value* tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = x->getType();
   llvm::Value* a = fabs(b, x);
-  llvm::Value* e = exp(b, b.CreateFMul(a, constant(t, 2.0)));
+  llvm::Value* twice = b.CreateFMul(a, constant(t, 2.0));
+  twice = b.CreateSelect(b.CreateFCmpOGT(twice, constant(t, 40.0)), constant(t, 40.0), twice);
+  llvm::Value* e = exp(b, twice, {.lowest = 0, .highest = 40});
   llvm::Value* large =
       b.CreateFSub(constant(t, 1.0), b.CreateFDiv(constant(t, 2.0), b.CreateFAdd(e, constant(t, 1.0))));
   llvm::Value* z = b.CreateFMul(a, a);
@@ -264,18 +296,18 @@ llvm::Value* tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
     ratio = b.CreateFDiv(p, q);
   }
   llvm::Value* small = multiply_add(b, b.CreateFMul(a, z), ratio, a);
-  return copysign(b, b.CreateSelect(b.CreateFCmpOLT(a, constant(t, 0.625)), small, large), x);
+  return copysign(b, b.CreateSelect(b.CreateFCmpOGE(a, constant(t, 0.625)), large, small), x);
 }
 
-// 1 / (1 + exp(-x)), written per sign like the reference so exp never
-// overflows. Measured: f32 2.01 ulps, f64 2.14 ulps (the same as glibc's
+// 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) below, like the
+// reference, so exp never overflows; the numerator is chosen before the one
+// division. Measured: f32 2.01 ulps, f64 2.14 ulps (the same as glibc's
 // scalar exp in the same formula).
 llvm::Value* logistic(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = x->getType();
-  llvm::Value* e = exp(b, b.CreateFNeg(fabs(b, x)));
-  llvm::Value* positive = b.CreateFDiv(constant(t, 1.0), b.CreateFAdd(constant(t, 1.0), e));
-  llvm::Value* negative = b.CreateFDiv(e, b.CreateFAdd(constant(t, 1.0), e));
-  return b.CreateSelect(b.CreateFCmpOGE(x, constant(t, 0.0)), positive, negative);
+  llvm::Value* e = exp(b, b.CreateFNeg(fabs(b, x)), {.highest = 0});
+  llvm::Value* numerator = b.CreateSelect(b.CreateFCmpOGE(x, constant(t, 0.0)), constant(t, 1.0), e);
+  return b.CreateFDiv(numerator, b.CreateFAdd(constant(t, 1.0), e));
 }
 
 // erf(x) = x + x R(x^2) below |x| = 1, where R is Cephes' erf(x)/x - 1 (a
@@ -294,7 +326,7 @@ llvm::Value* erf(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* z = b.CreateFMul(x, x);
   llvm::Value* a = b.CreateSelect(b.CreateFCmpOGT(magnitude, constant(t, single ? 4.0 : 6.0)),
                                   constant(t, single ? 4.0 : 6.0), magnitude);
-  llvm::Value* gaussian = exp(b, b.CreateFNeg(b.CreateFMul(a, a)));
+  llvm::Value* gaussian = exp(b, b.CreateFNeg(b.CreateFMul(a, a)), {.lowest = single ? -16.0 : -36.0, .highest = 0});
   llvm::Value* small;
   llvm::Value* complement;
   if (single) {
