@@ -674,8 +674,8 @@ TEST_F(Differential, LongFlatKernelsAtEveryTailLength) {
 }
 
 // Flat kernels streaming 64 MiB or more run in blocks, each prefetching the
-// lines a few KiB ahead in every array it reads or writes (here two outputs
-// of one merged loop, an f64 and a bool input). The length is no multiple of
+// lines a few KiB ahead in every array it reads (here an f64 and a bool
+// input of one merged loop with two outputs). The length is no multiple of
 // the block, threads split it anywhere, and the last blocks prefetch past
 // the arrays' ends: all of it must come out exact. Small kernels do not
 // prefetch.

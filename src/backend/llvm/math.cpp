@@ -19,9 +19,9 @@
 
 #include <llvm/IR/Intrinsics.h>
 
-#include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
@@ -169,7 +169,8 @@ llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x, ExpArgument known = {}) {
     return b.CreateFMul(result, power_of_two(b, format, bits));
   llvm::Value* k = b.CreateSub(bits, b.CreateBitCast(shifter, format.integer));
   llvm::Value* half = b.CreateAShr(k, 1);
-  return b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)), power_of_two(b, format, b.CreateSub(k, half)));
+  return b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)),
+                      power_of_two(b, format, b.CreateSub(k, half)));
 }
 
 // log1p(x) = log(u) + log((1 + x) / u), where u = 1 + x rounded and
@@ -273,8 +274,8 @@ llvm::Value* expm1(llvm::IRBuilder<>& b, llvm::Value* x) {
 // or rational function (f64). Above, 1 - 2 / (exp(2|x|) + 1), which is
 // accurate there (the subtraction loses under two bits) and is exactly 1
 // from |x| = 20 on (2 / (e^40 + 1) < 2^-57), where exp's argument stops.
-// Both work on |x| and take x's sign at the end,
-// which also keeps tanh(-0) = -0. Measured: f32 1.33 ulps, f64 1.31 ulps.
+// Both work on |x| and take x's sign at the end, which also keeps tanh(-0)
+// = -0. Measured: f32 1.33 ulps, f64 1.31 ulps.
 llvm::Value* tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = x->getType();
   llvm::Value* a = fabs(b, x);
