@@ -83,11 +83,18 @@ Format format_of(llvm::IRBuilder<>& b, llvm::Value* x) {
   return {x->getType(), b.getInt64Ty(), 52, 1023, 0x3fe6a09e667f3bcd, 0x1.62e42fee00000p-1, 0x1.a39ef35793c76p-33};
 }
 
-// x limited to [lowest, highest]; NaN passes through.
-llvm::Value* clamp(llvm::IRBuilder<>& b, llvm::Value* x, double lowest, double highest) {
-  llvm::Value* low = constant(x->getType(), lowest);
+// x limited to at most `highest`, at least `lowest`, or both; NaN passes
+// through each.
+llvm::Value* at_most(llvm::IRBuilder<>& b, llvm::Value* x, double highest) {
   llvm::Value* high = constant(x->getType(), highest);
-  return b.CreateSelect(b.CreateFCmpOLT(x, low), low, b.CreateSelect(b.CreateFCmpOGT(x, high), high, x));
+  return b.CreateSelect(b.CreateFCmpOGT(x, high), high, x);
+}
+llvm::Value* at_least(llvm::IRBuilder<>& b, llvm::Value* x, double lowest) {
+  llvm::Value* low = constant(x->getType(), lowest);
+  return b.CreateSelect(b.CreateFCmpOLT(x, low), low, x);
+}
+llvm::Value* clamp(llvm::IRBuilder<>& b, llvm::Value* x, double lowest, double highest) {
+  return at_least(b, at_most(b, x, highest), lowest);
 }
 
 // k = x / ln2 rounded to the nearest integer, as a float.
@@ -146,10 +153,8 @@ llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x, ExpArgument known = {}) {
   // Beyond these, exp is inf or rounds to 0; the clamp keeps k's powers normal.
   double lowest = single ? -104.0 : -746.0, highest = single ? 89.0 : 710.0;
   llvm::Value* clamped = x;
-  if (known.lowest < lowest)
-    clamped = b.CreateSelect(b.CreateFCmpOLT(clamped, constant(t, lowest)), constant(t, lowest), clamped);
-  if (known.highest > highest)
-    clamped = b.CreateSelect(b.CreateFCmpOGT(clamped, constant(t, highest)), constant(t, highest), clamped);
+  if (known.highest > highest) clamped = at_most(b, clamped, highest);
+  if (known.lowest < lowest) clamped = at_least(b, clamped, lowest);
   lowest = std::max(lowest, known.lowest);
   highest = std::min(highest, known.highest);
   llvm::Value* shifter = constant(t, std::ldexp(1.5, format.significand_bits));
@@ -279,8 +284,7 @@ llvm::Value* expm1(llvm::IRBuilder<>& b, llvm::Value* x) {
 llvm::Value* tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = x->getType();
   llvm::Value* a = fabs(b, x);
-  llvm::Value* twice = b.CreateFMul(a, constant(t, 2.0));
-  twice = b.CreateSelect(b.CreateFCmpOGT(twice, constant(t, 40.0)), constant(t, 40.0), twice);
+  llvm::Value* twice = at_most(b, b.CreateFMul(a, constant(t, 2.0)), 40.0);
   llvm::Value* e = exp(b, twice, {.lowest = 0, .highest = 40});
   llvm::Value* large =
       b.CreateFSub(constant(t, 1.0), b.CreateFDiv(constant(t, 2.0), b.CreateFAdd(e, constant(t, 1.0))));
@@ -325,8 +329,7 @@ llvm::Value* erf(llvm::IRBuilder<>& b, llvm::Value* x) {
   bool single = is_single(x);
   llvm::Value* magnitude = fabs(b, x);
   llvm::Value* z = b.CreateFMul(x, x);
-  llvm::Value* a = b.CreateSelect(b.CreateFCmpOGT(magnitude, constant(t, single ? 4.0 : 6.0)),
-                                  constant(t, single ? 4.0 : 6.0), magnitude);
+  llvm::Value* a = at_most(b, magnitude, single ? 4.0 : 6.0);
   llvm::Value* gaussian = exp(b, b.CreateFNeg(b.CreateFMul(a, a)), {.lowest = single ? -16.0 : -36.0, .highest = 0});
   llvm::Value* small;
   llvm::Value* complement;
