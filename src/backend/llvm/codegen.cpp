@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "backend/llvm/engine.h"
+#include "backend/llvm/loops.h"
 #include "backend/llvm/math.h"
 #include "backend/llvm/standalone.h"
 
@@ -40,13 +41,6 @@ std::string ops_text(const ir::Node& node) {
   if (node.op == Primitive::convert) text += std::string(dtype_name(node.attrs.dtype));
   return text;
 }
-
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 
 // Literals become kernel parameters, except an exponent of pow, whose value
 // LLVM turns into cheaper code (x*x for 2). Returns the literal's slot, or -1.
@@ -201,20 +195,7 @@ class KernelEmitter {
   // for (counter = begin; counter < end; ++counter) body(counter)
   template <class Body>
   void loop(llvm::Value* begin, llvm::Value* end, const char* name, Body body, LoopHints hints = {}) {
-    llvm::BasicBlock* before = builder_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(context_, std::string(name) + ".header", function_);
-    auto* inside = llvm::BasicBlock::Create(context_, std::string(name) + ".body", function_);
-    auto* after = llvm::BasicBlock::Create(context_, std::string(name) + ".end", function_);
-    builder_.CreateBr(header);
-    builder_.SetInsertPoint(header);
-    llvm::PHINode* counter = builder_.CreatePHI(builder_.getInt64Ty(), 2, name);
-    counter->addIncoming(begin, before);
-    builder_.CreateCondBr(builder_.CreateICmpSLT(counter, end), inside, after);
-    builder_.SetInsertPoint(inside);
-    body(counter);
-    llvm::Value* next = builder_.CreateAdd(counter, builder_.getInt64(1), "", true, true);
-    counter->addIncoming(next, builder_.GetInsertBlock());
-    llvm::BranchInst* latch = builder_.CreateBr(header);
+    llvm::BranchInst* latch = counted_loop(builder_, begin, end, name, body);
     std::vector<llvm::Metadata*> properties{nullptr};
     auto property = [&](const char* key, llvm::Constant* value) {
       llvm::Metadata* pair[] = {llvm::MDString::get(context_, key), llvm::ConstantAsMetadata::get(value)};
@@ -227,7 +208,6 @@ class KernelEmitter {
       loop_id->replaceOperandWith(0, loop_id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
     }
-    builder_.SetInsertPoint(after);
   }
 
   // Runs body(begin, end) over the kernel's range: in one piece, or when
@@ -263,20 +243,6 @@ class KernelEmitter {
       }
       body(first, last);
     });
-  }
-
-  // Splits a flat row-major index over `extents` into one index per extent.
-  std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
-    std::vector<llvm::Value*> indices(extents.size());
-    for (size_t k = extents.size(); k-- > 0;) {
-      if (k == 0) {
-        indices[k] = flat;
-      } else {
-        indices[k] = builder_.CreateURem(flat, builder_.getInt64(extents[k]));
-        flat = builder_.CreateUDiv(flat, builder_.getInt64(extents[k]));
-      }
-    }
-    return indices;
   }
 
   // ---- kernels ----------------------------------------------------------------------
@@ -317,7 +283,7 @@ class KernelEmitter {
     result.range = kernel_range(graph_, kernel_);
     result.work_per_iteration = inner;
     loop(function_->getArg(0), function_->getArg(1), "row", [&](llvm::Value* row) {
-      std::vector<llvm::Value*> outer = decompose(row, outer_extents);
+      std::vector<llvm::Value*> outer = decompose(builder_, row, outer_extents);
       llvm::Value* row_start = builder_.CreateMul(row, builder_.getInt64(inner));
       loop(builder_.getInt64(0), builder_.getInt64(inner), "column", [&](llvm::Value* column) {
         index_ = outer;
@@ -363,7 +329,7 @@ class KernelEmitter {
     nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
 
     loop(function_->getArg(0), function_->getArg(1), "out", [&](llvm::Value* out) {
-      std::vector<llvm::Value*> kept = kept_extents.empty() ? std::vector<llvm::Value*>{} : decompose(out, kept_extents);
+      std::vector<llvm::Value*> kept = decompose(builder_, out, kept_extents);
       index_.assign(space_.size(), nullptr);
       for (size_t k = 0; k < kept_dims.size(); ++k) index_[kept_dims[k]] = kept[k];
       builder_.CreateStore(reduction_identity(root.op, dtype), accumulator);
@@ -538,7 +504,7 @@ class KernelEmitter {
       return shape_size(node(id).type.shape) == 1 && shape_size(space_) != 1 ? builder_.getInt64(0) : flat_index_;
     }
     const Shape& shape = node(id).type.shape;
-    std::vector<int64_t> strides = contiguous_strides(shape);
+    std::vector<int64_t> strides = row_major_strides(shape);
     size_t shift = space_.size() - shape.size();
     llvm::Value* offset = builder_.getInt64(0);
     for (size_t d = 0; d < shape.size(); ++d) {

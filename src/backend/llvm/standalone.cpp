@@ -9,27 +9,26 @@
 
 namespace kiln::llvm_backend {
 
-bool standalone_supported(const ir::Node& node) {
-  return standalone::movement_supported(node) || standalone::indexing_supported(node) ||
-         standalone::compute_supported(node);
+namespace {
+standalone::KernelEmitFunction kernel_for(const ir::Node& node) {
+  for (auto family : {standalone::movement_kernel, standalone::indexing_kernel, standalone::compute_kernel})
+    if (standalone::KernelEmitFunction emit = family(node)) return emit;
+  return nullptr;
 }
+}  // namespace
+
+bool standalone_supported(const ir::Node& node) { return kernel_for(node) != nullptr; }
 
 CompiledKernel emit_standalone(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph,
                                const ir::Node& node) {
+  standalone::KernelEmitFunction emit = kernel_for(node);
+  if (!emit)
+    throw std::logic_error("kiln LLVM backend: no standalone lowering for " + std::string(ir::primitive_name(node.op)));
   standalone::Emitter emitter(builder, function, graph, node);
-  if (standalone::movement_supported(node)) return standalone::emit_movement(emitter);
-  if (standalone::indexing_supported(node)) return standalone::emit_indexing(emitter);
-  if (standalone::compute_supported(node)) return standalone::emit_compute(emitter);
-  throw std::logic_error("kiln LLVM backend: no standalone lowering for " + std::string(ir::primitive_name(node.op)));
+  return emit(emitter);
 }
 
 namespace standalone {
-
-std::vector<int64_t> row_major_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
 
 AxisView view_around(const Shape& shape, int64_t axis) {
   AxisView view;
@@ -90,21 +89,6 @@ llvm::Value* Emitter::stack_array(llvm::Type* type, int64_t count) {
   llvm::BasicBlock& entry = function->getEntryBlock();
   llvm::IRBuilder<> at_entry(&entry, entry.begin());
   return at_entry.CreateAlloca(type, at_entry.getInt64(static_cast<uint64_t>(count)));
-}
-
-std::vector<llvm::Value*> Emitter::decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
-  std::vector<llvm::Value*> indices(extents.size());
-  for (size_t k = extents.size(); k-- > 0;) {
-    if (extents[k] == 1) {
-      indices[k] = i64(0);
-    } else if (k == 0) {
-      indices[k] = flat;
-    } else {
-      indices[k] = builder.CreateURem(flat, i64(extents[k]));
-      flat = builder.CreateUDiv(flat, i64(extents[k]));
-    }
-  }
-  return indices;
 }
 
 }  // namespace standalone

@@ -339,32 +339,20 @@ CompiledKernel emit_random(Emitter& e) {
 
 }  // namespace
 
-bool compute_supported(const ir::Node& node) {
+KernelEmitFunction compute_kernel(const ir::Node& node) {
   switch (node.op) {
     case Primitive::cumsum:
+      return emit_cumsum;
     case Primitive::argmax:
     case Primitive::argmin:
+      return emit_argument_reduce;
     case Primitive::random_bits:
     case Primitive::random_uniform:
-      return true;
+      return emit_random;
     case Primitive::matmul:
-      return !is_floating(node.type.dtype);
+      return is_floating(node.type.dtype) ? nullptr : emit_integer_matmul;  // floats go to BLAS
     default:
-      return false;
-  }
-}
-
-CompiledKernel emit_compute(Emitter& e) {
-  switch (e.node.op) {
-    case Primitive::cumsum:
-      return emit_cumsum(e);
-    case Primitive::argmax:
-    case Primitive::argmin:
-      return emit_argument_reduce(e);
-    case Primitive::matmul:
-      return emit_integer_matmul(e);
-    default:
-      return emit_random(e);
+      return nullptr;
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/llvm/codegen.h"
+#include "backend/llvm/loops.h"
 
 namespace kiln::llvm_backend::standalone {
 
@@ -59,22 +60,7 @@ class Emitter {
   /// for (counter = begin; counter < end; ++counter) body(counter)
   template <class Body>
   void loop(llvm::Value* first, llvm::Value* last, const char* name, Body body) {
-    llvm::LLVMContext& context = builder.getContext();
-    llvm::BasicBlock* before = builder.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(context, std::string(name) + ".header", function);
-    auto* inside = llvm::BasicBlock::Create(context, std::string(name) + ".body", function);
-    auto* after = llvm::BasicBlock::Create(context, std::string(name) + ".end", function);
-    builder.CreateBr(header);
-    builder.SetInsertPoint(header);
-    llvm::PHINode* counter = builder.CreatePHI(builder.getInt64Ty(), 2, name);
-    counter->addIncoming(first, before);
-    builder.CreateCondBr(builder.CreateICmpSLT(counter, last), inside, after);
-    builder.SetInsertPoint(inside);
-    body(static_cast<llvm::Value*>(counter));
-    llvm::Value* next = builder.CreateAdd(counter, builder.getInt64(1), "", true, true);
-    counter->addIncoming(next, builder.GetInsertBlock());
-    builder.CreateBr(header);
-    builder.SetInsertPoint(after);
+    counted_loop(builder, first, last, name, body);
   }
 
   /// if (condition) body()
@@ -90,9 +76,9 @@ class Emitter {
     builder.SetInsertPoint(after);
   }
 
-  /// Splits a flat row-major index over `extents` into one index per extent
-  /// (extents of 1 give a constant 0 and cost no division).
-  std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents);
+  std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
+    return llvm_backend::decompose(builder, flat, extents);
+  }
 
   /// The parallel loop of most kernels: `rows` rows of `width` elements, each
   /// cut into pieces of at most piece_width elements so that a few long rows
@@ -119,21 +105,18 @@ class Emitter {
   const ir::Graph& graph_;
 };
 
-std::vector<int64_t> row_major_strides(const Shape& shape);
-
 /// An array seen as [outer, extent, inner] around one axis.
 struct AxisView {
   int64_t outer = 1, extent = 1, inner = 1;
 };
 AxisView view_around(const Shape& shape, int64_t axis);
 
-bool movement_supported(const ir::Node& node);
-CompiledKernel emit_movement(Emitter& emitter);
-
-bool indexing_supported(const ir::Node& node);
-CompiledKernel emit_indexing(Emitter& emitter);
-
-bool compute_supported(const ir::Node& node);
-CompiledKernel emit_compute(Emitter& emitter);
+/// The kernel emitter of one family of primitives for `node`, or nullptr
+/// when the family has none: each primitive is named once, here and in
+/// standalone_supported alike.
+using KernelEmitFunction = CompiledKernel (*)(Emitter&);
+KernelEmitFunction movement_kernel(const ir::Node& node);
+KernelEmitFunction indexing_kernel(const ir::Node& node);
+KernelEmitFunction compute_kernel(const ir::Node& node);
 
 }  // namespace kiln::llvm_backend::standalone

@@ -155,28 +155,18 @@ CompiledKernel emit_dynamic_update_slice(Emitter& e) {
 
 }  // namespace
 
-bool indexing_supported(const ir::Node& node) {
+KernelEmitFunction indexing_kernel(const ir::Node& node) {
   switch (node.op) {
     case Primitive::take:
+      return emit_take;
     case Primitive::scatter_add:
+      return emit_scatter_add;
     case Primitive::dynamic_slice:
+      return emit_dynamic_slice;
     case Primitive::dynamic_update_slice:
-      return true;
+      return emit_dynamic_update_slice;
     default:
-      return false;
-  }
-}
-
-CompiledKernel emit_indexing(Emitter& e) {
-  switch (e.node.op) {
-    case Primitive::take:
-      return emit_take(e);
-    case Primitive::scatter_add:
-      return emit_scatter_add(e);
-    case Primitive::dynamic_slice:
-      return emit_dynamic_slice(e);
-    default:
-      return emit_dynamic_update_slice(e);
+      return nullptr;
   }
 }
 

@@ -230,31 +230,20 @@ CompiledKernel emit_pad(Emitter& e) {
 
 }  // namespace
 
-bool movement_supported(const ir::Node& node) {
+KernelEmitFunction movement_kernel(const ir::Node& node) {
   switch (node.op) {
     case Primitive::transpose:
+      return emit_transpose;
     case Primitive::slice:
+      return emit_slice;
     case Primitive::reverse:
+      return emit_reverse;
     case Primitive::concatenate:
+      return emit_concatenate;
     case Primitive::pad:
-      return true;
+      return emit_pad;
     default:
-      return false;
-  }
-}
-
-CompiledKernel emit_movement(Emitter& e) {
-  switch (e.node.op) {
-    case Primitive::transpose:
-      return emit_transpose(e);
-    case Primitive::slice:
-      return emit_slice(e);
-    case Primitive::reverse:
-      return emit_reverse(e);
-    case Primitive::concatenate:
-      return emit_concatenate(e);
-    default:
-      return emit_pad(e);
+      return nullptr;
   }
 }
 
