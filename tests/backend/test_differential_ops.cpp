@@ -966,6 +966,73 @@ TEST_F(Differential, MaxMinReductionsOfSignedZerosAndNaNs) {
         with_nan);
 }
 
+// A reduction to one value over many elements runs in slices across threads
+// whose results are combined by the reference kernel: sums within the
+// tolerance of any summation order, everything else exact, and a NaN in the
+// last slice still wins.
+TEST_F(Differential, ReductionsToOneValueRunInSlicesAcrossThreads) {
+  Shape s = {300, 1001};
+  for (DType dtype : all_dtypes) {
+    Array x = data(s, dtype, false), scale = data({}, dtype, false);
+    bool numeric = dtype != DType::bool_;
+    auto reductions = [numeric](const Array& a, const Array& c) {
+      Arrays out = {sum(a), max(a), min(a), prod(a)};
+      if (numeric) out.push_back(sum(a * c + 1, Axes::all(), true));
+      return out;
+    };
+    auto test = trace_case("slices", reductions, x, scale);
+    std::string plan = describe_plan(test.graph);
+    EXPECT_NE(plan.find("in slices across threads"), std::string::npos) << plan;
+    Tolerance total;
+    if (is_floating(dtype)) {
+      total.scale = sum(abs(x) * abs(scale) + 1, Axes::all(), true);
+      total.scale_factor = 4 * epsilon(dtype) * std::sqrt(static_cast<double>(shape_size(s)));
+    }
+    Tolerance plain = total;
+    if (is_floating(dtype)) plain.scale = sum(abs(x));
+    // A float product of 300,000 factors over- or underflows in an order-dependent place.
+    Tolerance product = is_floating(dtype) ? Tolerance{.absolute = std::numeric_limits<double>::infinity()} : Tolerance{};
+    EXPECT_EQ(run_differential(test, {plain, {}, {}, product, total}), "") << name_of(dtype);
+  }
+  for (DType dtype : float_dtypes) {
+    std::vector<double> values(static_cast<size_t>(shape_size(s)), 1.5);
+    values[values.size() - 5] = std::nan("");
+    Array with_nan = astype(array(values, s), dtype);
+    check("NaN in the last slice " + name_of(dtype), {}, [](const Array& a) { return Arrays{max(a), min(a)}; },
+          with_nan);
+  }
+  Array small = data({200, 300}, DType::f32, false);
+  std::string plan = describe_plan(trace_case("small", [](const Array& a) { return sum(a); }, small).graph);
+  EXPECT_EQ(plan.find("in slices"), std::string::npos) << plan;
+}
+
+// A reduction over consecutive axes followed by kept ones ([outer, reduced,
+// inner]) accumulates whole rows into its output. Each output element still
+// combines its rows in the reference's order, so max and min match it
+// exactly, signed zeros and NaNs included. The output range is split across
+// threads mid-row (63 * 41 outputs), and a row group cuts it into blocks.
+TEST_F(Differential, ReductionsOverMiddleAxesAccumulateRowByRow) {
+  for (DType dtype : numeric_dtypes) {
+    Array x = data({63, 200, 41}, dtype, true), y = data({6, 5, 4, 40}, dtype, true);
+    auto sum_tolerance = [&](const Array& v, const Axes& axes, int64_t n) {
+      Tolerance t;
+      if (!is_floating(dtype)) return t;
+      t.scale = sum(abs(v), axes);
+      t.scale_factor = 4 * epsilon(dtype) * std::sqrt(static_cast<double>(n));
+      t.relative = 2 * epsilon(dtype);
+      return t;
+    };
+    check("middle axes " + name_of(dtype), {sum_tolerance(x, {1}, 200), {}, {}, sum_tolerance(y, {1, 2}, 20), {}},
+          [](const Array& a, const Array& b) {
+            return Arrays{sum(a, {1}), max(a, {1}), min(a, {1}, true), sum(b, {1, 2}), max(b, {-3, -2})};
+          },
+          x, y);
+  }
+  Array x = data({64, 30, 32}, DType::f32, false, 0.5, 3);
+  auto normalized = trace_case("normalized", [](const Array& v) { return v / sum(v, 1, true); }, x);
+  EXPECT_EQ(run_differential(normalized, {Tolerance{.relative = 1e-5}}), "") << describe_plan(normalized.graph);
+}
+
 // A value computed from literals alone is folded when the graph compiles,
 // but only small ones are evaluated: a small reduction of a large literal
 // producer (here 10000 elements) must still be computed, not left empty.

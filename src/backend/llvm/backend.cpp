@@ -1,7 +1,9 @@
 // The native backend: simplify, plan, generate and link kernels, then run the
 // plan's steps. Compiling is a straight sequence of named steps; KILN_DUMP=dir
 // writes each one's result for a graph.
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -20,6 +22,9 @@
 namespace kiln::llvm_backend {
 
 namespace {
+
+// The fewest input elements a slice of a chunked reduction gets.
+constexpr int64_t chunk_minimum = int64_t{1} << 15;
 
 // One line per primitive, the first time a compiled graph runs it through
 // its reference kernel.
@@ -137,6 +142,10 @@ class CompiledGraph final : public runtime::Executable {
       case Step::Kind::kernel: {
         const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
         prepare_kernel(s, values, reusable, nullptr, pointers);
+        if (plan_.kernels[static_cast<size_t>(step.kernel)].chunked) {
+          run_chunked(compiled, node, pointers, result);
+          break;
+        }
         char** buffers = pointers.data();
         KernelFunction function = compiled.function;
         runtime::parallel_for(compiled.range, compiled.work_per_iteration,
@@ -157,6 +166,33 @@ class CompiledGraph final : public runtime::Executable {
         result = constants_[static_cast<size_t>(step.value)];
         break;
     }
+  }
+
+  // A chunked reduction (Kernel::chunked): one slice of the input per
+  // thread, each writing its result to a slot of its own, then the slots are
+  // combined in order by the primitive's reference kernel, so NaN and ties
+  // between equal extremes are decided as in one pass. The number of slices
+  // depends only on the input's size and the machine, so every call returns
+  // the same result for the same input.
+  static void run_chunked(const CompiledKernel& compiled, const ir::Node& node, const std::vector<char*>& pointers,
+                          Array& result) {
+    int64_t slices = std::clamp<int64_t>(compiled.range / chunk_minimum, 1, runtime::thread_count());
+    ir::Node combine = node;
+    combine.inputs = {0};
+    combine.attrs.ints = {0};
+    combine.type.shape = {};
+    Array partial = detail::allocate(detail::AbstractValue{.dtype = node.type.dtype, .shape = {slices}});
+    char* slots = static_cast<char*>(partial.impl()->buffer->data());
+    size_t slot_bytes = dtype_size(node.type.dtype);
+    runtime::parallel_for(slices, compiled.range / slices, [&](int64_t first, int64_t last) {
+      std::vector<char*> buffers = pointers;
+      for (int64_t slice = first; slice < last; ++slice) {
+        buffers[1] = slots + static_cast<size_t>(slice) * slot_bytes;
+        compiled.function(buffers.data(), compiled.range * slice / slices, compiled.range * (slice + 1) / slices);
+      }
+    });
+    Array combined = ops::rules(node.op).evaluate(combine, {&partial, 1});
+    std::memcpy(result.impl()->buffer->data(), combined.impl()->buffer->data(), slot_bytes);
   }
 
   // A reshape shares its input's memory.

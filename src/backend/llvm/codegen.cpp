@@ -78,7 +78,8 @@ constexpr int64_t prefetch_distance = 1024;
 // shapes — except for flat kernels, whose code is the same for every shape.
 std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   bool flat = is_flat(graph, kernel);
-  std::string key = kernel.kind == Kernel::Kind::reduce       ? "reduce"
+  std::string key = kernel.chunked                             ? "reduce chunked"
+                    : kernel.kind == Kernel::Kind::reduce       ? "reduce"
                     : kernel.kind == Kernel::Kind::standalone ? "standalone"
                     : kernel.prefetch                         ? "flat prefetching"
                     : flat                                    ? "flat"
@@ -316,91 +317,135 @@ class KernelEmitter {
     int64_t reduced_size = 1;
     for (size_t d : reduced_dims) reduced_size *= space_[d];
     result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
-    DType dtype = root.type.dtype;
-    llvm::Type* type = register_type(dtype);
-    if (leading_axes_sum(root, reduced_dims)) return emit_leading_axes_sum(root, reduced_size, result);
+    if (kernel_.chunked) return emit_chunked_reduction(root, result);
+    if (rows_accumulate(root, reduced_dims)) return emit_accumulating_rows(root, reduced_dims, result);
 
-    // The accumulator lives in a stack slot; mem2reg turns it into registers.
-    llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
-    llvm::AllocaInst* accumulator = entry.CreateAlloca(type);
-    // Floating max/min track "a NaN was seen" separately, so the comparison
-    // itself can be a plain, vectorizable max/min reduction.
-    bool extreme = is_floating(dtype) && (root.op == Primitive::reduce_max || root.op == Primitive::reduce_min);
-    nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
-
+    llvm::AllocaInst* accumulator = start_accumulator(root);
     loop(function_->getArg(0), function_->getArg(1), "out", [&](llvm::Value* out) {
       std::vector<llvm::Value*> kept = decompose(builder_, out, kept_extents);
       index_.assign(space_.size(), nullptr);
       for (size_t k = 0; k < kept_dims.size(); ++k) index_[kept_dims[k]] = kept[k];
-      builder_.CreateStore(reduction_identity(root.op, dtype), accumulator);
-      if (nan_seen_) builder_.CreateStore(builder_.getFalse(), nan_seen_);
+      reset_accumulator(root, accumulator);
       emit_reduction_loops(root, reduced_dims, 0, accumulator);
-      llvm::Value* result = builder_.CreateLoad(type, accumulator);
-      if (nan_seen_)
-        result = builder_.CreateSelect(builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_),
-                                       llvm::ConstantFP::getNaN(type), result);
-      store(out, result, dtype);
+      store(out, accumulated(root, accumulator), root.type.dtype);
     });
     return result;
   }
 
-  // A sum or product over leading axes (a bias gradient: sum over the batch)
-  // whose producers read their leaves at the same flat index: accumulating
-  // row after row into the output keeps every access contiguous, so the loop
-  // over the output vectorizes, instead of striding down each column.
-  bool leading_axes_sum(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
-    if (root.op != Primitive::reduce_sum && root.op != Primitive::reduce_prod) return false;
-    if (root.type.dtype == DType::bool_ || reduced_dims.empty() || reduced_dims.size() == space_.size()) return false;
-    for (size_t k = 0; k < reduced_dims.size(); ++k)
-      if (reduced_dims[k] != k) return false;
-    for (ir::ValueId id : kernel_.region)
-      if (node(id).op == Primitive::iota) return false;
-    for (ir::ValueId leaf : kernel_.leaves) {
-      const Shape& shape = node(leaf).type.shape;
-      if (shape != space_ && shape_size(shape) != 1) return false;
-    }
-    return true;
+  // The accumulator lives in a stack slot; mem2reg turns it into registers.
+  // Floating max/min track "a NaN was seen" separately, so the comparison
+  // itself can be a plain, vectorizable max/min reduction.
+  llvm::AllocaInst* start_accumulator(const ir::Node& root) {
+    DType dtype = root.type.dtype;
+    llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
+    bool extreme = is_floating(dtype) && (root.op == Primitive::reduce_max || root.op == Primitive::reduce_min);
+    nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
+    return entry.CreateAlloca(register_type(dtype));
   }
 
-  CompiledKernel emit_leading_axes_sum(const ir::Node& root, int64_t reduced_size, CompiledKernel result) {
+  void reset_accumulator(const ir::Node& root, llvm::AllocaInst* accumulator) {
+    builder_.CreateStore(reduction_identity(root.op, root.type.dtype), accumulator);
+    if (nan_seen_) builder_.CreateStore(builder_.getFalse(), nan_seen_);
+  }
+
+  llvm::Value* accumulated(const ir::Node& root, llvm::AllocaInst* accumulator) {
+    llvm::Value* result = builder_.CreateLoad(register_type(root.type.dtype), accumulator);
+    if (!nan_seen_) return result;
+    return builder_.CreateSelect(builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_),
+                                 llvm::ConstantFP::getNaN(result->getType()), result);
+  }
+
+  // A chunked reduction (Kernel::chunked): each call reduces the input
+  // elements [begin, end) and writes its one result to the output's first
+  // element; the runtime gives each slice its own output slot and combines
+  // the slices' results in order.
+  CompiledKernel emit_chunked_reduction(const ir::Node& root, CompiledKernel result) {
+    llvm::AllocaInst* accumulator = start_accumulator(root);
+    reset_accumulator(root, accumulator);
+    flat_ = true;
+    loop(function_->getArg(0), function_->getArg(1), "reduce", [&](llvm::Value* i) {
+      flat_index_ = i;
+      accumulate(root, accumulator);
+    }, {.interleave = 4});
+    flat_ = false;
+    store(builder_.getInt64(0), accumulated(root, accumulator), root.type.dtype);
+    result.work_per_iteration = 1;
+    return result;
+  }
+
+  // A reduction over one block of consecutive axes with kept axes after it
+  // (a bias gradient summed over the batch; a maximum down the columns; a
+  // mean over the sequence of [batch, sequence, features]): the input seen as
+  // [outer, reduced, inner] is accumulated one row of `inner` elements after
+  // another into the output, so every access is contiguous and the loop over
+  // the output vectorizes, instead of striding down each column. Each output
+  // element still combines the rows in the reference's order. The leaves
+  // must be read at the input's flat index; with outer axes, rows shorter
+  // than a cache line gain nothing over striding.
+  bool rows_accumulate(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
+    if (root.type.dtype == DType::bool_ || reduced_dims.empty()) return false;
+    size_t first = reduced_dims.front(), last = reduced_dims.back();
+    if (last - first + 1 != reduced_dims.size() || last + 1 == space_.size()) return false;
+    int64_t inner = 1;
+    for (size_t d = last + 1; d < space_.size(); ++d) inner *= space_[d];
+    if (first > 0 && inner < 16) return false;
+    return reads_at_flat_index(graph_, kernel_);
+  }
+
+  CompiledKernel emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
+                                        CompiledKernel result) {
     DType dtype = root.type.dtype;
     llvm::Type* type = register_type(dtype);
-    int64_t kept_size = shape_size(root.type.shape);
+    int64_t rows = 1, inner = 1;
+    for (size_t d : reduced_dims) rows *= space_[d];
+    for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
     llvm::Value* begin = function_->getArg(0);
     llvm::Value* end = function_->getArg(1);
-    loop(begin, end, "init", [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
+    llvm::Value* inner_size = builder_.getInt64(inner);
     flat_ = true;
-    loop(builder_.getInt64(0), builder_.getInt64(reduced_size), "row", [&](llvm::Value* row) {
-      llvm::Value* base = builder_.CreateMul(row, builder_.getInt64(kept_size));
-      loop(begin, end, "column", [&](llvm::Value* out) {
-        memo_.clear();
-        flat_index_ = builder_.CreateAdd(base, out);
-        llvm::Value* element = value(root.inputs[0]);
-        llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
-        llvm::Value* current = builder_.CreateLoad(type, address);
-        builder_.CreateStore(combine(root.op, dtype, current, element), address);
+    // Output elements [begin, end) cut where the outer index changes.
+    llvm::Value* first_outer = builder_.CreateUDiv(begin, inner_size);
+    llvm::Value* end_outer = builder_.CreateUDiv(builder_.CreateAdd(end, builder_.getInt64(inner - 1)), inner_size);
+    loop(first_outer, end_outer, "outer", [&](llvm::Value* outer) {
+      llvm::Value* segment = builder_.CreateMul(outer, inner_size);
+      llvm::Value* low = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, segment, begin);
+      llvm::Value* high = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(segment, inner_size), end);
+      loop(low, high, "init", [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
+      // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
+      // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
+      llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
+      loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
+        llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
+        loop(low, high, "column", [&](llvm::Value* out) {
+          memo_.clear();
+          flat_index_ = builder_.CreateAdd(shift, out);
+          llvm::Value* element = value(root.inputs[0]);
+          llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
+          llvm::Value* current = builder_.CreateLoad(type, address);
+          builder_.CreateStore(combine(root.op, dtype, current, element), address);
+        });
       });
     });
     flat_ = false;
-    result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
     return result;
+  }
+
+  void accumulate(const ir::Node& root, llvm::AllocaInst* accumulator) {
+    memo_.clear();
+    llvm::Value* current = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
+    llvm::Value* element = value(root.inputs[0]);
+    if (nan_seen_) {
+      llvm::Value* seen = builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_);
+      builder_.CreateStore(builder_.CreateOr(seen, builder_.CreateFCmpUNO(element, element)), nan_seen_);
+      builder_.CreateStore(fast_extreme(root.op == Primitive::reduce_max, current, element), accumulator);
+      return;
+    }
+    builder_.CreateStore(combine(root.op, root.type.dtype, current, element), accumulator);
   }
 
   void emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
                             llvm::AllocaInst* accumulator) {
-    if (level == dims.size()) {
-      memo_.clear();
-      llvm::Value* current = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
-      llvm::Value* element = value(root.inputs[0]);
-      if (nan_seen_) {
-        llvm::Value* seen = builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_);
-        builder_.CreateStore(builder_.CreateOr(seen, builder_.CreateFCmpUNO(element, element)), nan_seen_);
-        builder_.CreateStore(fast_extreme(root.op == Primitive::reduce_max, current, element), accumulator);
-        return;
-      }
-      builder_.CreateStore(combine(root.op, root.type.dtype, current, element), accumulator);
-      return;
-    }
+    if (level == dims.size()) return accumulate(root, accumulator);
     size_t dim = dims[level];
     // The innermost loop keeps four partial results: one chain of vector adds
     // waits on each add's latency, four keep the loads streaming.

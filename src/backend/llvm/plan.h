@@ -31,6 +31,9 @@ struct Kernel {
   // Flat kernels streaming far more than the caches hold prefetch ahead in
   // software (see mark_prefetching in plan.cpp).
   bool prefetch = false;
+  // A reduction to one value over many elements runs in slices across
+  // threads, whose results are then combined (see mark_chunked in plan.cpp).
+  bool chunked = false;
 };
 
 struct Step {
@@ -68,9 +71,15 @@ struct Plan {
 };
 
 bool is_fusible_elementwise(ir::Primitive op);
-/// An elementwise kernel whose leaves are all its root's shape or single
-/// values: it loops over flat element indices, so its code does not depend on
-/// the shape.
+/// The space an elementwise or reduce kernel's code indexes: its root's
+/// shape, or a reduction's input shape.
+const Shape& kernel_space(const ir::Graph& graph, const Kernel& kernel);
+/// Whether every value the kernel reads sits at the flat index of its space:
+/// the leaves are the space's shape or single values, and no iota needs the
+/// index split into axes.
+bool reads_at_flat_index(const ir::Graph& graph, const Kernel& kernel);
+/// An elementwise kernel that reads at its flat index: it loops over flat
+/// element indices, so its code does not depend on the shape.
 bool is_flat(const ir::Graph& graph, const Kernel& kernel);
 bool is_fusible_reduction(ir::Primitive op);
 /// Functions whose code runs to tens of vector operations (exp, tanh, ...).
@@ -78,8 +87,8 @@ bool is_transcendental(ir::Primitive op);
 
 /// The parallel range of an elementwise or reduce kernel's code (what a
 /// thread pool splits): elements for flat kernels, rows of the last axis for
-/// other elementwise kernels, output elements for reductions. Codegen and row
-/// groups both take it from here.
+/// other elementwise kernels, output elements for reductions, input elements
+/// for chunked ones. Codegen and row groups both take it from here.
 int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel);
 
 /// Finds the row groups of a plan whose steps are final.

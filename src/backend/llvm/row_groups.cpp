@@ -9,6 +9,7 @@ namespace kiln::llvm_backend {
 int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel) {
   const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
   int64_t total = shape_size(root.type.shape);
+  if (kernel.chunked) return shape_size(kernel_space(graph, kernel));
   if (kernel.kind == Kernel::Kind::reduce || is_flat(graph, kernel)) return total;
   int64_t inner = root.type.shape.back();
   return inner == 0 ? 0 : total / inner;
@@ -20,18 +21,11 @@ namespace {
 constexpr int64_t min_rows = 16;
 constexpr int64_t min_elements = int64_t{1} << 16;
 
-// The space a kernel's code indexes: its root's shape, or a reduction's input shape.
-const Shape& kernel_space(const ir::Graph& graph, const Kernel& kernel) {
-  const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
-  if (kernel.kind == Kernel::Kind::reduce) return graph.nodes[static_cast<size_t>(root.inputs[0])].type.shape;
-  return root.type.shape;
-}
-
 // How many iterations of the kernel's parallel range cover one row of
 // `rows`, or 0 when the kernel cannot be split by rows: a reduction must keep
 // the leading axis, a row-wise elementwise kernel needs an axis after it.
 int64_t row_scale(const ir::Graph& graph, const Kernel& kernel, int64_t rows) {
-  if (kernel.kind == Kernel::Kind::standalone) return 0;
+  if (kernel.kind == Kernel::Kind::standalone || kernel.chunked) return 0;
   const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
   const Shape& space = kernel_space(graph, kernel);
   if (space.empty() || space[0] != rows || rows <= 0) return 0;
