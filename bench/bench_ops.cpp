@@ -68,6 +68,9 @@ std::vector<Workload> workloads() {
   Array logits = normal(13, {4096, 1000});
   Array labels = kiln::random::randint(kiln::random::key(14), {4096, 1}, 0, 1000);
   Array flat = normal(15, {1 << 22});
+  Array sequence = normal(16, {64, 512, 768}), bias = normal(17, {64, 1, 768});
+  Array points = normal(18, {1 << 20, 3}), weights = normal(19, {3});
+  Array targets = kiln::random::randint(kiln::random::key(20), {1024}, 0, 4096);
   return {
       {"column sums f32[4096,4096]", [](V x) { return kiln::sum(x[0], 0); }, [](T x) { return x[0].sum(0); }, {square}},
       {"sum of all f32[4096,4096]", [](V x) { return kiln::sum(x[0]); }, [](T x) { return x[0].sum(); }, {square}},
@@ -101,6 +104,17 @@ std::vector<Workload> workloads() {
        [](T x) { return torch::index_select(x[0], 0, x[1]); }, {square, rows}},
       {"concatenate axis 1 2x f32[4096,1024]", [](V x) { return kiln::concatenate({x[0], x[1]}, 1); },
        [](T x) { return torch::cat({x[0], x[1]}, 1); }, {wide, wide}},
+      {"argmax axis 0 f32[4096,1024]", [](V x) { return kiln::argmax(x[0], 0); },
+       [](T x) { return torch::argmax(x[0], 0); }, {wide}},
+      {"cumsum axis 0 f32[4096,1024]", [](V x) { return kiln::cumsum(x[0], 0); },
+       [](T x) { return torch::cumsum(x[0], 0); }, {wide}},
+      {"mean axis 1 f32[64,512,768]", [](V x) { return kiln::mean(x[0], 1); }, [](T x) { return x[0].mean(1); },
+       {sequence}},
+      {"add f32[64,512,768]+[64,1,768]", [](V x) { return x[0] + x[1]; }, [](T x) { return x[0] + x[1]; },
+       {sequence, bias}},
+      {"mul f32[2^20,3]*[3]", [](V x) { return x[0] * x[1]; }, [](T x) { return x[0] * x[1]; }, {points, weights}},
+      {"scatter_add rows f32[4096,1024]", [](V x) { return kiln::scatter_add(x[0], x[1], x[2], 0); },
+       [](T x) { return x[0].index_add(0, x[1], x[2]); }, {wide, targets, normal(21, {1024, 1024})}},
       {"matmul a @ b.T f32[1024,1024]", [](V x) { return kiln::matmul(x[0], kiln::transpose(x[1])); },
        [](T x) { return torch::matmul(x[0], x[1].t()); }, {a, b}},
       {"batched matmul f32[64,256,256]", [](V x) { return kiln::matmul(x[0], x[1]); },

@@ -783,7 +783,8 @@ TEST_F(Differential, LargeArraysSplitAcrossThreads) {
                     argmin(a, 1),
                     dynamic_slice(a, {10, 20}, {200, 1000}),
                     dynamic_update_slice(a, slice(a * 3, {0, 0}, {100, 500}), {50, 400}),
-                    scatter_add(a, i, take(a, i, 1), 1)};
+                    scatter_add(a, i, take(a, i, 1), 1),
+                    scatter_add(a, i, take(a, i, 0) * 2, 0)};  // one row: its columns are split
     }, x, indices);
   }
 }

@@ -81,15 +81,22 @@ class Emitter {
   }
 
   /// The parallel loop of most kernels: `rows` rows of `width` elements, each
-  /// cut into pieces of at most piece_width elements so that a few long rows
-  /// still spread over threads. Calls body(row, column_begin, column_end).
+  /// cut into pieces of at most max_piece_width elements so that a few long
+  /// rows still spread over threads, and into narrower ones (down to
+  /// min_piece_width) while there are fewer than wanted_pieces pieces: a
+  /// scatter_add along axis 0 is one row as wide as a matrix row, whose
+  /// columns are the only work to share. Calls body(row, column_begin,
+  /// column_end).
   template <class Body>
   CompiledKernel for_each_row_piece(int64_t rows, int64_t width, Body body) {
     CompiledKernel result;
     if (rows == 0 || width == 0) return result;
-    int64_t pieces = (width + piece_width - 1) / piece_width;
+    int64_t pieces = (width + max_piece_width - 1) / max_piece_width;
+    if (rows * pieces < wanted_pieces)
+      pieces = std::max(pieces, std::min((wanted_pieces + rows - 1) / rows, width / min_piece_width));
+    int64_t piece_width = (width + pieces - 1) / pieces;
     result.range = rows * pieces;
-    result.work_per_iteration = std::min(width, piece_width);
+    result.work_per_iteration = piece_width;
     loop(begin(), end(), "piece", [&](llvm::Value* iteration) {
       std::vector<llvm::Value*> split = decompose(iteration, {rows, pieces});
       llvm::Value* column_begin = mul(split[1], piece_width);
@@ -99,7 +106,9 @@ class Emitter {
     return result;
   }
 
-  static constexpr int64_t piece_width = 16384;
+  static constexpr int64_t max_piece_width = 16384;
+  static constexpr int64_t min_piece_width = 256;
+  static constexpr int64_t wanted_pieces = 16;
 
  private:
   const ir::Graph& graph_;
