@@ -30,14 +30,23 @@ struct Workload {
   std::vector<Array> inputs;
 };
 
+// Integers become int64 tensors: PyTorch's indexing operations take no other.
 torch::Tensor to_torch(const Array& x) {
   std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
-  if (x.dtype() == kiln::DType::i32) {
-    std::vector<int32_t> values = x.to_vector<int32_t>();
-    return torch::from_blob(values.data(), shape, torch::kInt).to(torch::kLong);
+  switch (x.dtype()) {
+    case kiln::DType::f32: {
+      std::vector<float> values = x.to_vector<float>();
+      return torch::from_blob(values.data(), shape, torch::kFloat).clone();
+    }
+    case kiln::DType::f64: {
+      std::vector<double> values = x.to_vector<double>();
+      return torch::from_blob(values.data(), shape, torch::kDouble).clone();
+    }
+    default: {
+      std::vector<int64_t> values = x.to_vector<int64_t>();
+      return torch::from_blob(values.data(), shape, torch::kLong).clone();
+    }
   }
-  std::vector<float> values = x.to_vector<float>();
-  return torch::from_blob(values.data(), shape, torch::kFloat).clone();
 }
 
 void add(const Workload& w) {
@@ -115,6 +124,14 @@ std::vector<Workload> workloads() {
       {"mul f32[2^20,3]*[3]", [](V x) { return x[0] * x[1]; }, [](T x) { return x[0] * x[1]; }, {points, weights}},
       {"scatter_add rows f32[4096,1024]", [](V x) { return kiln::scatter_add(x[0], x[1], x[2], 0); },
        [](T x) { return x[0].index_add(0, x[1], x[2]); }, {wide, targets, normal(21, {1024, 1024})}},
+      {"sum over axes 0,2 f32[64,128,512]", [](V x) { return kiln::sum(x[0], {0, 2}); },
+       [](T x) { return x[0].sum(std::vector<int64_t>{0, 2}); }, {normal(22, {64, 128, 512})}},
+      {"exp f64[2^22]", [](V x) { return kiln::exp(x[0]); }, [](T x) { return torch::exp(x[0]); },
+       {kiln::astype(flat, kiln::DType::f64)}},
+      {"sum i64[2^24]", [](V x) { return kiln::sum(x[0]); }, [](T x) { return x[0].sum(); },
+       {kiln::random::randint(kiln::random::key(23), {1 << 24}, -100, 100, kiln::DType::i64)}},
+      {"random normal f32[4096,4096]", [](V x) { return kiln::random::normal(x[0], {4096, 4096}); },
+       [](T) { return torch::randn({4096, 4096}); }, {kiln::random::key(24)}},
       {"matmul a @ b.T f32[1024,1024]", [](V x) { return kiln::matmul(x[0], kiln::transpose(x[1])); },
        [](T x) { return torch::matmul(x[0], x[1].t()); }, {a, b}},
       {"batched matmul f32[64,256,256]", [](V x) { return kiln::matmul(x[0], x[1]); },
