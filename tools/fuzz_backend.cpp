@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
         case llvm_backend::Step::Kind::kernel: {
           const llvm_backend::Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
           if (kernel.kind == llvm_backend::Kernel::Kind::elementwise) ++steps["elementwise kernels"];
+          else if (kernel.chunked) ++steps["reduce kernels in slices across threads"];
           else if (kernel.kind == llvm_backend::Kernel::Kind::reduce) ++steps["reduce kernels"];
           else ++steps["kernels of " + std::string(ir::primitive_name(ir.nodes[static_cast<size_t>(kernel.root)].op))];
           break;

@@ -388,7 +388,7 @@ class KernelEmitter {
     if (last - first + 1 != reduced_dims.size() || last + 1 == space_.size()) return false;
     int64_t inner = 1;
     for (size_t d = last + 1; d < space_.size(); ++d) inner *= space_[d];
-    if (first > 0 && inner < 16) return false;
+    if (inner == 0 || (first > 0 && inner < 16)) return false;
     return reads_at_flat_index(graph_, kernel_);
   }
 
