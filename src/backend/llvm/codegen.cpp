@@ -78,8 +78,8 @@ constexpr int64_t prefetch_distance = 1024;
 // shapes — except for flat kernels, whose code is the same for every shape.
 std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   bool flat = is_flat(graph, kernel);
-  std::string key = kernel.chunked                             ? "reduce chunked"
-                    : kernel.kind == Kernel::Kind::reduce       ? "reduce"
+  std::string key = kernel.chunked                            ? "reduce chunked"
+                    : kernel.kind == Kernel::Kind::reduce     ? "reduce"
                     : kernel.kind == Kernel::Kind::standalone ? "standalone"
                     : kernel.prefetch                         ? "flat prefetching"
                     : flat                                    ? "flat"
@@ -363,10 +363,12 @@ class KernelEmitter {
     llvm::AllocaInst* accumulator = start_accumulator(root);
     reset_accumulator(root, accumulator);
     flat_ = true;
-    loop(function_->getArg(0), function_->getArg(1), "reduce", [&](llvm::Value* i) {
-      flat_index_ = i;
-      accumulate(root, accumulator);
-    }, {.interleave = 4});
+    loop(function_->getArg(0), function_->getArg(1), "reduce",
+         [&](llvm::Value* i) {
+           flat_index_ = i;
+           accumulate(root, accumulator);
+         },
+         {.interleave = 4});
     flat_ = false;
     store(builder_.getInt64(0), accumulated(root, accumulator), root.type.dtype);
     result.work_per_iteration = 1;
@@ -409,7 +411,8 @@ class KernelEmitter {
     loop(first_outer, end_outer, "outer", [&](llvm::Value* outer) {
       llvm::Value* segment = builder_.CreateMul(outer, inner_size);
       llvm::Value* low = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, segment, begin);
-      llvm::Value* high = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(segment, inner_size), end);
+      llvm::Value* high =
+          builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(segment, inner_size), end);
       loop(low, high, "init", [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
       // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
       // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
