@@ -1,7 +1,8 @@
 // The native backend on common operations beyond the headline workloads of
 // bench_kernels, each jitted and side by side with libtorch on the same
 // threads, in one run: reductions along either axis, normalizations, movement,
-// indexing, scans and matrix products with transposed or batched operands.
+// indexing, scans, random numbers and matrix products with transposed or
+// batched operands.
 // A user coming from PyTorch expects none of them to be slower; the goal
 // printed is "at least as fast as libtorch".
 #include <torch/torch.h>
