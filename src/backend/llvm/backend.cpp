@@ -309,12 +309,7 @@ class CompiledGraph final : public runtime::Executable {
     return false;
   }
 
-  std::vector<ir::ValueId> inputs_of(const Step& step) const {
-    if (step.kind == Step::Kind::kernel) return plan_.kernels[static_cast<size_t>(step.kernel)].leaves;
-    if (step.kind == Step::Kind::matmul) return {step.operand_a, step.operand_b};
-    if (step.kind == Step::Kind::constant) return {};
-    return graph_->nodes[static_cast<size_t>(step.value)].inputs;
-  }
+  std::vector<ir::ValueId> inputs_of(const Step& step) const { return step_inputs(*graph_, plan_, step); }
 
   // Evaluates constant steps with the reference kernels, once. The plan
   // bounds the work upstream of each; other literal-only values are skipped.

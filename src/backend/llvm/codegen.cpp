@@ -211,6 +211,23 @@ class KernelEmitter {
     }
   }
 
+  // Runs body(segment, low, high) for each segment of [begin, end) cut at
+  // multiples of `size`: [low, high) is the part of [segment * size,
+  // (segment + 1) * size) inside [begin, end).
+  template <class Body>
+  void segments(llvm::Value* begin, llvm::Value* end, int64_t size, const char* name, Body body) {
+    llvm::Value* size_value = builder_.getInt64(size);
+    llvm::Value* first = builder_.CreateUDiv(begin, size_value);
+    llvm::Value* last = builder_.CreateUDiv(builder_.CreateAdd(end, builder_.getInt64(size - 1)), size_value);
+    loop(first, last, name, [&](llvm::Value* segment) {
+      llvm::Value* start = builder_.CreateMul(segment, size_value);
+      llvm::Value* low = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, start, begin);
+      llvm::Value* high =
+          builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(start, size_value), end);
+      body(segment, low, high);
+    });
+  }
+
   // Runs body(begin, end) over the kernel's range: in one piece, or when
   // prefetching, cut at multiples of prefetch_block, each piece preceded by
   // prefetches of the lines prefetch_distance elements ahead in every array
@@ -222,16 +239,9 @@ class KernelEmitter {
     llvm::Value* begin = function_->getArg(0);
     llvm::Value* end = function_->getArg(1);
     if (!kernel_.prefetch) return body(begin, end);
-    llvm::Value* block_size = builder_.getInt64(prefetch_block);
-    llvm::Value* first_block = builder_.CreateSDiv(begin, block_size);
-    llvm::Value* end_block =
-        builder_.CreateSDiv(builder_.CreateAdd(end, builder_.getInt64(prefetch_block - 1)), block_size);
-    loop(first_block, end_block, "block", [&](llvm::Value* block) {
-      llvm::Value* start = builder_.CreateMul(block, block_size);
-      llvm::Value* first = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, start, begin);
-      llvm::Value* last =
-          builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(start, block_size), end);
-      llvm::Value* ahead = builder_.CreateAdd(start, builder_.getInt64(prefetch_distance));
+    segments(begin, end, prefetch_block, "block", [&](llvm::Value* block, llvm::Value* first, llvm::Value* last) {
+      llvm::Value* ahead = builder_.CreateAdd(builder_.CreateMul(block, builder_.getInt64(prefetch_block)),
+                                              builder_.getInt64(prefetch_distance));
       for (ir::ValueId leaf : kernel_.leaves) {
         if (node(leaf).type.size() <= 1) continue;
         int64_t size = static_cast<int64_t>(dtype_size(node(leaf).type.dtype));
@@ -257,7 +267,7 @@ class KernelEmitter {
       // A long body (many transcendental functions) is worth compiling once:
       // the tail's mask costs little next to it.
       int body_cost = 0;
-      for (ir::ValueId id : kernel_.region) body_cost += is_transcendental(node(id).op) ? 16 : 1;
+      for (ir::ValueId id : kernel_.region) body_cost += operation_cost(node(id).op);
       LoopHints hints{.fold_tail = body_cost >= 128};
       flat_blocks([&](llvm::Value* begin, llvm::Value* end) {
         loop(begin, end, "i", [&](llvm::Value* i) {
@@ -401,34 +411,28 @@ class KernelEmitter {
     int64_t rows = 1, inner = 1;
     for (size_t d : reduced_dims) rows *= space_[d];
     for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
-    llvm::Value* begin = function_->getArg(0);
-    llvm::Value* end = function_->getArg(1);
     llvm::Value* inner_size = builder_.getInt64(inner);
     flat_ = true;
     // Output elements [begin, end) cut where the outer index changes.
-    llvm::Value* first_outer = builder_.CreateUDiv(begin, inner_size);
-    llvm::Value* end_outer = builder_.CreateUDiv(builder_.CreateAdd(end, builder_.getInt64(inner - 1)), inner_size);
-    loop(first_outer, end_outer, "outer", [&](llvm::Value* outer) {
-      llvm::Value* segment = builder_.CreateMul(outer, inner_size);
-      llvm::Value* low = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, segment, begin);
-      llvm::Value* high =
-          builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateAdd(segment, inner_size), end);
-      loop(low, high, "init", [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
-      // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
-      // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
-      llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
-      loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
-        llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
-        loop(low, high, "column", [&](llvm::Value* out) {
-          memo_.clear();
-          flat_index_ = builder_.CreateAdd(shift, out);
-          llvm::Value* element = value(root.inputs[0]);
-          llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
-          llvm::Value* current = builder_.CreateLoad(type, address);
-          builder_.CreateStore(combine(root.op, dtype, current, element), address);
-        });
-      });
-    });
+    segments(function_->getArg(0), function_->getArg(1), inner, "outer",
+             [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
+               loop(low, high, "init",
+                    [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
+               // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
+               // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
+               llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
+               loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
+                 llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
+                 loop(low, high, "column", [&](llvm::Value* out) {
+                   memo_.clear();
+                   flat_index_ = builder_.CreateAdd(shift, out);
+                   llvm::Value* element = value(root.inputs[0]);
+                   llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
+                   llvm::Value* current = builder_.CreateLoad(type, address);
+                   builder_.CreateStore(combine(root.op, dtype, current, element), address);
+                 });
+               });
+             });
     flat_ = false;
     return result;
   }

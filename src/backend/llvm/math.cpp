@@ -65,7 +65,6 @@ llvm::Value* monic_polynomial(llvm::IRBuilder<>& b, llvm::Value* x, std::initial
 
 bool is_single(llvm::Value* x) { return x->getType()->isFloatTy(); }
 
-
 // The IEEE layout of a float type, for the bit manipulation below, and ln 2
 // split as hi + lo with hi short enough that k * hi is exact for every
 // binary exponent k of the format.
@@ -320,9 +319,9 @@ llvm::Value* logistic(llvm::IRBuilder<>& b, llvm::Value* x) {
 // erfc(|x|)) above. erfc(a) <= 0.16 there, so its relative error reaches erf
 // shrunk at least fivefold. f32: erfc(a) = exp(L(a) - a^2) on [1, 4], where
 // L(a) = log(erfc(a) e^(a^2)) falls smoothly from -0.85 to -1.99 and is a
-// polynomial of degree 6 in t = (2a - 5) / 3, my own fit in numpy minimizing
-// erfc(a) times its error (coefficients rounded to f32 one by one, lowest
-// first, the rest refitted each time): it contributes at most 0.16 ulp to
+// polynomial of degree 6 in t = (2a - 5) / 3, fitted for kiln in numpy to
+// minimize erfc(a) times its error (coefficients rounded to f32 one by one,
+// lowest first, the rest refitted each time): it contributes at most 0.16 ulp to
 // erf, and L(a) - a^2 is rounded once, in a fused multiply-add. No division
 // and one polynomial: Cephes' erfc(a) = exp(-a^2) / a * P(1 / a^2), with
 // separate polynomials on [1, 2) and [2, 4], measured 25% slower. f64:

@@ -21,13 +21,26 @@ bool is_fusible_reduction(Primitive op) {
          op == Primitive::reduce_min;
 }
 
-bool is_transcendental(Primitive op) {
+int operation_cost(Primitive op) {
   switch (op) {
     case Primitive::exp: case Primitive::log: case Primitive::log1p: case Primitive::expm1: case Primitive::tanh:
     case Primitive::logistic: case Primitive::erf: case Primitive::sin: case Primitive::cos: case Primitive::pow:
-      return true;
+      return 16;
     default:
-      return false;
+      return 1;
+  }
+}
+
+std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, const Step& step) {
+  switch (step.kind) {
+    case Step::Kind::kernel:
+      return plan.kernels[static_cast<size_t>(step.kernel)].leaves;
+    case Step::Kind::matmul:
+      return {step.operand_a, step.operand_b};
+    case Step::Kind::constant:
+      return {};
+    default:
+      return graph.nodes[static_cast<size_t>(step.value)].inputs;
   }
 }
 
@@ -80,20 +93,12 @@ bool is_flat(const ir::Graph& graph, const Kernel& kernel) {
 // kernels reading it can merge with kernels that come before it in graph
 // order (an Adam update with the moment updates it reads).
 void hoist_scalar_steps(const ir::Graph& graph, Plan& plan) {
-  auto reads = [&](const Step& step) -> std::vector<ir::ValueId> {
-    switch (step.kind) {
-      case Step::Kind::kernel: return plan.kernels[static_cast<size_t>(step.kernel)].leaves;
-      case Step::Kind::matmul: return {step.operand_a, step.operand_b};
-      case Step::Kind::constant: return {};
-      default: return graph.nodes[static_cast<size_t>(step.value)].inputs;
-    }
-  };
   std::vector<Step> ordered;
   for (const Step& step : plan.steps) {
     size_t at = ordered.size();
     bool single = shape_size(graph.nodes[static_cast<size_t>(step.value)].type.shape) <= 1;
     if (single && step.kind != Step::Kind::reference && step.kind != Step::Kind::matmul) {
-      std::vector<ir::ValueId> inputs = reads(step);
+      std::vector<ir::ValueId> inputs = step_inputs(graph, plan, step);
       at = 0;
       for (size_t k = 0; k < ordered.size(); ++k)
         if (std::find(inputs.begin(), inputs.end(), ordered[k].value) != inputs.end()) at = k + 1;
@@ -173,15 +178,8 @@ void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
 void drop_unread_extra_roots(const ir::Graph& graph, Plan& plan) {
   std::vector<char> read(graph.nodes.size(), 0);
   for (ir::ValueId output : graph.outputs) read[static_cast<size_t>(output)] = 1;
-  for (const Step& step : plan.steps) {
-    if (step.kind == Step::Kind::kernel) {
-      for (ir::ValueId leaf : plan.kernels[static_cast<size_t>(step.kernel)].leaves) read[static_cast<size_t>(leaf)] = 1;
-    } else if (step.kind == Step::Kind::matmul) {
-      read[static_cast<size_t>(step.operand_a)] = read[static_cast<size_t>(step.operand_b)] = 1;
-    } else {
-      for (ir::ValueId input : graph.nodes[static_cast<size_t>(step.value)].inputs) read[static_cast<size_t>(input)] = 1;
-    }
-  }
+  for (const Step& step : plan.steps)
+    for (ir::ValueId input : step_inputs(graph, plan, step)) read[static_cast<size_t>(input)] = 1;
   for (Kernel& kernel : plan.kernels) {
     auto unread = [&](ir::ValueId id) { return !read[static_cast<size_t>(id)]; };
     for (ir::ValueId id : kernel.extra_roots)
@@ -282,7 +280,7 @@ Plan plan_graph(const ir::Graph& graph) {
       // cache; the division then writes over it). The count grows along
       // unmaterialized chains, which bounds the duplication.
       constexpr int recompute_limit = 8;
-      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : is_transcendental(node.op) ? 16 : 1;
+      recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : operation_cost(node.op);
       for (ir::ValueId input : node.inputs)
         if (!plan.materialized[static_cast<size_t>(input)]) recompute_cost[i] += recompute_cost[static_cast<size_t>(input)];
       if (uses[i] > 1 && recompute_cost[i] > recompute_limit) materialize(static_cast<ir::ValueId>(i));

@@ -82,8 +82,13 @@ bool reads_at_flat_index(const ir::Graph& graph, const Kernel& kernel);
 /// element indices, so its code does not depend on the shape.
 bool is_flat(const ir::Graph& graph, const Kernel& kernel);
 bool is_fusible_reduction(ir::Primitive op);
-/// Functions whose code runs to tens of vector operations (exp, tanh, ...).
-bool is_transcendental(ir::Primitive op);
+/// Roughly how many vector operations one element of `op` costs in a fused
+/// loop: tens for the transcendental functions (exp, tanh, ...), else 1.
+int operation_cost(ir::Primitive op);
+
+/// The values a step reads when it runs; a constant step reads none (it is
+/// folded when the graph compiles).
+std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, const Step& step);
 
 /// The parallel range of an elementwise or reduce kernel's code (what a
 /// thread pool splits): elements for flat kernels, rows of the last axis for

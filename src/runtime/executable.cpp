@@ -1,0 +1,29 @@
+// What every backend's executables share.
+#include "runtime/executable.h"
+
+#include <string>
+
+#include "core/error_format.h"
+
+namespace kiln::runtime {
+
+void bind_inputs(std::vector<Array>& values, const ir::Graph& graph, const std::vector<ir::ValueId>& ids,
+                 std::span<const Array> arrays, const char* what) {
+  if (ids.size() != arrays.size())
+    detail::raise("run",
+                  "graph '" + graph.name + "' takes " + std::to_string(ids.size()) + " " + what + ", got " +
+                      std::to_string(arrays.size()),
+                  Location::current());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto& expected = graph.nodes[static_cast<size_t>(ids[i])].type;
+    const auto& impl = detail::impl_of(arrays[i], "run", Location::current());
+    if (impl.trace || impl.type.dtype != expected.dtype || impl.type.shape != expected.shape)
+      detail::raise("run",
+                    std::string(what) + " " + std::to_string(i) + " of graph '" + graph.name + "' must be a concrete " +
+                        expected.to_string() + ", got " + impl.type.to_string(),
+                    Location::current());
+    values[static_cast<size_t>(ids[i])] = arrays[i];
+  }
+}
+
+}  // namespace kiln::runtime
