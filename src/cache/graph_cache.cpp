@@ -1,6 +1,8 @@
 // Process-wide graph -> executable cache (see the header).
 #include "cache/graph_cache.h"
 
+#include "cache/backend_choice.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <list>
@@ -42,7 +44,7 @@ class GraphCache {
     std::shared_ptr<const runtime::Executable> executable;
     auto start = std::chrono::steady_clock::now();
     try {
-      executable = runtime::default_backend().compile(graph);
+      executable = default_backend().compile(graph);
     } catch (...) {
       lock.lock();
       erase(placeholder, key);

@@ -5,7 +5,7 @@
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "kiln/jit.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 #include "trace/trace.h"
 
 namespace kiln::detail {
@@ -98,7 +98,5 @@ void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& ou
     if (!returned && array.impl() && !array.impl()->trace) array.impl()->donated_to = message;
   }
 }
-
-bool tracing_active() { return current_trace() != nullptr; }
 
 }  // namespace kiln::detail

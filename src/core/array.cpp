@@ -8,8 +8,6 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
-#include "trace/apply.h"
-#include "trace/trace.h"
 
 namespace kiln {
 namespace detail {
@@ -62,12 +60,12 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
                    Location where) {
   const ArrayImpl& impl = impl_of(array, operation, where);
   if (impl.trace) {
-    const TraceState& trace = *impl.trace;
+    const TraceContext& trace = *impl.trace;
     if (!trace.alive) raise_leaked(impl, operation, where);
     raise<ConcretizationError>(
         operation,
         "cannot read the value of traced array " + impl.type.to_string() + " inside the trace of '" +
-            trace.graph.name + "' (begun at " + location_string(trace.where) + ")",
+            trace.name + "' (begun at " + location_string(trace.where) + ")",
         where,
         "a traced value is known only when the compiled code runs: use kiln::where for a data-dependent "
         "choice, or pass the value as a static (non-Array) argument");
@@ -82,6 +80,17 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
       for (int64_t i = 0; i < count; ++i) target[i] = convert_element<To, From>(source[i]);
     });
   });
+}
+
+void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
+  const TraceContext& trace = *tracer.trace;
+  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
+                        " of the trace of '" + trace.name + "' begun at " + location_string(trace.where) +
+                        ") was used ";
+  message += trace.alive ? "outside that trace, on another thread" : "after that trace ended";
+  raise<LeakedTracerError>(operation, message, use,
+                           "return the value from the traced function instead of storing it in a global, "
+                           "a member or a by-reference capture");
 }
 
 Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where) {

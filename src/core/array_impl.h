@@ -49,12 +49,19 @@ class Buffer {
   size_t bytes_ = 0;
 };
 
-struct TraceState;
+/// What an array knows of the trace that recorded it: enough for any layer to
+/// report a leaked or concretized tracer. The trace layer's TraceState
+/// extends it with the graph being recorded.
+struct TraceContext {
+  std::string name;  // the traced function
+  Location where;    // where the trace began
+  bool alive = true;
+};
 
 struct ArrayImpl {
   AbstractValue type;
   std::shared_ptr<Buffer> buffer;     // concrete arrays
-  std::shared_ptr<TraceState> trace;  // tracers
+  std::shared_ptr<TraceContext> trace;  // tracers
   int32_t value = -1;                 // tracers: node id in the trace's graph
   // Set when the array was donated to a jitted call: the message for a later use.
   std::shared_ptr<const std::string> donated_to;
@@ -64,6 +71,10 @@ struct ArrayImpl {
   template <class T>
   T* mutable_data() { return static_cast<T*>(buffer->data()); }
 };
+
+/// Throws LeakedTracerError for a tracer whose trace ended (or that belongs to
+/// a trace on another thread); `operation` and `use` say where it was used.
+[[noreturn]] void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use);
 
 /// A fresh concrete array with uninitialized storage for `type`.
 Array allocate(AbstractValue type);

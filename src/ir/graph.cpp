@@ -1,14 +1,9 @@
-// Graph hashing, structural equality, printing and verification.
+// Graph hashing and structural equality.
 #include "ir/graph.h"
 
 #include <xxhash.h>
 
 #include <cstring>
-#include <sstream>
-#include <stdexcept>
-
-#include "core/error_format.h"
-#include "ops/rules.h"
 
 namespace kiln::ir {
 
@@ -117,71 +112,6 @@ bool Graph::structurally_equal(const Graph& other) const {
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!same_structure(nodes[i], other.nodes[i])) return false;
   return true;
-}
-
-std::string Graph::to_string() const {
-  std::ostringstream out;
-  auto signature = [&](const std::vector<ValueId>& ids) {
-    for (size_t i = 0; i < ids.size(); ++i)
-      out << (i ? ", " : "") << "%" << ids[i] << ": " << nodes[static_cast<size_t>(ids[i])].type.to_string();
-  };
-  out << "graph " << name << "(";
-  signature(arguments);
-  out << ")";
-  if (!captures.empty()) {
-    out << " captures(";
-    signature(captures);
-    out << ")";
-  }
-  out << " {\n";
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& node = nodes[i];
-    std::ostringstream line;
-    line << "  %" << i << " = " << primitive_name(node.op);
-    if (auto describe = ops::rules(node.op).describe) {
-      std::string text = describe(node);
-      if (!text.empty()) line << (node.op == Primitive::literal || node.op == Primitive::input ? " " : "[") << text
-                               << (node.op == Primitive::literal || node.op == Primitive::input ? "" : "]");
-    }
-    for (ValueId input : node.inputs) line << " %" << input;
-    line << " : " << node.type.to_string();
-    std::string text = line.str();
-    constexpr size_t comment_column = 48;
-    if (text.size() < comment_column) text.append(comment_column - text.size(), ' ');
-    out << text << "  # " << detail::location_string(node.where) << "\n";
-  }
-  out << "  return";
-  for (size_t i = 0; i < outputs.size(); ++i) out << (i ? ", %" : " %") << outputs[i];
-  out << "\n}\n";
-  return out.str();
-}
-
-void Graph::verify() const {
-  auto fail = [&](size_t index, const std::string& what) {
-    throw std::logic_error("graph '" + name + "' node %" + std::to_string(index) + ": " + what);
-  };
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& node = nodes[i];
-    std::vector<const AbstractValue*> types;
-    for (ValueId input : node.inputs) {
-      if (input < 0 || static_cast<size_t>(input) >= i) fail(i, "input %" + std::to_string(input) + " is not defined before use");
-      types.push_back(&nodes[static_cast<size_t>(input)].type);
-    }
-    if (node.op == Primitive::input) continue;
-    AbstractValue expected;
-    try {
-      expected = ops::rules(node.op).infer(node, types);
-    } catch (const Error& error) {
-      fail(i, std::string("rejected by its shape rule: ") + error.what());
-    }
-    if (!(expected == node.type)) fail(i, "type " + node.type.to_string() + " but its rule gives " + expected.to_string());
-  }
-  for (ValueId id : arguments)
-    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input) fail(static_cast<size_t>(id), "argument is not an input node");
-  for (ValueId id : captures)
-    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input) fail(static_cast<size_t>(id), "capture is not an input node");
-  for (ValueId id : outputs)
-    if (id < 0 || static_cast<size_t>(id) >= nodes.size()) fail(0, "output %" + std::to_string(id) + " is undefined");
 }
 
 }  // namespace kiln::ir

@@ -61,11 +61,6 @@ class Graph {
   std::vector<Scalar> literal_values() const;
   /// Same literal values node for node (meaningful for structurally equal graphs).
   bool same_literals(const Graph& other) const;
-  /// Human-readable text, one node per line with its source line.
-  std::string to_string() const;
-  /// Checks SSA order, arity and that every node's type matches its rule.
-  /// Throws std::logic_error describing the first violation (a kiln bug).
-  void verify() const;
 };
 
 }  // namespace kiln::ir

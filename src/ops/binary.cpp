@@ -6,8 +6,7 @@
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/elementwise.h"
-#include "runtime/eager.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {
@@ -155,13 +154,15 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   Shape shape = broadcast_shapes(sa, sb, name, where);
   // Eagerly, an array with a number on a large array: compile literal,
   // broadcast and operation together instead of materializing the broadcast.
-  if (a.is_number() != b.is_number() && !detail::tracing_active() && runtime::eager_compiled(shape_size(shape))) {
+  const detail::EagerCompiler* compiler =
+      a.is_number() != b.is_number() && !detail::tracing_active() ? detail::eager_compiler_for(shape_size(shape)) : nullptr;
+  if (compiler) {
     const Operand& array = a.is_number() ? b : a;
     auto build = [&](std::span<const Array> placeholders) {
       Operand traced(placeholders[0], array.where());
       return binary(op, name, a.is_number() ? a : traced, a.is_number() ? traced : b);
     };
-    return runtime::run_compiled(std::span<const Array>(&array.array(), 1), build);
+    return compiler->run(std::span<const Array>(&array.array(), 1), build);
   }
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }

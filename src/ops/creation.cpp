@@ -6,7 +6,7 @@
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/elementwise.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error_format.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln::ops {
 

@@ -16,7 +16,7 @@
 #include "core/error_format.h"
 #include "ops/axes.h"
 #include "ops/elementwise.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {

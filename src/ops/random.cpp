@@ -21,7 +21,7 @@
 #include "core/error_format.h"
 #include "ops/elementwise.h"
 #include "ops/threefry.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {

@@ -36,8 +36,4 @@ class Backend {
 void bind_inputs(std::vector<Array>& values, const ir::Graph& graph, const std::vector<ir::ValueId>& ids,
                  std::span<const Array> arrays, const char* what);
 
-/// The backend jit compiles with: KILN_BACKEND=llvm (default) or interp.
-const Backend& default_backend();
-const Backend& interpreter_backend();
-
 }  // namespace kiln::runtime

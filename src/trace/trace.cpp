@@ -3,34 +3,22 @@
 
 #include "core/error_format.h"
 #include "kiln/graph.h"
-#include "ops/rules.h"
-#include "transform/dead_code.h"
+#include "kiln/jit.h"
+#include "ir/dead_code.h"
 
 namespace kiln::detail {
 
 namespace {
 thread_local std::vector<std::shared_ptr<TraceState>> trace_stack;
-
-std::string trace_origin(const TraceState& state) {
-  return "trace of '" + state.graph.name + "' begun at " + location_string(state.where);
-}
 }  // namespace
 
 TraceState* current_trace() { return trace_stack.empty() ? nullptr : trace_stack.back().get(); }
 
+bool tracing_active() { return current_trace() != nullptr; }
+
 const std::shared_ptr<TraceState>& current_trace_shared() {
   static const std::shared_ptr<TraceState> none;
   return trace_stack.empty() ? none : trace_stack.back();
-}
-
-void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
-  const TraceState& state = *tracer.trace;
-  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
-                        " of the " + trace_origin(state) + ") was used ";
-  message += state.alive ? "outside that trace, on another thread" : "after that trace ended";
-  raise<LeakedTracerError>(operation, message, use,
-                           "return the value from the traced function instead of storing it in a global, "
-                           "a member or a by-reference capture");
 }
 
 ir::ValueId TraceState::value_of(const Array& array, const char* operation, Location use) {
@@ -70,6 +58,7 @@ Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner
 // ---- TraceSession ---------------------------------------------------------------
 
 TraceSession::TraceSession(std::string name, Location where) : state_(std::make_shared<TraceState>()) {
+  state_->name = name;
   state_->graph.name = std::move(name);
   state_->graph.nodes.reserve(64);  // most traces are longer than a handful of nodes
   state_->where = where;
@@ -102,7 +91,7 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
   if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
   // The tracers keep the state alive for leak reports, which need only the name.
   auto graph = std::make_shared<ir::Graph>(std::move(state_->graph));
-  transform::eliminate_dead_nodes(*graph);
+  ir::eliminate_dead_nodes(*graph);
   state_->graph = ir::Graph{};
   state_->graph.name = graph->name;
   return Graph(std::move(graph));

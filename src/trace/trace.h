@@ -12,10 +12,10 @@
 
 namespace kiln::detail {
 
-struct TraceState {
+/// A trace being recorded. Its name, start and liveness (TraceContext) are
+/// what tracers carry for error messages; the graph is what it records.
+struct TraceState : TraceContext {
   ir::Graph graph;
-  Location where;  // where the trace began
-  bool alive = true;
   TraceState* parent = nullptr;  // the trace that was active when this one began
   std::thread::id thread;
   // Arrays read by the function without being arguments, in graph order.
@@ -26,16 +26,13 @@ struct TraceState {
   /// The value id of `array` inside this trace: its own tracers directly;
   /// concrete arrays and tracers of enclosing traces become implicit inputs.
   ir::ValueId value_of(const Array& array, const char* operation, Location use);
-  /// Appends a node and returns the tracer for its result.
+  /// Appends a node whose type is already inferred and returns the tracer
+  /// for its result.
   Array record(ir::Node node, const std::shared_ptr<TraceState>& owner);
 };
 
 /// The innermost active trace on this thread, or null.
 TraceState* current_trace();
 const std::shared_ptr<TraceState>& current_trace_shared();
-
-/// Throws LeakedTracerError for a tracer whose trace ended (or that belongs to
-/// a trace on another thread); `operation` and `use` say where it was used.
-[[noreturn]] void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use);
 
 }  // namespace kiln::detail

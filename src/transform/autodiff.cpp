@@ -4,7 +4,7 @@
 #include "core/error_format.h"
 #include "ops/rules.h"
 #include "kiln/ops.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln::transform {
 

@@ -2,7 +2,7 @@
 // leaves may be differentiated, and running the passes of transform/autodiff.
 #include "core/error_format.h"
 #include "kiln/grad.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 #include "transform/autodiff.h"
 
 namespace kiln::detail {

@@ -5,6 +5,7 @@
 // producers, which come earlier, so a single pass almost always reaches the
 // fixed point; the next round confirms it.
 #include "transform/simplify.h"
+#include "transform/verify.h"
 
 #include <cmath>
 #include <optional>
@@ -14,7 +15,7 @@
 #include "core/dispatch.h"
 #include "kiln/error.h"
 #include "ops/rules.h"
-#include "transform/dead_code.h"
+#include "ir/dead_code.h"
 
 namespace kiln::transform {
 
@@ -244,11 +245,11 @@ void simplify(ir::Graph& graph) {
   for (int round = 0; round < max_rounds; ++round) {
     size_t before = graph.nodes.size();
     bool changed = simplify_once(graph);
-    eliminate_dead_nodes(graph);
+    ir::eliminate_dead_nodes(graph);
     if (!changed && graph.nodes.size() == before) break;
   }
 #ifndef NDEBUG
-  graph.verify();
+  verify(graph);
 #endif
 }
 

@@ -21,10 +21,10 @@ namespace kiln::transform {
 ///    x + 0.0 is kept: it turns -0.0 into +0.0), and for integers and bool
 ///    x + 0 and 0 + x as well. A literal operand is a literal node or a
 ///    broadcast of one;
-///  - removes dead nodes (transform::eliminate_dead_nodes).
+///  - removes dead nodes (ir::eliminate_dead_nodes).
 /// stop_gradient is kept: autodiff reads it, and kernels pay nothing for it.
 ///
-/// Precondition: `graph` passes graph.verify().
+/// Precondition: `graph` passes transform::verify.
 /// Postcondition: it still does; every output keeps its exact type (dtype,
 /// shape, weak flag) and values; arguments and captures bind the same input
 /// nodes (renumbered); nodes stay in topological order. Two outputs may now

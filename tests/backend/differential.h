@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/backend_choice.h"
 #include "runtime/executable.h"
 
 namespace kiln::testing {
@@ -66,7 +67,7 @@ std::string compare_arrays(const Array& compiled, const Array& reference, const 
 /// Empty on success; otherwise a report with the graph, the plan and the
 /// mismatches. Exceptions from either side are reported, not thrown.
 std::string run_differential(const DifferentialCase& test, const std::vector<Tolerance>& tolerances,
-                             const runtime::Backend& backend = runtime::default_backend());
+                             const runtime::Backend& backend = cache::default_backend());
 
 /// The native backend's fusion plan for a graph, as KILN_DUMP writes it.
 std::string describe_plan(const Graph& graph);

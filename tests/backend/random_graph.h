@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/backend_choice.h"
 #include "differential.h"
 
 namespace kiln::testing {
@@ -52,6 +53,6 @@ RandomGraph make_random_graph(uint64_t seed, const RandomGraphOptions& options =
 /// Compiles the graph with `backend` and runs it against the interpreter.
 /// Empty when every output agrees within its tolerance; otherwise a report
 /// with the seed, the recipe, the graph, the plan and the mismatches.
-std::string check_random_graph(const RandomGraph& graph, const runtime::Backend& backend = runtime::default_backend());
+std::string check_random_graph(const RandomGraph& graph, const runtime::Backend& backend = cache::default_backend());
 
 }  // namespace kiln::testing

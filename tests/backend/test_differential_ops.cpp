@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cache/backend_choice.h"
 #include "differential.h"
 #include "support/numpy_oracle.h"
 
@@ -815,7 +816,7 @@ TEST_F(Differential, OneExecutableRunningOnManyThreads) {
     return Arrays{maximum(a * b + 1, 0), max(a, {1}), transpose(a) - 1, a * 2};
   }, x, y);
   std::vector<Array> expected = detail::interpret(test.graph, test.arguments, test.captures);
-  auto executable = runtime::default_backend().compile(test.graph.shared());
+  auto executable = cache::default_backend().compile(test.graph.shared());
   std::vector<std::string> failures(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < failures.size(); ++t) {

@@ -41,11 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executable.h"
-
-namespace kiln::llvm_backend {
-const runtime::Backend& llvm_backend();
-}
+#include "backend/llvm/backend.h"
 
 namespace kiln {
 namespace {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 
+#include "cache/backend_choice.h"
 #include "random_graph.h"
 
 namespace kiln::testing {
@@ -35,7 +36,7 @@ class NudgingBackend final : public runtime::Backend {
  public:
   std::string_view name() const override { return "nudging"; }
   std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
-    return std::make_shared<Nudged>(runtime::default_backend().compile(std::move(graph)));
+    return std::make_shared<Nudged>(cache::default_backend().compile(std::move(graph)));
   }
 
  private:

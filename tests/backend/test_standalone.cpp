@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 
+#include "cache/backend_choice.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/standalone.h"
@@ -23,7 +24,7 @@
 #include "ops/rules.h"
 #include "runtime/executable.h"
 #include "support/numpy_oracle.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace {
@@ -186,7 +187,7 @@ class Standalone : public ::testing::Test {
   template <class F>
   void check(const std::string& context, F&& fn, const Arrays& arguments, bool any_nan = false) {
     SCOPED_TRACE(context);
-    ASSERT_EQ(runtime::default_backend().name(), "llvm");
+    ASSERT_EQ(cache::default_backend().name(), "llvm");
     Graph graph = make_graph(
         "standalone", [&](const Arrays& xs) { return Arrays(fn(xs)); }, arguments);
     llvm_backend::Plan plan = llvm_backend::plan_graph(graph.ir());
@@ -195,7 +196,7 @@ class Standalone : public ::testing::Test {
           << "reference step for " << ir::primitive_name(graph.ir().nodes[static_cast<size_t>(step.value)].op) << "\n"
           << graph.to_string();
     Arrays expected = detail::interpret(graph, arguments, {});
-    Arrays got = runtime::default_backend().compile(graph.shared())->run(arguments, {});
+    Arrays got = cache::default_backend().compile(graph.shared())->run(arguments, {});
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) {
       std::string difference = bitwise_difference(got[i], expected[i], any_nan);
@@ -555,7 +556,7 @@ TEST_F(Standalone, IntegerAndBoolMatmulWrapLikeTheReference) {
       Graph graph = make_graph(
           "matmul", [](const Array& a, const Array& b) { return matmul(a, b); }, operands[0], operands[1]);
       Arrays expected = detail::interpret(graph, operands, {});
-      Arrays got = runtime::default_backend().compile(graph.shared())->run(operands, {});
+      Arrays got = cache::default_backend().compile(graph.shared())->run(operands, {});
       EXPECT_EQ(bitwise_difference(got[0], expected[0]), "") << context;
       // The plan may still send it to the reference kernel: run the native one directly.
       EXPECT_EQ(run_kernels_directly(graph, operands, false), "") << context;

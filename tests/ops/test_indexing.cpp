@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
@@ -324,7 +325,7 @@ TEST(Indexing, TracedGraphsKeepNumberStartsAsLiteralsAndPrintAttributes) {
                               scatter_add(a, rows, full({1, 3}, 1), 0)};
   };
   Graph graph = make_graph("f", fn, x);
-  graph.ir().verify();
+  transform::verify(graph.ir());
   std::string text = graph.to_string();
   for (const char* part :
        {"dynamic_slice", "sizes=[1,2]", "take", "axis=1", "dynamic_update_slice", "scatter_add", "test_indexing.cpp:"})

@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
@@ -157,7 +158,7 @@ TEST(MatmulTrace, InterpretedGraphEqualsEager) {
       return std::vector<Array>{matmul(x, y), matmul(x, z), matmul(z, y), matmul(z, z)};
     };
     Graph graph = make_graph("products", fn, a, b, v);
-    graph.ir().verify();
+    transform::verify(graph.ir());
     std::vector<Array> traced = detail::interpret(graph, {a, b, v}, {});
     std::vector<Array> eager = fn(a, b, v);
     ASSERT_EQ(traced.size(), eager.size());

@@ -8,10 +8,11 @@
 #include <limits>
 #include <numeric>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace {
@@ -404,7 +405,7 @@ TEST(Movement, PrintedIrDescribesAttributes) {
        {"reshape[shape=[3,2]]", "transpose[perm=[1,0]]", "slice[start=[0,1] stop=[2,3] step=[1,2]]",
         "reverse[axes=[0]]", "pad[lo=[1,0] hi=[0,2]]", "concatenate[axis=1]"})
     EXPECT_NE(text.find(expected), std::string::npos) << "missing " << expected << " in\n" << text;
-  graph.ir().verify();
+  transform::verify(graph.ir());
 }
 
 // ---- Errors -------------------------------------------------------------------------

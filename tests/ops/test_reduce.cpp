@@ -10,10 +10,11 @@
 #include <functional>
 #include <limits>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace {
@@ -386,7 +387,7 @@ TEST(ReduceTrace, InterpretedGraphEqualsEager) {
   for (DType dtype : all_dtypes) {
     Array x = random.uniform({2, 3, 4}, dtype);
     Graph graph = make_graph("reductions", every_reduction, x);
-    graph.ir().verify();
+    transform::verify(graph.ir());
     std::vector<Array> traced = detail::interpret(graph, {x}, {});
     std::vector<Array> eager = every_reduction(x);
     ASSERT_EQ(traced.size(), eager.size());

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 
 namespace kiln::testing {
@@ -93,7 +94,7 @@ template <class F, class... Args>
 Array eager_and_traced(const std::string& context, F fn, const Args&... args) {
   Array eager = fn(args...);
   Graph graph = make_graph("eager_and_traced", fn, args...);
-  graph.ir().verify();
+  transform::verify(graph.ir());
   std::vector<Array> leaves;
   (
       [&] {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/golden.h"
 #include "support/errors.h"
@@ -38,7 +39,7 @@ TEST(Trace, PrintsGraphWithSourceLines) {
       "}\n",
       base);
   EXPECT_EQ(graph.to_string(), expected);
-  graph.ir().verify();
+  transform::verify(graph.ir());
 }
 
 TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
@@ -86,7 +87,7 @@ TEST(Trace, EagerMatchesInterpreter) {
   Array x = array({-1.5, 0.25, 2.0, 3.5}, {2, 2});
   auto fn = [](const Array& v) { return where(v > 0, sqrt(v) * 3 + exp(-v), sigmoid(v) - v * v); };
   Graph graph = make_graph("mixed", fn, x);
-  graph.ir().verify();
+  transform::verify(graph.ir());
   EXPECT_EQ(detail::interpret(graph, {x}, {})[0].to_vector<double>(), fn(x).to_vector<double>());
 }
 
@@ -173,10 +174,10 @@ TEST(Verifier, RejectsBrokenGraphs) {
   Graph graph = make_graph("ok", [](const Array& v) { return exp(v) + 1; }, array({1.0f}));
   ir::Graph broken = graph.ir();
   broken.nodes[1].inputs = {5};  // used before defined
-  EXPECT_THROW(broken.verify(), std::logic_error);
+  EXPECT_THROW(transform::verify(broken), std::logic_error);
   broken = graph.ir();
   broken.nodes[1].type.dtype = DType::i32;  // disagrees with its rule
-  EXPECT_THROW(broken.verify(), std::logic_error);
+  EXPECT_THROW(transform::verify(broken), std::logic_error);
 }
 
 }  // namespace

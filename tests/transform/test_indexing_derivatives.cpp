@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
@@ -149,7 +150,7 @@ TEST(IndexingDerivatives, TakeAlongAxisGradientIsAScatterAddOfTheUserLine) {
     return std::get<0>(pullback(ones_like(value))).at(0);
   };
   Graph graph = make_graph("take_along_axis_gradient", gradient, x, indices);
-  graph.ir().verify();
+  transform::verify(graph.ir());
   EXPECT_FALSE(has_node(graph, ir::Primitive::take, line)) << graph;
   EXPECT_TRUE(has_node(graph, ir::Primitive::scatter_add, line)) << graph;
   Array traced = detail::interpret(graph, {x, indices}, {}).at(0);

@@ -12,7 +12,7 @@
 #include "ir/graph.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace {

@@ -19,7 +19,7 @@
 #include "ops/rules.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 namespace kiln {
 namespace {

@@ -7,8 +7,13 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/executable.h"
 
 namespace kiln::interp {
+
+/// The interpreter as a backend: "compiling" keeps the graph, running
+/// interprets it (matrix products through BLAS).
+const runtime::Backend& interpreter_backend();
 
 /// Runs `graph` on concrete `arguments` and `captures` (in the graph's order).
 /// Throws kiln::Error when their number or abstract values do not match.

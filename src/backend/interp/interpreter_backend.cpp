@@ -2,15 +2,17 @@
 // interprets it. Compiled backends plug in behind the same interface.
 #include "backend/interp/interpreter.h"
 #include "runtime/blas.h"
-#include "runtime/executable.h"
 
-namespace kiln::runtime {
+namespace kiln::interp {
+
+using runtime::Backend;
+using runtime::Executable;
 
 namespace {
 // Compiled graphs run matrix products through BLAS; everything else through
 // the reference kernels until a native backend takes over.
-Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return blas_matmul(node, inputs); }
-interp::Program::Kernel runtime_kernel(const ir::Node& node) { return blas_handles(node) ? &matmul_kernel : nullptr; }
+Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return runtime::blas_matmul(node, inputs); }
+interp::Program::Kernel runtime_kernel(const ir::Node& node) { return runtime::blas_handles(node) ? &matmul_kernel : nullptr; }
 
 class InterpretedGraph final : public Executable {
  public:
@@ -39,4 +41,4 @@ const Backend& interpreter_backend() {
   return backend;
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::interp

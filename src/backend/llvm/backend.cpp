@@ -9,8 +9,10 @@
 #include <mutex>
 #include <set>
 
+#include "backend/llvm/backend.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
+#include "ops/graph_text.h"
 #include "core/error_format.h"
 #include "ops/rules.h"
 #include "runtime/blas.h"
@@ -60,7 +62,7 @@ class CompiledGraph final : public runtime::Executable {
     std::string dump = dump_prefix(*graph_);
     plan_ = plan_graph(*graph_);
     if (!dump.empty()) {
-      std::ofstream(dump + ".graph") << graph_->to_string();
+      std::ofstream(dump + ".graph") << ops::graph_text(*graph_);
       std::ofstream(dump + ".plan") << describe(*graph_, plan_);
     }
     kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);

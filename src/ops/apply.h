@@ -6,6 +6,7 @@
 #include <span>
 
 #include "ir/graph.h"
+#include "kiln/jit.h"
 
 namespace kiln::detail {
 
@@ -20,6 +21,24 @@ Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes att
 /// A 0-d array holding a C++ number: a literal node while tracing (it keeps
 /// `where`), a concrete array otherwise. The value is rounded to `dtype`.
 Array literal(Scalar value, DType dtype, bool weak, Location where);
+
+/// Eager operations on large arrays run compiled kernels (faster than the
+/// reference kernels, and fused where an operation is a small graph) once a
+/// compiler is installed. The compiler lives in the cache layer, above this
+/// one, which installs it when kiln is linked into a program (see
+/// detail::connect_compiler in <kiln/array.h>); until then, and with
+/// KILN_BACKEND=interp, eager operations run their reference kernels.
+struct EagerCompiler {
+  /// Whether an operation producing or reading `elements` values is worth a
+  /// trace and a cache lookup.
+  bool (*wants)(int64_t elements) = nullptr;
+  /// Traces `build` on placeholders for `inputs` and runs the compiled graph.
+  Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) = nullptr;
+};
+void install_eager_compiler(const EagerCompiler* compiler);
+/// The installed compiler if it wants an eager operation over `elements`
+/// values, else null.
+const EagerCompiler* eager_compiler_for(int64_t elements);
 
 /// Rounds a number to what `dtype` can hold (f32 rounding, integer truncation).
 Scalar scalar_as(Scalar value, DType dtype);

@@ -1,19 +1,21 @@
 // Recording or eager evaluation of one primitive application.
-#include "trace/apply.h"
+#include "ops/apply.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/rules.h"
-#include "runtime/eager.h"
 #include "trace/trace.h"
 
 namespace kiln::detail {
 
 namespace {
 constexpr size_t max_inline_inputs = 8;
+
+std::atomic<const EagerCompiler*> installed_compiler{nullptr};
 
 // The inputs as pointers, so callers holding arrays need not copy them (each
 // Array copy is an atomic reference count update, a cost tracing feels).
@@ -49,9 +51,9 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
     elements = std::max(elements, types[i]->size());
     arrays[i] = *inputs[i];
   }
-  if (count > 0 && runtime::eager_compiled(elements)) {
+  if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements) : nullptr) {
     auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
-    return runtime::run_compiled(arrays, build);
+    return compiler->run(arrays, build);
   }
   return ops::rules(op).evaluate(node, arrays);
 }
@@ -77,6 +79,13 @@ Array apply(ir::Primitive op, const Array& a, ir::Attributes attrs, Location whe
 Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes attrs, Location where) {
   const Array* pointers[] = {&a, &b};
   return apply_inputs(op, pointers, 2, std::move(attrs), where);
+}
+
+void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }
+
+const EagerCompiler* eager_compiler_for(int64_t elements) {
+  const EagerCompiler* compiler = installed_compiler.load(std::memory_order_acquire);
+  return compiler && compiler->wants(elements) ? compiler : nullptr;
 }
 
 Scalar scalar_as(Scalar value, DType dtype) {

@@ -1,14 +1,17 @@
-// Compiled eager operations (see the header).
-#include "runtime/eager.h"
-
+// Compiled eager operations: an eager operation on a large array is traced
+// into a tiny graph and looked up in the process-wide graph cache, so each
+// (operation, dtypes, shapes) compiles once — and elementwise kernels, whose
+// code does not depend on the shape, once per operation and dtypes. The ops
+// layer calls this through the hook installed here (ops/apply.h).
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "cache/graph_cache.h"
-#include "runtime/executable.h"
+#include "ops/apply.h"
 
-namespace kiln::runtime {
+namespace kiln::detail {
 
 namespace {
 // Below this, the trace and cache lookup (a few microseconds) would cost more
@@ -22,16 +25,15 @@ bool native_backend() {
   }();
   return native;
 }
-}  // namespace
 
-bool eager_compiled(int64_t elements) { return elements >= compiled_threshold && native_backend(); }
+bool wants(int64_t elements) { return elements >= compiled_threshold && native_backend(); }
 
-Array run_compiled(std::span<const Array> inputs, detail::FunctionRef<Array(std::span<const Array>)> build) {
+Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
   std::vector<Array> placeholders;
   std::optional<Graph> graph;
   std::vector<Array> captures;
   {
-    detail::TraceSession session("eager", Location::current());
+    TraceSession session("eager", Location::current());
     placeholders.reserve(inputs.size());
     for (const Array& input : inputs) placeholders.push_back(session.argument(input));
     Array result = build(placeholders);
@@ -43,4 +45,12 @@ Array run_compiled(std::span<const Array> inputs, detail::FunctionRef<Array(std:
   return lookup.executable->run(inputs, captures).at(0);
 }
 
-}  // namespace kiln::runtime
+constexpr EagerCompiler compiler{&wants, &run_compiled};
+}  // namespace
+
+bool connect_compiler() {
+  install_eager_compiler(&compiler);
+  return true;
+}
+
+}  // namespace kiln::detail

@@ -5,9 +5,9 @@
 
 #include "ir/graph.h"
 
-namespace kiln::transform {
+namespace kiln::ir {
 
 /// Removes dead nodes in place and renumbers the rest, keeping their order.
-void eliminate_dead_nodes(ir::Graph& graph);
+void eliminate_dead_nodes(Graph& graph);
 
-}  // namespace kiln::transform
+}  // namespace kiln::ir

@@ -1,0 +1,67 @@
+// Printed IR, one node per line with its attributes (each primitive's
+// describe rule) and the user's source line; and the public Graph handle.
+#include "ops/graph_text.h"
+
+#include <sstream>
+
+#include "core/error_format.h"
+#include "kiln/graph.h"
+#include "ops/rules.h"
+
+namespace kiln::ops {
+
+std::string graph_text(const ir::Graph& graph) {
+  const std::vector<ir::Node>& nodes = graph.nodes;
+  std::ostringstream out;
+  auto signature = [&](const std::vector<ir::ValueId>& ids) {
+    for (size_t i = 0; i < ids.size(); ++i)
+      out << (i ? ", " : "") << "%" << ids[i] << ": " << nodes[static_cast<size_t>(ids[i])].type.to_string();
+  };
+  out << "graph " << graph.name << "(";
+  signature(graph.arguments);
+  out << ")";
+  if (!graph.captures.empty()) {
+    out << " captures(";
+    signature(graph.captures);
+    out << ")";
+  }
+  out << " {\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Node& node = nodes[i];
+    std::ostringstream line;
+    line << "  %" << i << " = " << ir::primitive_name(node.op);
+    if (auto describe = rules(node.op).describe) {
+      std::string text = describe(node);
+      if (!text.empty()) line << (node.op == Primitive::literal || node.op == Primitive::input ? " " : "[") << text
+                               << (node.op == Primitive::literal || node.op == Primitive::input ? "" : "]");
+    }
+    for (ir::ValueId input : node.inputs) line << " %" << input;
+    line << " : " << node.type.to_string();
+    std::string text = line.str();
+    constexpr size_t comment_column = 48;
+    if (text.size() < comment_column) text.append(comment_column - text.size(), ' ');
+    out << text << "  # " << detail::location_string(node.where) << "\n";
+  }
+  out << "  return";
+  for (size_t i = 0; i < graph.outputs.size(); ++i) out << (i ? ", %" : " %") << graph.outputs[i];
+  out << "\n}\n";
+  return out.str();
+}
+
+}  // namespace kiln::ops
+
+
+namespace kiln {
+
+std::string Graph::to_string() const { return ops::graph_text(*graph_); }
+size_t Graph::num_nodes() const { return graph_->nodes.size(); }
+size_t Graph::num_arguments() const { return graph_->arguments.size(); }
+size_t Graph::num_captures() const { return graph_->captures.size(); }
+uint64_t Graph::structure_hash() const { return graph_->structure_hash(); }
+uint64_t Graph::literal_hash() const { return graph_->literal_hash(); }
+bool Graph::operator==(const Graph& other) const {
+  return graph_->structurally_equal(*other.graph_) && graph_->literal_values() == other.graph_->literal_values();
+}
+std::ostream& operator<<(std::ostream& out, const Graph& graph) { return out << graph.to_string(); }
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+// The IR verifier (see the header).
+#include "transform/verify.h"
+
+#include <stdexcept>
+
+#include "core/error_format.h"
+#include "ops/rules.h"
+
+namespace kiln::transform {
+
+using ir::Primitive;
+using detail::AbstractValue;
+
+void verify(const ir::Graph& graph) {
+  const std::vector<ir::Node>& nodes = graph.nodes;
+  auto fail = [&](size_t index, const std::string& what) {
+    throw std::logic_error("graph '" + graph.name + "' node %" + std::to_string(index) + ": " + what);
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Node& node = nodes[i];
+    std::vector<const AbstractValue*> types;
+    for (ir::ValueId input : node.inputs) {
+      if (input < 0 || static_cast<size_t>(input) >= i) fail(i, "input %" + std::to_string(input) + " is not defined before use");
+      types.push_back(&nodes[static_cast<size_t>(input)].type);
+    }
+    if (node.op == Primitive::input) continue;
+    AbstractValue expected;
+    try {
+      expected = ops::rules(node.op).infer(node, types);
+    } catch (const Error& error) {
+      fail(i, std::string("rejected by its shape rule: ") + error.what());
+    }
+    if (!(expected == node.type)) fail(i, "type " + node.type.to_string() + " but its rule gives " + expected.to_string());
+  }
+  for (ir::ValueId id : graph.arguments)
+    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input) fail(static_cast<size_t>(id), "argument is not an input node");
+  for (ir::ValueId id : graph.captures)
+    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input) fail(static_cast<size_t>(id), "capture is not an input node");
+  for (ir::ValueId id : graph.outputs)
+    if (id < 0 || static_cast<size_t>(id) >= nodes.size()) fail(0, "output %" + std::to_string(id) + " is undefined");
+}
+
+}  // namespace kiln::transform
