@@ -77,19 +77,18 @@ struct IsPair : std::false_type {};
 template <class A, class B>
 struct IsPair<std::pair<A, B>> : std::true_type {};
 
+/// Traces `fn` for differentiation: `out` gets the graph, the captures and
+/// each real leaf with the argument it belongs to. Returns fn's result (its
+/// array leaves are dead tracers: a skeleton for fill_leaves).
 template <class F, class... Args>
-auto trace_function(const F& fn, const std::string& name, Location where, TracedFunction& out, const Args&... args) {
+auto trace_for_derivative(const F& fn, const std::string& name, Location where, TracedFunction& out,
+                          const Args&... args) {
   TraceSession session(name, where);
-  size_t argument = 0;
-  auto placeholder = [&](const Array& a) {
-    out.leaves.push_back(a);
+  auto record = [&](const Array& leaf, size_t argument) {
+    out.leaves.push_back(leaf);
     out.leaf_argument.push_back(argument);
-    return session.argument(a);
   };
-  auto traced = [&]<size_t... I>(std::index_sequence<I...>) {
-    return std::tuple<Args...>{(argument = I, TreeTraits<Args>::map_arrays(args, placeholder))...};
-  }(std::index_sequence_for<Args...>());
-  auto result = std::apply(fn, traced);
+  auto result = trace_arguments(session, fn, record, args...);
   out.graph = session.finish(tree_leaves(result));
   out.captures = session.captured();
   return result;
@@ -116,7 +115,7 @@ struct GradFunction {
   auto operator()(const Args&... args) const {
     static_assert(sizeof...(Args) > 0, "value_and_grad/grad need at least one argument to differentiate");
     TracedFunction traced;
-    auto skeleton = trace_function(fn, name, where, traced, args...);
+    auto skeleton = trace_for_derivative(fn, name, where, traced, args...);
     using Result = decltype(skeleton);
     if (IsPair<Result>::value != has_aux) raise_aux_mismatch(name, has_aux, where);
     std::vector<char> wanted;
@@ -177,7 +176,7 @@ auto grad(F fn, Argnums argnums, bool has_aux = false, Location where = Location
 template <class F, class... Args>
 auto vjp(const F& fn, const Args&... primals) {
   detail::TracedFunction traced;
-  auto skeleton = detail::trace_function(fn, "vjp", Location::current(), traced, primals...);
+  auto skeleton = detail::trace_for_derivative(fn, "vjp", Location::current(), traced, primals...);
   using Result = decltype(skeleton);
   std::vector<Array> outputs;
   std::shared_ptr<detail::ReplayState> state = detail::replay_graph(traced, outputs);
@@ -198,7 +197,7 @@ template <class F, class... Args>
 auto jvp(const F& fn, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
   detail::TracedFunction traced;
   auto skeleton = std::apply(
-      [&](const auto&... p) { return detail::trace_function(fn, "jvp", Location::current(), traced, p...); }, primals);
+      [&](const auto&... p) { return detail::trace_for_derivative(fn, "jvp", Location::current(), traced, p...); }, primals);
   using Result = decltype(skeleton);
   std::vector<Array> tangent_leaves = tree_leaves(tangents);
   std::vector<Array> outputs;

@@ -3,10 +3,13 @@
 // user's source line.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kiln/array.h"
@@ -80,16 +83,36 @@ struct TraceName {
 };
 
 namespace detail {
-/// Calls `fn` inside `session` on placeholders shaped like `args`; returns
-/// the leaves of its result, for session.finish.
-template <class F, Tree... Args>
-std::vector<Array> trace_call(TraceSession& session, F&& fn, const Args&... args) {
-  auto placeholder = [&](const Array& a) { return session.argument(a); };
-  auto result = [&]<size_t... I>(std::index_sequence<I...>) {
-    std::tuple<Args...> traced{TreeTraits<Args>::map_arrays(args, placeholder)...};
-    return fn(std::get<I>(traced)...);
+/// Receives each real array leaf and the index of the argument it belongs to.
+template <class C>
+concept LeafCallback = std::invocable<C&, const Array&, size_t>;
+
+/// Calls `fn` inside `session` on placeholders for the array leaves of
+/// `args` (in order) and returns its result, whose array leaves are tracers
+/// of the session. `on_leaf` sees each real leaf just before its placeholder
+/// is made, for callers that map placeholders back to the arrays and
+/// arguments they stand for (autodiff).
+template <class F, LeafCallback OnLeaf, class... Args>
+auto trace_arguments(TraceSession& session, F&& fn, OnLeaf&& on_leaf, const Args&... args) {
+  size_t argument = 0;
+  auto placeholder = [&](const Array& leaf) {
+    on_leaf(leaf, argument);
+    return session.argument(leaf);
+  };
+  // Braced initialization runs left to right, so placeholders are numbered
+  // in the order of the arguments' leaves.
+  auto traced = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<Args...>{(argument = I, TreeTraits<Args>::map_arrays(args, placeholder))...};
   }(std::index_sequence_for<Args...>());
-  return tree_leaves(result);
+  return std::apply(fn, traced);
+}
+
+// Not constrained to trees: a non-tree argument must reach TreeTraits'
+// readable static_assert rather than fail overload resolution.
+template <class F, class... Args>
+  requires(!(LeafCallback<Args> || ...))
+auto trace_arguments(TraceSession& session, F&& fn, const Args&... args) {
+  return trace_arguments(session, fn, [](const Array&, size_t) {}, args...);
 }
 }  // namespace detail
 
@@ -97,7 +120,7 @@ std::vector<Array> trace_call(TraceSession& session, F&& fn, const Args&... args
 template <class F, Tree... Args>
 Graph make_graph(const TraceName& name, F&& fn, const Args&... args) {
   detail::TraceSession session(name.name, name.where);
-  return session.finish(detail::trace_call(session, fn, args...));
+  return session.finish(tree_leaves(detail::trace_arguments(session, fn, args...)));
 }
 
 }  // namespace kiln

@@ -60,6 +60,11 @@ struct CacheStats {
 struct CacheLimits {
   size_t per_function = 64;  // signature/graph entries kept per jitted function (LRU)
   size_t graphs = 1024;      // executables kept process-wide (LRU)
+  // Native kernels kept process-wide (LRU) for reuse by later graphs; one
+  // entry is the machine code of one loop (a fused elementwise chain, a
+  // reduction, or an operation that does not fuse). An evicted kernel stays
+  // valid for the executables using it; a later graph compiles it again.
+  size_t kernels = 4096;
 };
 
 void set_cache_limits(CacheLimits limits);
@@ -265,10 +270,8 @@ class Jitted {
   template <class... Args>
   auto make_trace(const Args&... args) const {
     return [this, &args...](detail::TraceSession& session) {
-      auto placeholder = [&](const Array& a) { return session.argument(a); };
-      std::tuple<Args...> traced{TreeTraits<Args>::map_arrays(args, placeholder)...};
-      using Result = std::remove_cvref_t<decltype(std::apply(*fn_, traced))>;
-      auto result = std::make_shared<Result>(std::apply(*fn_, traced));
+      auto traced = detail::trace_arguments(session, *fn_, args...);
+      auto result = std::make_shared<decltype(traced)>(std::move(traced));
       detail::TraceOutcome outcome;
       // Empty arrays in the result (e.g. gradient slots not asked for) are
       // not outputs; they come back empty.

@@ -248,149 +248,163 @@ std::string JitFunction::explain(const CallArguments& arguments, const Signature
   return text;
 }
 
+void JitFunction::Candidate::lift(const std::vector<bool>& sites) {
+  bool any = std::any_of(sites.begin(), sites.end(), [](bool b) { return b; });
+  lifted = any ? transform::lift_literals(*traced, sites) : transform::LiftedGraph{traced, {}, {}};
+  // The traced graph's structure hash is already known; a lifted graph needs its own.
+  key = lifted.graph == traced ? cache::graph_key(*traced, structure) : cache::graph_key(*lifted.graph);
+}
+
 JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced,
                                          FunctionRef<SignatureDescription()> describe) {
-  std::shared_ptr<const ir::Graph> graph = traced.graph.shared();
-  uint64_t structure = graph->structure_hash();
-  bool cacheable_by_signature = signature_mode() && (traced.captures.empty() || options_.captures == Captures::Constant);
+  bool by_signature = signature_mode() && (traced.captures.empty() || options_.captures == Captures::Constant);
+  Candidate candidate{traced.graph.shared(), traced.graph.ir().structure_hash(), {}, 0};
 
   std::unique_lock lock(mutex_);
-  auto lift_with = [&](const std::vector<bool>& sites) {
-    return std::any_of(sites.begin(), sites.end(), [](bool b) { return b; })
-               ? transform::lift_literals(*graph, sites)
-               : transform::LiftedGraph{graph, {}, {}};
-  };
-  auto key_of = [&](const transform::LiftedGraph& candidate) {
-    return candidate.graph == graph ? cache::graph_key(*graph, structure) : cache::graph_key(*candidate.graph);
-  };
-  transform::LiftedGraph lifted = lift_with(lifted_sites_[structure]);
-  uint64_t key = key_of(lifted);
-
-  if (std::shared_ptr<Entry> known = find_by_graph(key, *lifted.graph)) {
-    stats_.hits += 1;
-    add_global(CacheStats{.hits = 1});
-    touch(known);
-    if (cacheable_by_signature && !by_signature_.count(arguments.signature)) {
-      // Another signature (e.g. an unused static value) traced to this graph.
-      auto alias = std::make_shared<Entry>(*known);
-      alias->signature = arguments.signature;
-      alias->description = describe();
-      alias->captures = traced.captures;
-      alias->skeleton = traced.skeleton;
-      by_signature_[alias->signature] = alias;
-      lock.unlock();
-      if (telemetry::wanted(telemetry::EventKind::cache_hit))
-        telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, "graph"});
-      return {alias, transform::lifted_inputs(lifted)};
-    }
+  candidate.lift(lifted_sites_[candidate.structure]);
+  if (std::shared_ptr<Entry> known = lookup_graph(arguments, traced, candidate, by_signature, describe)) {
     lock.unlock();
     if (telemetry::wanted(telemetry::EventKind::cache_hit))
-      telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, "graph"});
-    // Same executable; this trace's result (static outputs) is the one to rebuild.
-    auto view = std::make_shared<Entry>(*known);
-    view->skeleton = traced.skeleton;
-    return {view, transform::lifted_inputs(lifted)};
+      telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(candidate.key), 0, "graph"});
+    return {known, transform::lifted_inputs(candidate.lifted)};
   }
-
-  // A miss: explain it against the closest entry, lift churning literals, watch for storms.
-  stats_.misses += 1;
-  add_global(CacheStats{.misses = 1});
-  SignatureDescription description = describe();
-  std::string explanation, hint;
-  bool same_signature = false;
-  bool lifting = false;
-  int64_t compile_number = stats_.misses;
-  if (!entries_.empty()) {
-    const Entry* closest = nullptr;
-    explanation = explain(arguments, description, *graph, hint, same_signature, closest);
-    if (evicted_.count(arguments.signature) || evicted_.count(std::to_string(key))) {
-      explanation = "this call's entry was evicted (least recently used; the limit is " +
-                    std::to_string(cache_limits().per_function) + " entries per function); " + explanation;
-      hint = "raise the limit with kiln::set_cache_limits if this function needs more entries";
-    }
-    // Literal lifting: the same structure with other numbers means those
-    // numbers churn; make them runtime inputs so the next value compiles nothing.
-    if (closest && closest->traced->structure_hash() == structure && closest->traced->structurally_equal(*graph)) {
-      std::vector<size_t> changed = cache::changed_literals(*closest->traced, *graph);
-      std::vector<bool>& sites = lifted_sites_[structure];
-      sites.resize(graph->literal_values().size(), false);
-      for (size_t k : changed) {
-        lifting |= !sites[k];
-        sites[k] = true;
-      }
-      if (lifting) {
-        lifted = lift_with(sites);
-        key = key_of(lifted);
-        explanation += " — lifted to a runtime input: further values will not compile";
-      }
-    }
-  }
-  bool over_limit = compile_number > options_.recompile_limit;
-  bool storm = (same_signature && !lifting) || over_limit;
-  if (storm && options_.on_storm == OnStorm::Generalize) {
-    std::vector<bool>& sites = lifted_sites_[structure];
-    sites.assign(graph->literal_values().size(), true);
-    lifted = lift_with(sites);
-    key = key_of(lifted);
-  }
-  std::string storm_text;
-  if (storm) {
-    storm_text = "recompilation storm in '" + name_ + "': " + ordinal(compile_number) + " compile" +
-                 (over_limit ? " (recompile_limit is " + std::to_string(options_.recompile_limit) + ")" : "") +
-                 (same_signature && !lifting ? " with the same argument signature as a cached entry" : "") + ": " +
-                 explanation + "\n  hint: " + hint;
-  }
-  if (!explanation.empty()) last_explanation_ = explanation + "\n  hint: " + hint;
-  bool report_storm = storm && !storm_reported_;
-  if (report_storm && options_.on_storm == OnStorm::Warn) storm_reported_ = true;
+  Miss miss = explain_miss(arguments, candidate, describe);
+  lift_churning_literals(candidate, miss);
+  check_storm(candidate, miss);
+  if (!miss.explanation.empty()) last_explanation_ = miss.explanation + "\n  hint: " + miss.hint;
   lock.unlock();
 
-  if (!explanation.empty())
-    telemetry::log(telemetry::log_recompiles,
-                   "'" + name_ + "' compiles again (" + ordinal(compile_number) + " compile): " + explanation +
-                       "\n  hint: " + hint);
-  if (storm) {
-    if (telemetry::wanted(telemetry::EventKind::storm))
-      telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(key), 0, storm_text});
-    if (options_.on_storm == OnStorm::Error)
-      throw StormError(format_error("jit", storm_text, where_, "fix the cause above, or raise recompile_limit"));
-    if (report_storm) telemetry::log(telemetry::log_storms, storm_text);
-  }
+  report_miss(candidate, miss);
+  return compile_and_insert(arguments, std::move(traced), std::move(candidate), std::move(miss), by_signature);
+}
 
-  cache::GraphLookup lookup = cache::get_or_compile(lifted.graph, key);
+std::shared_ptr<Entry> JitFunction::lookup_graph(const CallArguments& arguments, const Traced& traced,
+                                                 const Candidate& candidate, bool by_signature,
+                                                 FunctionRef<SignatureDescription()> describe) {
+  std::shared_ptr<Entry> known = find_by_graph(candidate.key, *candidate.lifted.graph);
+  if (!known) return nullptr;
+  stats_.hits += 1;
+  add_global(CacheStats{.hits = 1});
+  touch(known);
+  if (by_signature && !by_signature_.count(arguments.signature)) {
+    // Another signature (e.g. an unused static value) traced to this graph.
+    auto alias = std::make_shared<Entry>(*known);
+    alias->signature = arguments.signature;
+    alias->description = describe();
+    alias->captures = traced.captures;
+    alias->skeleton = traced.skeleton;
+    by_signature_[alias->signature] = alias;
+    return alias;
+  }
+  // Same executable; this trace's result (static outputs) is the one to rebuild.
+  auto view = std::make_shared<Entry>(*known);
+  view->skeleton = traced.skeleton;
+  return view;
+}
+
+JitFunction::Miss JitFunction::explain_miss(const CallArguments& arguments, const Candidate& candidate,
+                                            FunctionRef<SignatureDescription()> describe) {
+  stats_.misses += 1;
+  add_global(CacheStats{.misses = 1});
+  Miss miss;
+  miss.description = describe();
+  miss.compile_number = stats_.misses;
+  if (entries_.empty()) return miss;  // a first compile has nothing to explain
+  miss.explanation =
+      explain(arguments, miss.description, *candidate.traced, miss.hint, miss.same_signature, miss.closest);
+  if (evicted_.count(arguments.signature) || evicted_.count(std::to_string(candidate.key))) {
+    miss.explanation = "this call's entry was evicted (least recently used; the limit is " +
+                       std::to_string(cache_limits().per_function) + " entries per function); " + miss.explanation;
+    miss.hint = "raise the limit with kiln::set_cache_limits if this function needs more entries";
+  }
+  return miss;
+}
+
+void JitFunction::lift_churning_literals(Candidate& candidate, Miss& miss) {
+  const ir::Graph& graph = *candidate.traced;
+  // Only the same structure with other numbers says which numbers churn.
+  if (!miss.closest || miss.closest->traced->structure_hash() != candidate.structure ||
+      !miss.closest->traced->structurally_equal(graph))
+    return;
+  std::vector<size_t> changed = cache::changed_literals(*miss.closest->traced, graph);
+  std::vector<bool>& sites = lifted_sites_[candidate.structure];
+  sites.resize(graph.literal_values().size(), false);
+  for (size_t k : changed) {
+    miss.lifting |= !sites[k];
+    sites[k] = true;
+  }
+  if (!miss.lifting) return;
+  candidate.lift(sites);
+  miss.explanation += " — lifted to a runtime input: further values will not compile";
+}
+
+void JitFunction::check_storm(Candidate& candidate, Miss& miss) {
+  bool over_limit = miss.compile_number > options_.recompile_limit;
+  // The same signature compiling again is a storm unless lifting just cured it.
+  bool same_signature_again = miss.same_signature && !miss.lifting;
+  miss.storm = same_signature_again || over_limit;
+  if (!miss.storm) return;
+  if (options_.on_storm == OnStorm::Generalize) {
+    std::vector<bool>& sites = lifted_sites_[candidate.structure];
+    sites.assign(candidate.traced->literal_values().size(), true);
+    candidate.lift(sites);
+  }
+  miss.storm_text = "recompilation storm in '" + name_ + "': " + ordinal(miss.compile_number) + " compile" +
+                    (over_limit ? " (recompile_limit is " + std::to_string(options_.recompile_limit) + ")" : "") +
+                    (same_signature_again ? " with the same argument signature as a cached entry" : "") + ": " +
+                    miss.explanation + "\n  hint: " + miss.hint;
+  miss.report_storm = !storm_reported_;
+  if (miss.report_storm && options_.on_storm == OnStorm::Warn) storm_reported_ = true;
+}
+
+void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) const {
+  if (!miss.explanation.empty())
+    telemetry::log(telemetry::log_recompiles, "'" + name_ + "' compiles again (" + ordinal(miss.compile_number) +
+                                                  " compile): " + miss.explanation + "\n  hint: " + miss.hint);
+  if (!miss.storm) return;
+  if (telemetry::wanted(telemetry::EventKind::storm))
+    telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(candidate.key), 0, miss.storm_text});
+  if (options_.on_storm == OnStorm::Error)
+    throw StormError(format_error("jit", miss.storm_text, where_, "fix the cause above, or raise recompile_limit"));
+  if (miss.report_storm) telemetry::log(telemetry::log_storms, miss.storm_text);
+}
+
+JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& arguments, Traced traced,
+                                                      Candidate candidate, Miss miss, bool by_signature) {
+  cache::GraphLookup lookup = cache::get_or_compile(candidate.lifted.graph, candidate.key);
   auto entry = std::make_shared<Entry>();
   entry->signature = arguments.signature;
-  entry->description = std::move(description);
-  entry->traced = graph;
-  entry->lifted = std::move(lifted);
+  entry->description = std::move(miss.description);
+  entry->traced = candidate.traced;
+  entry->lifted = std::move(candidate.lifted);
   entry->lifted_inputs = transform::lifted_inputs(entry->lifted);
   entry->executable_key = lookup.key;
   entry->executable = lookup.executable;
   entry->captures = std::move(traced.captures);
   entry->skeleton = std::move(traced.skeleton);
 
-  lock.lock();
-  if (lookup.compiled) {
-    stats_.compiles += 1;
-    stats_.compile_seconds += lookup.compile_seconds;
+  {
+    std::lock_guard lock(mutex_);
+    if (lookup.compiled) {
+      stats_.compiles += 1;
+      stats_.compile_seconds += lookup.compile_seconds;
+    }
+    // A concurrent miss may have admitted the same graph meanwhile; keep one entry.
+    if (std::shared_ptr<Entry> raced = find_by_graph(entry->executable_key, *entry->lifted.graph)) {
+      if (by_signature) by_signature_[arguments.signature] = raced;
+    } else {
+      insert(entry, by_signature);
+    }
   }
-  // A concurrent miss may have admitted the same graph meanwhile; keep one entry.
-  if (std::shared_ptr<Entry> raced = find_by_graph(entry->executable_key, *entry->lifted.graph)) {
-    if (cacheable_by_signature) by_signature_[arguments.signature] = raced;
-  } else {
-    insert(entry, cacheable_by_signature);
-  }
-  lock.unlock();
-  if (lookup.compiled) add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
+  if (!lookup.compiled) return {entry, entry->lifted_inputs};
 
-  std::string reason = explanation.empty() ? "first call" : explanation;
-  if (lookup.compiled) {
-    telemetry::log(telemetry::log_compiles, "compiled '" + name_ + "' (" + std::to_string(graph->nodes.size()) +
-                                                " nodes, key " + telemetry::digest(lookup.key) + ") in " +
-                                                std::to_string(lookup.compile_seconds * 1e3) + " ms: " + reason);
-    if (telemetry::wanted(telemetry::EventKind::compile))
-      telemetry::emit({telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
-  }
+  add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
+  std::string reason = miss.explanation.empty() ? "first call" : miss.explanation;
+  telemetry::log(telemetry::log_compiles, "compiled '" + name_ + "' (" + std::to_string(entry->traced->nodes.size()) +
+                                              " nodes, key " + telemetry::digest(lookup.key) + ") in " +
+                                              std::to_string(lookup.compile_seconds * 1e3) + " ms: " + reason);
+  if (telemetry::wanted(telemetry::EventKind::compile))
+    telemetry::emit({telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
   return {entry, entry->lifted_inputs};
 }
 

@@ -60,12 +60,51 @@ class JitFunction {
     std::shared_ptr<Entry> entry;
     std::vector<Array> lifted_inputs;  // this trace's values of the lifted literals
   };
+  /// A fresh trace and the graph it compiles to once its lifted literal sites are runtime inputs.
+  struct Candidate {
+    std::shared_ptr<const ir::Graph> traced;
+    uint64_t structure = 0;  // the traced graph's structure hash
+    transform::LiftedGraph lifted;
+    uint64_t key = 0;  // of `lifted` in the graph cache
+    void lift(const std::vector<bool>& sites);
+  };
+  /// What a miss found out before compiling: the explanation and the storm verdict.
+  struct Miss {
+    SignatureDescription description;
+    std::string explanation, hint;
+    int64_t compile_number = 0;
+    bool same_signature = false;  // the closest entry has this call's signature
+    bool lifting = false;         // this miss lifted literal sites not lifted before
+    const Entry* closest = nullptr;  // valid only under mutex_
+    bool storm = false;
+    bool report_storm = false;  // first storm of this function (or every one, unless OnStorm::Warn)
+    std::string storm_text;
+  };
   /// Finds or compiles the executable for a fresh trace and records the entry.
   Admitted admit(CallArguments& arguments, Traced traced, FunctionRef<SignatureDescription()> describe);
   std::vector<Array> run(const Entry& entry, const CallArguments& arguments, const std::vector<Array>* captures,
                          const std::vector<Array>* lifted) const;
   void verify_frozen(const Entry& entry, const Traced& fresh);
   void note_call_time(double call_seconds, double trace_seconds);
+
+  // Steps of admit; under mutex_ unless noted:
+  /// A hit by graph, so that re-traced calls and other signatures tracing to
+  /// a cached graph share its executable; null on a miss.
+  std::shared_ptr<Entry> lookup_graph(const CallArguments& arguments, const Traced& traced, const Candidate& candidate,
+                                      bool by_signature, FunctionRef<SignatureDescription()> describe);
+  /// Names what changed against the closest entry: every compile of a known function is explained.
+  Miss explain_miss(const CallArguments& arguments, const Candidate& candidate,
+                    FunctionRef<SignatureDescription()> describe);
+  /// Makes literals that differ from the closest entry runtime inputs, so their next value compiles nothing.
+  void lift_churning_literals(Candidate& candidate, Miss& miss);
+  /// Decides whether this compile is a storm, and generalizes the graph if the options ask to.
+  void check_storm(Candidate& candidate, Miss& miss);
+  /// Outside mutex_: logs the explanation and the storm, or throws StormError.
+  void report_miss(const Candidate& candidate, const Miss& miss) const;
+  /// Outside mutex_ (it locks for the bookkeeping only): compiles, or finds in
+  /// the graph cache, the candidate's executable and records its entry.
+  Admitted compile_and_insert(const CallArguments& arguments, Traced traced, Candidate candidate, Miss miss,
+                              bool by_signature);
 
   // Under mutex_:
   std::shared_ptr<Entry> find_by_graph(uint64_t key, const ir::Graph& graph) const;

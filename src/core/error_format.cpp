@@ -1,6 +1,8 @@
 // The one format of user-facing error messages.
 #include "core/error_format.h"
 
+#include <stdexcept>
+
 #include <cstring>
 
 namespace kiln::detail {
@@ -24,6 +26,11 @@ std::string format_error(std::string_view operation, std::string_view message, L
     text += hint;
   }
   return text;
+}
+
+void internal_error(const char* message, const char* file, int line) {
+  throw std::logic_error(std::string("kiln internal error: ") + message + " (" + file + ":" + std::to_string(line) +
+                         "); please report it");
 }
 
 }  // namespace kiln::detail

@@ -22,4 +22,12 @@ template <class ErrorType = Error>
   throw ErrorType(format_error(operation, message, where, hint));
 }
 
+/// Reports a broken internal invariant: a kiln bug, never a user error
+/// (those throw kiln::Error through raise).
+[[noreturn]] void internal_error(const char* message, const char* file, int line);
+
 }  // namespace kiln::detail
+
+/// Checks an internal invariant; failing means a bug in kiln.
+#define KILN_CHECK(condition, message) \
+  ((condition) ? void(0) : ::kiln::detail::internal_error((message), __FILE__, __LINE__))

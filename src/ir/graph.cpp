@@ -16,13 +16,20 @@ std::string_view primitive_name(Primitive op) {
   return names[static_cast<size_t>(op)];
 }
 
-std::string_view primitive_family(Primitive op) {
-  static constexpr std::string_view families[] = {
-#define KILN_PRIMITIVE(name, family) #family,
+Family primitive_family(Primitive op) {
+  static constexpr Family families[] = {
+#define KILN_PRIMITIVE(name, family) Family::family,
 #include "ir/primitives.def"
-#undef KILN_PRIMITIVE
   };
   return families[static_cast<size_t>(op)];
+}
+
+std::string_view family_name(Family family) {
+  static constexpr std::string_view names[] = {
+#define KILN_FAMILY(name) #name,
+#include "ir/primitives.def"
+  };
+  return names[static_cast<size_t>(family)];
 }
 
 namespace {

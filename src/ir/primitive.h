@@ -1,4 +1,4 @@
-// The Primitive enum, generated from primitives.def.
+// The Primitive and Family enums, generated from primitives.def.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,12 @@ enum class Primitive : uint8_t {
 #undef KILN_PRIMITIVE
 };
 
+/// The file of src/ops/ holding a primitive's record.
+enum class Family : uint8_t {
+#define KILN_FAMILY(name) name,
+#include "ir/primitives.def"
+};
+
 inline constexpr int primitive_count = 0
 #define KILN_PRIMITIVE(name, family) +1
 #include "ir/primitives.def"
@@ -19,6 +25,7 @@ inline constexpr int primitive_count = 0
     ;
 
 std::string_view primitive_name(Primitive op);
-std::string_view primitive_family(Primitive op);
+Family primitive_family(Primitive op);
+std::string_view family_name(Family family);
 
 }  // namespace kiln::ir

@@ -22,6 +22,22 @@ Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes att
 /// `where`), a concrete array otherwise. The value is rounded to `dtype`.
 Array literal(Scalar value, DType dtype, bool weak, Location where);
 
+/// Inside a derivative rule, the operations it records take the location of
+/// the node being differentiated — the user's line — instead of the rule's
+/// own, so rules read like the math (`seed * (1 - y) * (1 + y)`) without
+/// passing a location to every operand. Scopes nest.
+class LocationScope {
+ public:
+  explicit LocationScope(Location where);
+  ~LocationScope();
+  LocationScope(const LocationScope&) = delete;
+  LocationScope& operator=(const LocationScope&) = delete;
+
+ private:
+  Location where_;
+  const Location* previous_;
+};
+
 /// Eager operations on large arrays run compiled kernels (faster than the
 /// reference kernels, and fused where an operation is a small graph) once a
 /// compiler is installed. The compiler lives in the cache layer, above this

@@ -1,5 +1,6 @@
-// Elementwise binary primitives (and select): shape/dtype rule, reference
-// kernel and the public builders with NumPy broadcasting and JAX promotion.
+// Elementwise binary primitives (and select): the record of each (shape/dtype
+// rule, reference kernel, derivative, cost, native lowering) and the public
+// builders with NumPy broadcasting and JAX promotion.
 #include <cmath>
 #include <type_traits>
 
@@ -12,11 +13,11 @@ namespace kiln {
 namespace ops {
 namespace {
 
-bool is_comparison(Primitive op) {
+constexpr bool is_comparison(Primitive op) {
   return op == Primitive::eq || op == Primitive::ne || op == Primitive::lt || op == Primitive::le ||
          op == Primitive::gt || op == Primitive::ge;
 }
-bool is_logical(Primitive op) { return op == Primitive::logical_and || op == Primitive::logical_or; }
+constexpr bool is_logical(Primitive op) { return op == Primitive::logical_and || op == Primitive::logical_or; }
 
 AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* const> inputs) {
   std::string_view name = ir::primitive_name(node.op);
@@ -57,53 +58,62 @@ T integer_pow(T base, T exponent) {
   return static_cast<T>(result);
 }
 
-template <class T>
-T arithmetic(Primitive op, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    switch (op) {
-      case Primitive::add: case Primitive::max: case Primitive::logical_or: return a || b;
-      default: return a && b;  // mul, min, logical_and
+template <Primitive>
+inline constexpr bool no_rule = false;
+
+// ---- The record of each binary primitive -----------------------------------
+// Each rule below is a chain over the primitive, resolved at compile time:
+// every binary primitive of primitives.def instantiates it, so one without a
+// reference kernel, a derivative or a lowering fails to compile instead of
+// computing another primitive's result.
+
+/// The reference kernel of one element pair, T the operands' dtype. Integers
+/// wrap on overflow, as NumPy does (through unsigned arithmetic, without UB);
+/// bool add/max are "or" and mul/min "and".
+template <Primitive op, class T>
+auto reference(T a, T b) {
+  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>;
+  constexpr bool boolean = std::is_same_v<T, bool>, integral = std::is_integral_v<T> && !boolean;
+  if constexpr (op == Primitive::add) {
+    if constexpr (boolean) return T(a || b);
+    else if constexpr (integral) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    else return a + b;
+  } else if constexpr (op == Primitive::sub) {
+    if constexpr (integral) return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+    else return T(a - b);
+  } else if constexpr (op == Primitive::mul) {
+    if constexpr (boolean) return T(a && b);
+    else if constexpr (integral) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    else return a * b;
+  } else if constexpr (op == Primitive::div) return T(a / b);
+  else if constexpr (op == Primitive::pow) {
+    if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
+    else if constexpr (integral) return integer_pow(a, b);
+    else return T(a);  // bool: rejected by the shape rule
+  } else if constexpr (op == Primitive::max || op == Primitive::min) {
+    bool largest = op == Primitive::max;
+    if constexpr (boolean) return T(largest ? (a || b) : (a && b));
+    else if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
     }
-  } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;  // wrap on overflow, as NumPy does, without UB
-    switch (op) {
-      case Primitive::add: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      case Primitive::sub: return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-      case Primitive::mul: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-      case Primitive::pow: return integer_pow(a, b);
-      case Primitive::max: return a > b ? a : b;
-      default: return a < b ? a : b;  // min
-    }
-  } else {
-    switch (op) {
-      case Primitive::add: return a + b;
-      case Primitive::sub: return a - b;
-      case Primitive::mul: return a * b;
-      case Primitive::div: return a / b;
-      case Primitive::pow: return std::pow(a, b);
-      case Primitive::max: return std::isnan(a) || std::isnan(b) ? a + b : (a > b ? a : b);
-      default: return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? a : b);  // min
-    }
-  }
+    return largest ? (a > b ? a : b) : (a < b ? a : b);
+  } else if constexpr (op == Primitive::eq) return a == b;
+  else if constexpr (op == Primitive::ne) return a != b;
+  else if constexpr (op == Primitive::lt) return a < b;
+  else if constexpr (op == Primitive::le) return a <= b;
+  else if constexpr (op == Primitive::gt) return a > b;
+  else if constexpr (op == Primitive::ge) return a >= b;
+  else if constexpr (op == Primitive::logical_and) return T(a && b);
+  else if constexpr (op == Primitive::logical_or) return T(a || b);
+  else static_assert(no_rule<op>, "binary primitive without a reference kernel");
 }
 
-template <class T>
-bool compare(Primitive op, T a, T b) {
-  switch (op) {
-    case Primitive::eq: return a == b;
-    case Primitive::ne: return a != b;
-    case Primitive::lt: return a < b;
-    case Primitive::le: return a <= b;
-    case Primitive::gt: return a > b;
-    default: return a >= b;  // ge
-  }
-}
-
-Array evaluate_binary(const Node& node, std::span<const Array> inputs) {
+template <Primitive op>
+Array evaluate(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
   detail::ArrayImpl& out = *result.impl();
   int64_t n = node.type.size();
-  if (node.op == Primitive::select) {
+  if constexpr (op == Primitive::select) {
     const bool* cond = inputs[0].impl()->data<bool>();
     detail::dispatch(node.type.dtype, [&]<class T>() {
       const T* a = inputs[1].impl()->data<T>();
@@ -111,19 +121,15 @@ Array evaluate_binary(const Node& node, std::span<const Array> inputs) {
       T* o = out.mutable_data<T>();
       for (int64_t i = 0; i < n; ++i) o[i] = cond[i] ? a[i] : b[i];
     });
-    return result;
+  } else {
+    detail::dispatch(inputs[0].impl()->type.dtype, [&]<class T>() {
+      const T* a = inputs[0].impl()->data<T>();
+      const T* b = inputs[1].impl()->data<T>();
+      using R = std::conditional_t<is_comparison(op), bool, T>;
+      R* o = out.mutable_data<R>();
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(reference<op, T>(a[i], b[i]));
+    });
   }
-  detail::dispatch(inputs[0].impl()->type.dtype, [&]<class T>() {
-    const T* a = inputs[0].impl()->data<T>();
-    const T* b = inputs[1].impl()->data<T>();
-    if (is_comparison(node.op)) {
-      bool* o = out.mutable_data<bool>();
-      for (int64_t i = 0; i < n; ++i) o[i] = compare(node.op, a[i], b[i]);
-    } else {
-      T* o = out.mutable_data<T>();
-      for (int64_t i = 0; i < n; ++i) o[i] = arithmetic(node.op, a[i], b[i]);
-    }
-  });
   return result;
 }
 
@@ -167,92 +173,121 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }
 
-// ---- Derivatives -------------------------------------------------------------
-// Elementwise, so each operand's Jacobian is diagonal: the vjp and the jvp
-// both scale a seed (cotangent or tangent) by the partial derivative.
-Array scaled_by_partial(const Node& node, std::span<const Array> inputs, const Array& output, size_t operand,
-                        const Array& seed) {
-  Location w = node.where;
-  auto o = [w](const Array& x) { return Operand(x, w); };
-  if (node.op == Primitive::select) {
+/// The partial derivative with respect to `operand` times the seed (a
+/// cotangent or a tangent): elementwise, so each operand's Jacobian is
+/// diagonal and vjp and jvp share it. Empty where the operand gets nothing.
+/// Operations record the differentiated node's line (LocationScope).
+template <Primitive op>
+Array scaled_by_partial(std::span<const Array> inputs, const Array& output, size_t operand, const Array& seed) {
+  if constexpr (op == Primitive::select) {
     // The condition is bool and gets nothing; each branch gets the seed where it was chosen.
     const Array& cond = inputs[0];
     if (operand == 0) return Array();
-    return operand == 1 ? kiln::where(o(cond), o(seed), Operand(0, w)) : kiln::where(o(cond), Operand(0, w), o(seed));
-  }
-  const Array& a = inputs[0];
-  const Array& b = inputs[1];
-  const Array& self = operand == 0 ? a : b;
-  const Array& other = operand == 0 ? b : a;
-  switch (node.op) {
-    case Primitive::add: return seed;
-    case Primitive::sub: return operand == 0 ? seed : kiln::neg(seed, w);
-    case Primitive::mul: return mul(o(seed), o(other));
-    case Primitive::div:
+    return operand == 1 ? kiln::where(cond, seed, 0) : kiln::where(cond, 0, seed);
+  } else {
+    const Array& a = inputs[0];
+    const Array& b = inputs[1];
+    const Array& self = operand == 0 ? a : b;
+    const Array& other = operand == 0 ? b : a;
+    if constexpr (op == Primitive::add) return seed;
+    else if constexpr (op == Primitive::sub) return operand == 0 ? seed : -seed;
+    else if constexpr (op == Primitive::mul) return seed * other;
+    else if constexpr (op == Primitive::div) {
       // d(a/b)/db = -a/b^2, computed as -(a/b)/b so b^2 cannot overflow.
-      if (operand == 0) return div(o(seed), o(b));
-      return kiln::neg(mul(o(seed), o(div(o(output), o(b)))), w);
-    case Primitive::pow: {
+      if (operand == 0) return seed / b;
+      return -(seed * (output / b));
+    } else if constexpr (op == Primitive::pow) {
       if (operand == 0) {
         // b * a^(b-1), with the exponent replaced by 1 where b == 0 so that
         // a == 0, b == 0 gives 0 rather than 0 * inf (JAX's _pow_jvp_lhs).
-        Array exponent = kiln::where(o(equal(o(b), Operand(0, w))), Operand(1, w), o(sub(o(b), Operand(1, w))));
-        return mul(o(seed), o(mul(o(b), o(kiln::pow(o(a), o(exponent))))));
+        Array exponent = kiln::where(b == 0, 1, b - 1);
+        return seed * (b * kiln::pow(a, exponent));
       }
       // log(a) * a^b, with log(1) = 0 standing in where a == 0 (JAX's _pow_jvp_rhs).
-      Array safe_base = kiln::where(o(equal(o(a), Operand(0, w))), Operand(1, w), o(a));
-      return mul(o(seed), o(mul(o(kiln::log(safe_base, w)), o(output))));
-    }
-    case Primitive::max: case Primitive::min: {
+      Array safe_base = kiln::where(a == 0, 1, a);
+      return seed * (kiln::log(safe_base) * output);
+    } else if constexpr (op == Primitive::max || op == Primitive::min) {
       // The operand equal to the result gets the seed; on a tie each operand
       // gets half, as JAX does, so the two halves still sum to the seed.
       // A NaN result matches neither operand and passes nothing back.
-      Array chosen = equal(o(self), o(output));
-      Array tie = equal(o(other), o(output));
-      Array share = kiln::where(o(tie), o(mul(o(seed), Operand(0.5, w))), o(seed));
-      return kiln::where(o(chosen), o(share), Operand(0, w));
+      Array share = kiln::where(other == output, seed * 0.5, seed);
+      return kiln::where(self == output, share, 0);
+    } else {
+      static_assert(no_rule<op>, "binary primitive without a derivative");
     }
-    default: break;
   }
-  detail::raise(ir::primitive_name(node.op), "has no derivative rule for " + node.type.to_string(), w);
 }
 
-std::vector<Array> vjp_binary(const Node& node, std::span<const Array> inputs, const Array& output,
-                              const Array& cotangent) {
+template <Primitive op>
+std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
+  detail::LocationScope scope(node.where);
   std::vector<Array> result;
-  for (size_t k = 0; k < inputs.size(); ++k) result.push_back(scaled_by_partial(node, inputs, output, k, cotangent));
+  for (size_t k = 0; k < inputs.size(); ++k) result.push_back(scaled_by_partial<op>(inputs, output, k, cotangent));
   return result;
 }
 
-Array jvp_binary(const Node& node, std::span<const Array> inputs, const Array& output,
-                 std::span<const Array> tangents) {
+template <Primitive op>
+Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
+  detail::LocationScope scope(node.where);
   Array total;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!tangents[k].defined()) continue;  // a zero tangent adds nothing
-    Array term = scaled_by_partial(node, inputs, output, k, tangents[k]);
+    Array term = scaled_by_partial<op>(inputs, output, k, tangents[k]);
     if (!term.defined()) continue;
-    total = total.defined() ? add(Operand(total, node.where), Operand(term, node.where)) : term;
+    total = total.defined() ? total + term : term;
   }
   return total;
+}
+
+/// The native code of one element.
+template <Primitive op>
+ScalarValue lower(ScalarEmitter& e, const Node&, std::span<const ScalarValue> v, std::span<const DType> dtypes) {
+  DType dtype = dtypes.back();  // select's condition comes first
+  bool boolean = dtype == DType::bool_;
+  if constexpr (op == Primitive::select) return e.select(v[0], v[1], v[2]);
+  else if constexpr (op == Primitive::add) return boolean ? e.logical_or(v[0], v[1]) : e.add(v[0], v[1], dtype);
+  else if constexpr (op == Primitive::sub) return e.sub(v[0], v[1], dtype);
+  else if constexpr (op == Primitive::mul) return boolean ? e.logical_and(v[0], v[1]) : e.mul(v[0], v[1], dtype);
+  else if constexpr (op == Primitive::div) return e.div(v[0], v[1]);
+  else if constexpr (op == Primitive::pow) return e.pow(v[0], v[1], dtype);
+  else if constexpr (op == Primitive::max) return boolean ? e.logical_or(v[0], v[1]) : e.extreme(true, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::min) return boolean ? e.logical_and(v[0], v[1]) : e.extreme(false, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::eq) return e.compare(Comparison::eq, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::ne) return e.compare(Comparison::ne, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::lt) return e.compare(Comparison::lt, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::le) return e.compare(Comparison::le, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::gt) return e.compare(Comparison::gt, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::ge) return e.compare(Comparison::ge, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::logical_and) return e.logical_and(v[0], v[1]);
+  else if constexpr (op == Primitive::logical_or) return e.logical_or(v[0], v[1]);
+  else static_assert(no_rule<op>, "binary primitive without a native lowering");
+}
+
+template <Primitive op>
+PrimitiveRules row() {
+  PrimitiveRules rules{.infer = &infer_binary, .evaluate = &evaluate<op>};
+  if constexpr (is_comparison(op) || op == Primitive::logical_and || op == Primitive::logical_or) {
+    rules.no_derivative = "bool result";
+  } else {
+    rules.vjp = &vjp<op>;
+    rules.jvp = &jvp<op>;
+  }
+  rules.fusion = Fusion::elementwise;
+  rules.cost = op == Primitive::pow ? 16 : 1;  // pow is exp(b log a) in vector math
+  rules.lower = &lower<op>;
+  return rules;
+}
+
+template <ir::Family family, Primitive op>
+void register_row(RuleTable& table) {
+  if constexpr (family == ir::Family::binary) table[static_cast<size_t>(op)] = row<op>();
 }
 
 }  // namespace
 
 void register_binary_rules(RuleTable& table) {
-#define KILN_PRIMITIVE(name, family)                                                           \
-  if (std::string_view(#family) == "binary") {                                                 \
-    table[static_cast<size_t>(Primitive::name)] = {&infer_binary, &evaluate_binary, nullptr,   \
-                                                   &vjp_binary, &jvp_binary};                  \
-  }
+#define KILN_PRIMITIVE(name, family) register_row<ir::Family::family, Primitive::name>(table);
 #include "ir/primitives.def"
-#undef KILN_PRIMITIVE
-  for (Primitive op : {Primitive::eq, Primitive::ne, Primitive::lt, Primitive::le, Primitive::gt, Primitive::ge,
-                       Primitive::logical_and, Primitive::logical_or}) {
-    PrimitiveRules& entry = table[static_cast<size_t>(op)];
-    entry.vjp = nullptr;
-    entry.jvp = nullptr;
-    entry.no_derivative = "bool result";
-  }
 }
 
 }  // namespace ops

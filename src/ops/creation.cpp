@@ -94,17 +94,37 @@ Array iota(DType dtype, Shape shape, int64_t axis, Location where) {
   return detail::apply(Primitive::iota, {}, std::move(attrs), where);
 }
 
+namespace {
+ScalarValue lower_literal(ScalarEmitter& e, const Node& node, std::span<const ScalarValue>, std::span<const DType>) {
+  return e.literal(node);
+}
+ScalarValue lower_iota(ScalarEmitter& e, const Node& node, std::span<const ScalarValue>, std::span<const DType>) {
+  return e.iota(node);
+}
+}  // namespace
+
 void register_leaf_rules(RuleTable& table) {
   // The autodiff passes seed and read leaves directly; nothing flows through them.
-  table[static_cast<size_t>(Primitive::input)] = {&infer_input, &evaluate_input, &describe_input};
-  table[static_cast<size_t>(Primitive::input)].no_derivative = "leaf: its derivative is the seed itself";
-  table[static_cast<size_t>(Primitive::literal)] = {&infer_literal, &evaluate_literal, &describe_literal};
-  table[static_cast<size_t>(Primitive::literal)].no_derivative = "constant";
+  table[static_cast<size_t>(Primitive::input)] = {.infer = &infer_input,
+                                                  .evaluate = &evaluate_input,
+                                                  .describe = &describe_input,
+                                                  .no_derivative = "leaf: its derivative is the seed itself",
+                                                  .fusion = Fusion::input};
+  table[static_cast<size_t>(Primitive::literal)] = {.infer = &infer_literal,
+                                                    .evaluate = &evaluate_literal,
+                                                    .describe = &describe_literal,
+                                                    .no_derivative = "constant",
+                                                    .fusion = Fusion::elementwise,
+                                                    .lower = &lower_literal};
 }
 
 void register_creation_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::iota)] = {&infer_iota, &evaluate_iota, &describe_iota};
-  table[static_cast<size_t>(Primitive::iota)].no_derivative = "constant: no inputs";
+  table[static_cast<size_t>(Primitive::iota)] = {.infer = &infer_iota,
+                                                 .evaluate = &evaluate_iota,
+                                                 .describe = &describe_iota,
+                                                 .no_derivative = "constant: no inputs",
+                                                 .fusion = Fusion::elementwise,
+                                                 .lower = &lower_iota};
 }
 
 }  // namespace ops

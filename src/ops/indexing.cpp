@@ -430,24 +430,34 @@ std::vector<Array> start_arrays(const std::vector<Operand>& starts, const Abstra
 }  // namespace
 
 void register_indexing_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::take)] = {
-      .infer = &infer_take, .evaluate = &evaluate_take, .describe = &describe_axis, .vjp = &vjp_take,
-      .jvp = &jvp_take};
+  table[static_cast<size_t>(Primitive::take)] = {.infer = &infer_take,
+                                                 .evaluate = &evaluate_take,
+                                                 .describe = &describe_axis,
+                                                 .vjp = &vjp_take,
+                                                 .jvp = &jvp_take,
+                                                 .fusion = Fusion::kernel,
+                                                 .kernel = NativeKernel::take};
   table[static_cast<size_t>(Primitive::scatter_add)] = {.infer = &infer_scatter_add,
                                                         .evaluate = &evaluate_scatter_add,
                                                         .describe = &describe_axis,
                                                         .vjp = &vjp_scatter_add,
-                                                        .jvp = &jvp_scatter_add};
+                                                        .jvp = &jvp_scatter_add,
+                                                        .fusion = Fusion::kernel,
+                                                        .kernel = NativeKernel::scatter_add};
   table[static_cast<size_t>(Primitive::dynamic_slice)] = {.infer = &infer_dynamic_slice,
                                                           .evaluate = &evaluate_dynamic_slice,
                                                           .describe = &describe_dynamic_slice,
                                                           .vjp = &vjp_dynamic_slice,
-                                                          .jvp = &jvp_dynamic_slice};
+                                                          .jvp = &jvp_dynamic_slice,
+                                                          .fusion = Fusion::kernel,
+                                                          .kernel = NativeKernel::dynamic_slice};
   table[static_cast<size_t>(Primitive::dynamic_update_slice)] = {.infer = &infer_dynamic_update_slice,
                                                                  .evaluate = &evaluate_dynamic_update_slice,
                                                                  .describe = nullptr,
                                                                  .vjp = &vjp_dynamic_update_slice,
-                                                                 .jvp = &jvp_dynamic_update_slice};
+                                                                 .jvp = &jvp_dynamic_update_slice,
+                                                                 .fusion = Fusion::kernel,
+                                                                 .kernel = NativeKernel::dynamic_update_slice};
 }
 
 }  // namespace ops

@@ -124,7 +124,13 @@ Array matmul_jvp(const Node& node, std::span<const Array> inputs, const Array&, 
 }  // namespace
 
 void register_matmul_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::matmul)] = {&infer_matmul, &evaluate_matmul, nullptr, &matmul_vjp, &matmul_jvp};
+  // Floating products go to BLAS; BLAS has no integer product, so those run a native kernel.
+  table[static_cast<size_t>(Primitive::matmul)] = {.infer = &infer_matmul,
+                                                   .evaluate = &evaluate_matmul,
+                                                   .vjp = &matmul_vjp,
+                                                   .jvp = &matmul_jvp,
+                                                   .fusion = Fusion::matmul,
+                                                   .kernel = NativeKernel::integer_matmul};
 }
 
 }  // namespace ops

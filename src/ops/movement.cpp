@@ -525,17 +525,39 @@ Array apply_with_ints(Primitive op, std::span<const Array> inputs, std::vector<i
 }  // namespace
 
 void register_movement_rules(RuleTable& table) {
-  auto set = [&](Primitive op, PrimitiveRules rules) { table[static_cast<size_t>(op)] = rules; };
-  set(Primitive::reshape, {&infer_reshape, &evaluate_reshape, &describe_reshape, &vjp_reshape, &jvp_movement});
-  set(Primitive::transpose,
-      {&infer_transpose, &evaluate_transpose, &describe_transpose, &vjp_transpose, &jvp_movement});
-  set(Primitive::broadcast,
-      {&infer_broadcast, &evaluate_broadcast, &describe_broadcast, &vjp_broadcast, &jvp_movement});
-  set(Primitive::slice, {&infer_slice, &evaluate_slice, &describe_slice, &vjp_slice, &jvp_movement});
+  auto set = [&](Primitive op, PrimitiveRules rules, NativeKernel kernel) {
+    rules.fusion = Fusion::kernel;
+    rules.kernel = kernel;
+    table[static_cast<size_t>(op)] = rules;
+  };
+  set(Primitive::transpose, {&infer_transpose, &evaluate_transpose, &describe_transpose, &vjp_transpose, &jvp_movement},
+      NativeKernel::transpose);
+  set(Primitive::slice, {&infer_slice, &evaluate_slice, &describe_slice, &vjp_slice, &jvp_movement},
+      NativeKernel::slice);
   set(Primitive::concatenate,
-      {&infer_concatenate, &evaluate_concatenate, &describe_concatenate, &vjp_concatenate, &jvp_concatenate});
-  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad, &vjp_pad, &jvp_pad});
-  set(Primitive::reverse, {&infer_reverse, &evaluate_reverse, &describe_reverse, &vjp_reverse, &jvp_movement});
+      {&infer_concatenate, &evaluate_concatenate, &describe_concatenate, &vjp_concatenate, &jvp_concatenate},
+      NativeKernel::concatenate);
+  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad, &vjp_pad, &jvp_pad}, NativeKernel::pad);
+  set(Primitive::reverse, {&infer_reverse, &evaluate_reverse, &describe_reverse, &vjp_reverse, &jvp_movement},
+      NativeKernel::reverse);
+  // Row-major data reshaped keeps its order: the same buffer, another shape.
+  table[static_cast<size_t>(Primitive::reshape)] = {.infer = &infer_reshape,
+                                                    .evaluate = &evaluate_reshape,
+                                                    .describe = &describe_reshape,
+                                                    .vjp = &vjp_reshape,
+                                                    .jvp = &jvp_movement,
+                                                    .fusion = Fusion::view};
+  // A fused broadcast is a load at a stride of 0 where its extent is 1 (the
+  // kernel's indexing does it), so its code is its operand's.
+  table[static_cast<size_t>(Primitive::broadcast)] = {
+      .infer = &infer_broadcast,
+      .evaluate = &evaluate_broadcast,
+      .describe = &describe_broadcast,
+      .vjp = &vjp_broadcast,
+      .jvp = &jvp_movement,
+      .fusion = Fusion::elementwise,
+      .lower = [](ScalarEmitter&, const Node&, std::span<const ScalarValue> operands,
+                  std::span<const DType>) { return operands[0]; }};
 }
 
 }  // namespace ops

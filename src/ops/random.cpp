@@ -175,11 +175,22 @@ double below(double value, DType dtype) {
 }  // namespace
 
 void register_random_rules(RuleTable& table) {
-  table[static_cast<size_t>(Primitive::random_bits)] = {&infer_random, &evaluate_random_bits, &describe_random};
-  table[static_cast<size_t>(Primitive::random_uniform)] = {&infer_random, &evaluate_random_uniform, &describe_random};
-  // The only input is an integer key, so the samples are constants of differentiation.
-  table[static_cast<size_t>(Primitive::random_bits)].no_derivative = "integer key and integer result";
-  table[static_cast<size_t>(Primitive::random_uniform)].no_derivative = "integer key: samples are constants";
+  // The only input is an integer key, so the samples are constants of
+  // differentiation. Threefry is a few dozen integer operations per pair of words.
+  table[static_cast<size_t>(Primitive::random_bits)] = {.infer = &infer_random,
+                                                        .evaluate = &evaluate_random_bits,
+                                                        .describe = &describe_random,
+                                                        .no_derivative = "integer key and integer result",
+                                                        .fusion = Fusion::kernel,
+                                                        .cost = 16,
+                                                        .kernel = NativeKernel::random};
+  table[static_cast<size_t>(Primitive::random_uniform)] = {.infer = &infer_random,
+                                                           .evaluate = &evaluate_random_uniform,
+                                                           .describe = &describe_random,
+                                                           .no_derivative = "integer key: samples are constants",
+                                                           .fusion = Fusion::kernel,
+                                                           .cost = 16,
+                                                           .kernel = NativeKernel::random};
 }
 
 }  // namespace ops

@@ -485,20 +485,33 @@ Array cumsum_jvp(const Node& node, std::span<const Array>, const Array&, std::sp
 }  // namespace
 
 void register_reduce_rules(RuleTable& table) {
-  auto reduction = [&](Primitive op, auto vjp, auto jvp) {
-    table[static_cast<size_t>(op)] = {&infer_reduce, &evaluate_reduce, &describe_reduce, vjp, jvp};
+  auto reduction = [&](Primitive op, auto vjp, auto jvp, Reduction combine) {
+    table[static_cast<size_t>(op)] = {.infer = &infer_reduce,
+                                      .evaluate = &evaluate_reduce,
+                                      .describe = &describe_reduce,
+                                      .vjp = vjp,
+                                      .jvp = jvp,
+                                      .fusion = Fusion::reduction,
+                                      .reduction = combine};
   };
-  reduction(Primitive::reduce_sum, &reduce_sum_vjp, &reduce_sum_jvp);
-  reduction(Primitive::reduce_prod, &reduce_prod_vjp, &reduce_prod_jvp);
-  reduction(Primitive::reduce_max, &extreme_vjp, &extreme_jvp);
-  reduction(Primitive::reduce_min, &extreme_vjp, &extreme_jvp);
+  reduction(Primitive::reduce_sum, &reduce_sum_vjp, &reduce_sum_jvp, Reduction::sum);
+  reduction(Primitive::reduce_prod, &reduce_prod_vjp, &reduce_prod_jvp, Reduction::product);
+  reduction(Primitive::reduce_max, &extreme_vjp, &extreme_jvp, Reduction::max);
+  reduction(Primitive::reduce_min, &extreme_vjp, &extreme_jvp, Reduction::min);
   for (Primitive op : {Primitive::argmax, Primitive::argmin})
     table[static_cast<size_t>(op)] = {.infer = &infer_argument_reduce,
                                       .evaluate = &evaluate_argument_reduce,
                                       .describe = &describe_argument_reduce,
-                                      .no_derivative = "integer (i32) index result"};
-  table[static_cast<size_t>(Primitive::cumsum)] = {&infer_cumsum, &evaluate_cumsum, &describe_cumsum, &cumsum_vjp,
-                                                   &cumsum_jvp};
+                                      .no_derivative = "integer (i32) index result",
+                                      .fusion = Fusion::kernel,
+                                      .kernel = NativeKernel::argument_reduce};
+  table[static_cast<size_t>(Primitive::cumsum)] = {.infer = &infer_cumsum,
+                                                   .evaluate = &evaluate_cumsum,
+                                                   .describe = &describe_cumsum,
+                                                   .vjp = &cumsum_vjp,
+                                                   .jvp = &cumsum_jvp,
+                                                   .fusion = Fusion::kernel,
+                                                   .kernel = NativeKernel::cumsum};
 }
 
 }  // namespace ops

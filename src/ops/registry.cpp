@@ -1,6 +1,9 @@
 // Builds the rule table once, from every family's registration.
 #include "ops/rules.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln::ops {
 
 namespace {
@@ -22,6 +25,36 @@ RuleTable build_table() {
 const PrimitiveRules& rules(Primitive op) {
   static const RuleTable table = build_table();
   return table[static_cast<size_t>(op)];
+}
+
+std::vector<std::string> rule_problems(const PrimitiveRules& row) {
+  std::vector<std::string> problems;
+  if (!row.infer) problems.push_back("no shape/dtype rule");
+  if (!row.evaluate) problems.push_back("no reference kernel");
+  if (row.no_derivative) {
+    if (row.vjp || row.jvp) problems.push_back("a derivative waiver but also a derivative rule");
+    if (!*row.no_derivative) problems.push_back("a derivative waiver that gives no reason");
+  } else {
+    if (!row.vjp) problems.push_back("no vjp rule and no waiver");
+    if (!row.jvp) problems.push_back("no jvp rule and no waiver");
+  }
+  if (row.fusion == Fusion::unset) problems.push_back("no fusion kind");
+  if (row.cost < 1) problems.push_back("a cost below 1");
+  if (row.no_native_lowering) {
+    if (!*row.no_native_lowering) problems.push_back("a native-lowering waiver that gives no reason");
+  } else if (row.fusion == Fusion::elementwise && !row.lower) {
+    problems.push_back("no native lowering (elementwise, but no scalar code) and no waiver");
+  } else if (row.fusion == Fusion::reduction && row.reduction == Reduction::none) {
+    problems.push_back("no native lowering (a reduction that names no combining operation) and no waiver");
+  } else if ((row.fusion == Fusion::kernel || row.fusion == Fusion::matmul) && row.kernel == NativeKernel::none) {
+    problems.push_back("no native lowering (a kernel of its own that names no native kernel) and no waiver");
+  }
+  if (row.fusion != Fusion::elementwise && row.lower) problems.push_back("scalar code but not elementwise");
+  if (row.fusion != Fusion::reduction && row.reduction != Reduction::none)
+    problems.push_back("a combining operation but not a reduction");
+  if (row.fusion != Fusion::kernel && row.fusion != Fusion::matmul && row.kernel != NativeKernel::none)
+    problems.push_back("a native kernel but neither a kernel of its own nor a matmul");
+  return problems;
 }
 
 std::string ints_string(const std::vector<int64_t>& values) {

@@ -1,5 +1,8 @@
-// The rules each primitive provides, gathered in one table indexed by
-// Primitive. Each family file in src/ops/ fills the entries of its primitives.
+// The record of each primitive: every rule it provides, gathered in one table
+// row indexed by Primitive — shape/dtype rule, reference kernel, printing,
+// derivatives, fusion kind, cost and native lowering. Each family file in
+// src/ops/ fills the rows of its primitives; rule_problems() (and the
+// registry test) refuses a row that lacks a rule without a stated waiver.
 #pragma once
 
 #include <array>
@@ -8,12 +11,24 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ops/lowering.h"
 
 namespace kiln::ops {
 
 using detail::AbstractValue;
 using ir::Node;
 using ir::Primitive;
+
+/// How the native backend schedules a primitive.
+enum class Fusion : uint8_t {
+  unset,        // no kind given: the registry refuses the row
+  input,        // a graph parameter: bound at each call, never computed
+  elementwise,  // computed inside the loop of the kernel that reads it (row.lower)
+  reduction,    // the root of a reduction kernel, fused with its elementwise producers (row.reduction)
+  view,         // the same memory seen with another shape
+  matmul,       // a BLAS call for floating operands, a native kernel for integers
+  kernel,       // a native kernel of its own (row.kernel; backend/llvm/standalone_*.cpp)
+};
 
 struct PrimitiveRules {
   /// The result's type from the inputs' types and the node's attributes.
@@ -40,7 +55,26 @@ struct PrimitiveRules {
   /// Set instead of vjp/jvp when the primitive has no derivative, with why
   /// (e.g. "bool result", "piecewise constant: zero almost everywhere").
   const char* no_derivative = nullptr;
+
+  Fusion fusion = Fusion::unset;
+  /// Roughly how many vector operations one element costs in a fused loop:
+  /// tens for the transcendental functions, else 1. Decides whether a value
+  /// read by several kernels is recomputed or stored.
+  int cost = 1;
+  /// Elementwise primitives: the code of one element.
+  ScalarLowering lower = nullptr;
+  /// Reductions: how elements combine.
+  Reduction reduction = Reduction::none;
+  /// Kernels of their own (and matmul on integers, which BLAS does not do).
+  NativeKernel kernel = NativeKernel::none;
+  /// Set when the native backend has no code for the primitive (it then runs
+  /// the reference kernel), with why.
+  const char* no_native_lowering = nullptr;
 };
+
+/// What a row lacks: one line per missing rule ("no vjp rule and no
+/// waiver"), empty when complete. The registry test runs it on every row.
+std::vector<std::string> rule_problems(const PrimitiveRules& row);
 
 using RuleTable = std::array<PrimitiveRules, ir::primitive_count>;
 

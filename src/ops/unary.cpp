@@ -1,6 +1,7 @@
-// Elementwise unary primitives: shape/dtype rule, reference kernel and the
-// public builders (neg, exp, ..., astype, stop_gradient) with their
-// composites (square, relu).
+// Elementwise unary primitives: the record of each (shape/dtype rule,
+// reference kernel, derivative, cost, native lowering) and the public
+// builders (neg, exp, ..., astype, stop_gradient) with their composites
+// (square, relu).
 #include <cmath>
 #include <type_traits>
 
@@ -14,16 +15,11 @@ namespace kiln {
 namespace ops {
 namespace {
 
-bool is_float_only(Primitive op) {
-  switch (op) {
-    case Primitive::exp: case Primitive::log: case Primitive::log1p: case Primitive::expm1:
-    case Primitive::sqrt: case Primitive::rsqrt: case Primitive::tanh: case Primitive::logistic:
-    case Primitive::erf: case Primitive::sin: case Primitive::cos: case Primitive::floor:
-    case Primitive::ceil: case Primitive::round: case Primitive::is_nan:
-      return true;
-    default:
-      return false;
-  }
+constexpr bool is_float_only(Primitive op) {
+  return op == Primitive::exp || op == Primitive::log || op == Primitive::log1p || op == Primitive::expm1 ||
+         op == Primitive::sqrt || op == Primitive::rsqrt || op == Primitive::tanh || op == Primitive::logistic ||
+         op == Primitive::erf || op == Primitive::sin || op == Primitive::cos || op == Primitive::floor ||
+         op == Primitive::ceil || op == Primitive::round || op == Primitive::is_nan;
 }
 
 AbstractValue infer_unary(const Node& node, std::span<const AbstractValue* const> inputs) {
@@ -48,74 +44,203 @@ T wrapping_neg(T v) {
   else return -v;
 }
 
-template <class T>
-T unary_kernel(Primitive op, T x) {
-  if constexpr (std::is_same_v<T, bool>) {
-    if (op == Primitive::logical_not) return !x;
-    return x;  // stop_gradient
-  } else if constexpr (std::is_integral_v<T>) {
-    switch (op) {
-      case Primitive::neg: return wrapping_neg(x);
-      case Primitive::abs: return x < 0 ? wrapping_neg(x) : x;
-      case Primitive::sign: return static_cast<T>((x > 0) - (x < 0));
-      default: return x;  // stop_gradient
-    }
-  } else {
-    switch (op) {
-      case Primitive::neg: return -x;
-      case Primitive::abs: return std::abs(x);
-      case Primitive::sign: return std::isnan(x) ? x : static_cast<T>((x > 0) - (x < 0));
-      case Primitive::exp: return std::exp(x);
-      case Primitive::log: return std::log(x);
-      case Primitive::log1p: return std::log1p(x);
-      case Primitive::expm1: return std::expm1(x);
-      case Primitive::sqrt: return std::sqrt(x);
-      case Primitive::rsqrt: return T(1) / std::sqrt(x);
-      case Primitive::tanh: return std::tanh(x);
-      case Primitive::logistic: {
-        // Written per sign so exp never overflows.
-        if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-        T e = std::exp(x);
-        return e / (T(1) + e);
-      }
-      case Primitive::erf: return std::erf(x);
-      case Primitive::sin: return std::sin(x);
-      case Primitive::cos: return std::cos(x);
-      case Primitive::floor: return std::floor(x);
-      case Primitive::ceil: return std::ceil(x);
-      case Primitive::round: return std::nearbyint(x);  // default rounding mode: half to even
-      default: return x;  // stop_gradient
-    }
+template <Primitive>
+inline constexpr bool no_rule = false;
+
+// ---- The record of each unary primitive ------------------------------------
+// Each rule below is a chain over the primitive, resolved at compile time:
+// every unary primitive of primitives.def instantiates it, so one without a
+// reference kernel, a derivative or a lowering fails to compile instead of
+// computing another primitive's result.
+
+/// The reference kernel of one element. T is the operand's dtype (only
+/// floating for the float-only primitives; infer_unary converts the rest).
+template <Primitive op, class T>
+T reference(T x) {
+  if constexpr (op == Primitive::neg) return wrapping_neg(x);
+  else if constexpr (op == Primitive::abs) {
+    if constexpr (std::is_floating_point_v<T>) return std::abs(x);  // abs(-0) is +0
+    else return x < 0 ? wrapping_neg(x) : x;
   }
+  else if constexpr (op == Primitive::sign) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (std::isnan(x)) return x;
+    return static_cast<T>((x > 0) - (x < 0));
+  } else if constexpr (op == Primitive::exp) return std::exp(x);
+  else if constexpr (op == Primitive::log) return std::log(x);
+  else if constexpr (op == Primitive::log1p) return std::log1p(x);
+  else if constexpr (op == Primitive::expm1) return std::expm1(x);
+  else if constexpr (op == Primitive::sqrt) return std::sqrt(x);
+  else if constexpr (op == Primitive::rsqrt) return T(1) / std::sqrt(x);
+  else if constexpr (op == Primitive::tanh) return std::tanh(x);
+  else if constexpr (op == Primitive::logistic) {
+    // Written per sign so exp never overflows.
+    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+    T e = std::exp(x);
+    return e / (T(1) + e);
+  } else if constexpr (op == Primitive::erf) return std::erf(x);
+  else if constexpr (op == Primitive::sin) return std::sin(x);
+  else if constexpr (op == Primitive::cos) return std::cos(x);
+  else if constexpr (op == Primitive::floor) return std::floor(x);
+  else if constexpr (op == Primitive::ceil) return std::ceil(x);
+  else if constexpr (op == Primitive::round) return std::nearbyint(x);  // default rounding mode: half to even
+  else if constexpr (op == Primitive::logical_not) return !x;
+  else if constexpr (op == Primitive::stop_gradient) return x;
+  else static_assert(no_rule<op>, "unary primitive without a reference kernel");
 }
 
-Array evaluate_unary(const Node& node, std::span<const Array> inputs) {
+/// The derivative as a product: the seed (cotangent or tangent) times f'(x),
+/// written with the output y where that is cheaper or more accurate. An
+/// elementwise function has a diagonal Jacobian, so vjp and jvp share it.
+/// Operations record the differentiated node's line (LocationScope).
+template <Primitive op>
+Array derivative(const Array& x, const Array& y, const Array& seed) {
+  if constexpr (op == Primitive::neg) return -seed;
+  else if constexpr (op == Primitive::abs) return seed * kiln::sign(x);  // 0 at x == 0, as JAX
+  else if constexpr (op == Primitive::exp) return seed * y;
+  else if constexpr (op == Primitive::log) return seed / x;
+  else if constexpr (op == Primitive::log1p) return seed / (x + 1);
+  else if constexpr (op == Primitive::expm1) return seed * (y + 1);
+  else if constexpr (op == Primitive::sqrt) return seed * 0.5 / y;
+  else if constexpr (op == Primitive::rsqrt) return seed * (y * -0.5 / x);
+  // (1 - y)(1 + y) rather than 1 - y^2: no cancellation as |y| nears 1.
+  else if constexpr (op == Primitive::tanh) return seed * ((1 - y) * (1 + y));
+  else if constexpr (op == Primitive::logistic) return seed * (y * (1 - y));
+  else if constexpr (op == Primitive::erf) return seed * (kiln::exp(-(x * x)) * 1.1283791670955126);  // 2/sqrt(pi)
+  else if constexpr (op == Primitive::sin) return seed * kiln::cos(x);
+  else if constexpr (op == Primitive::cos) return -(seed * kiln::sin(x));
+  else if constexpr (op == Primitive::sign || op == Primitive::floor || op == Primitive::ceil || op == Primitive::round)
+    // Piecewise constant: zero almost everywhere. A zero (not a missing)
+    // derivative lets gradients flow through them as zeros, as in JAX.
+    return zeros_like(seed);
+  else static_assert(no_rule<op>, "unary primitive without a derivative");
+}
+
+/// The native code of one element.
+template <Primitive op>
+ScalarValue lower(ScalarEmitter& e, const Node& node, std::span<const ScalarValue> operands,
+                  std::span<const DType> dtypes) {
+  ScalarValue x = operands[0];
+  DType dtype = dtypes[0];
+  if constexpr (op == Primitive::neg) return e.neg(x, dtype);
+  else if constexpr (op == Primitive::abs) return e.abs(x, dtype);
+  else if constexpr (op == Primitive::sign) {
+    if (!is_floating(dtype)) {
+      ScalarValue zero = e.constant(0, dtype);
+      return e.sub(e.convert(e.compare(Comparison::gt, x, zero, dtype), DType::bool_, dtype),
+                   e.convert(e.compare(Comparison::lt, x, zero, dtype), DType::bool_, dtype), dtype);
+    }
+    ScalarValue zero = e.constant(0, dtype);
+    ScalarValue result = e.select(e.compare(Comparison::gt, x, zero, dtype), e.constant(1, dtype),
+                                  e.select(e.compare(Comparison::lt, x, zero, dtype), e.constant(-1, dtype), zero));
+    return e.select(e.is_nan(x), x, result);
+  } else if constexpr (op == Primitive::exp) return e.math(MathFunction::exp, x);
+  else if constexpr (op == Primitive::log) return e.math(MathFunction::log, x);
+  else if constexpr (op == Primitive::log1p) return e.math(MathFunction::log1p, x);
+  else if constexpr (op == Primitive::expm1) return e.math(MathFunction::expm1, x);
+  else if constexpr (op == Primitive::sqrt) return e.sqrt(x);
+  else if constexpr (op == Primitive::rsqrt) return e.div(e.constant(1, dtype), e.sqrt(x));
+  else if constexpr (op == Primitive::tanh) return e.math(MathFunction::tanh, x);
+  else if constexpr (op == Primitive::logistic) return e.math(MathFunction::logistic, x);
+  else if constexpr (op == Primitive::erf) return e.math(MathFunction::erf, x);
+  else if constexpr (op == Primitive::sin) return e.math(MathFunction::sin, x);
+  else if constexpr (op == Primitive::cos) return e.math(MathFunction::cos, x);
+  else if constexpr (op == Primitive::floor) return e.round(Rounding::floor, x);
+  else if constexpr (op == Primitive::ceil) return e.round(Rounding::ceil, x);
+  else if constexpr (op == Primitive::round) return e.round(Rounding::nearest_even, x);
+  else if constexpr (op == Primitive::logical_not) return e.logical_not(x);
+  else if constexpr (op == Primitive::is_nan) return e.is_nan(x);
+  else if constexpr (op == Primitive::convert) return e.convert(x, dtype, node.type.dtype);
+  else if constexpr (op == Primitive::stop_gradient) return x;
+  else static_assert(no_rule<op>, "unary primitive without a native lowering");
+}
+
+/// Vector operations per element in a fused loop (see PrimitiveRules::cost).
+constexpr int cost(Primitive op) {
+  bool transcendental = op == Primitive::exp || op == Primitive::log || op == Primitive::log1p ||
+                        op == Primitive::expm1 || op == Primitive::tanh || op == Primitive::logistic ||
+                        op == Primitive::erf || op == Primitive::sin || op == Primitive::cos;
+  return transcendental ? 16 : 1;
+}
+
+template <Primitive op>
+Array evaluate(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *inputs[0].impl();
   Array result = detail::allocate(node.type);
   detail::ArrayImpl& out = *result.impl();
   int64_t n = x.type.size();
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    if (node.op == Primitive::convert) {
+    if constexpr (op == Primitive::convert) {
       detail::dispatch(node.type.dtype, [&]<class R>() {
         R* o = out.mutable_data<R>();
         for (int64_t i = 0; i < n; ++i) o[i] = detail::convert_element<R>(in[i]);
       });
-    } else if (node.op == Primitive::is_nan) {
+    } else if constexpr (op == Primitive::is_nan) {
       bool* o = out.mutable_data<bool>();
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_floating_point_v<T>) o[i] = std::isnan(in[i]);
         else o[i] = false;
       }
+    } else if constexpr (is_float_only(op) && !std::is_floating_point_v<T>) {
+      KILN_CHECK(false, "float-only unary primitive reached its kernel with an integer operand");
+    } else if constexpr (std::is_same_v<T, bool> && op != Primitive::logical_not && op != Primitive::stop_gradient) {
+      KILN_CHECK(false, "unary primitive reached its kernel with a bool operand");
+    } else if constexpr (!std::is_same_v<T, bool> && op == Primitive::logical_not) {
+      KILN_CHECK(false, "logical_not reached its kernel with a non-bool operand");
     } else {
       T* o = out.mutable_data<T>();
-      for (int64_t i = 0; i < n; ++i) o[i] = unary_kernel<T>(node.op, in[i]);
+      for (int64_t i = 0; i < n; ++i) o[i] = reference<op, T>(in[i]);
     }
   });
   return result;
 }
 
+template <Primitive op>
+std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
+  detail::LocationScope scope(node.where);
+  if constexpr (op == Primitive::stop_gradient) {
+    return {Array()};
+  } else if constexpr (op == Primitive::convert) {
+    // Only a floating input has a cotangent; it takes the input's dtype back.
+    const detail::AbstractValue& x = inputs[0].impl()->type;
+    if (!is_floating(x.dtype)) return {Array()};
+    return {convert_to(cotangent, x.dtype, x.weak, node.where)};
+  } else {
+    return {derivative<op>(inputs[0], output, cotangent)};
+  }
+}
+
+template <Primitive op>
+Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
+  detail::LocationScope scope(node.where);
+  if constexpr (op == Primitive::stop_gradient) return zeros_like(output);
+  else if constexpr (op == Primitive::convert) return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);
+  else return derivative<op>(inputs[0], output, tangents[0]);
+}
+
 std::string describe_convert(const Node& node) { return "dtype=" + std::string(dtype_name(node.attrs.dtype)); }
+
+template <Primitive op>
+PrimitiveRules row() {
+  PrimitiveRules rules{.infer = &infer_unary, .evaluate = &evaluate<op>};
+  if constexpr (op == Primitive::logical_not || op == Primitive::is_nan) {
+    rules.no_derivative = "bool result";
+  } else {
+    rules.vjp = &vjp<op>;
+    rules.jvp = &jvp<op>;
+  }
+  if constexpr (op == Primitive::convert) rules.describe = &describe_convert;
+  rules.fusion = Fusion::elementwise;
+  rules.cost = cost(op);
+  rules.lower = &lower<op>;
+  return rules;
+}
+
+template <ir::Family family, Primitive op>
+void register_row(RuleTable& table) {
+  if constexpr (family == ir::Family::unary) table[static_cast<size_t>(op)] = row<op>();
+}
 
 Array unary(Primitive op, const Array& x, Location where) {
   const auto& type = detail::impl_of(x, ir::primitive_name(op).data(), where).type;
@@ -132,79 +257,11 @@ Array unary(Primitive op, const Array& x, Location where) {
   return detail::apply(op, operand, {}, where);
 }
 
-// ---- Derivatives -------------------------------------------------------------
-// An elementwise function has a diagonal Jacobian, so the vjp and the jvp are
-// the same product: the seed (cotangent or tangent) times f'(x), written with
-// the output y where that is cheaper or more accurate.
-Array scaled_by_derivative(const Node& node, const Array& x, const Array& y, const Array& seed) {
-  Location w = node.where;
-  auto times = [&](const Array& factor) { return mul(Operand(seed, w), Operand(factor, w)); };
-  switch (node.op) {
-    case Primitive::neg: return kiln::neg(seed, w);
-    case Primitive::abs: return times(kiln::sign(x, w));  // 0 at x == 0, as JAX
-    case Primitive::exp: return times(y);
-    case Primitive::log: return div(Operand(seed, w), Operand(x, w));
-    case Primitive::log1p: return div(Operand(seed, w), Operand(add(Operand(x, w), Operand(1, w)), w));
-    case Primitive::expm1: return times(add(Operand(y, w), Operand(1, w)));
-    case Primitive::sqrt: return div(Operand(mul(Operand(seed, w), Operand(0.5, w)), w), Operand(y, w));
-    case Primitive::rsqrt:
-      return times(div(Operand(mul(Operand(y, w), Operand(-0.5, w)), w), Operand(x, w)));
-    case Primitive::tanh:
-      // (1 - y)(1 + y) rather than 1 - y^2: no cancellation as |y| nears 1.
-      return times(mul(Operand(sub(Operand(1, w), Operand(y, w)), w), Operand(add(Operand(1, w), Operand(y, w)), w)));
-    case Primitive::logistic: return times(mul(Operand(y, w), Operand(sub(Operand(1, w), Operand(y, w)), w)));
-    case Primitive::erf: {
-      const double two_over_sqrt_pi = 1.1283791670955126;
-      Array gaussian = kiln::exp(kiln::neg(mul(Operand(x, w), Operand(x, w)), w), w);
-      return times(mul(Operand(gaussian, w), Operand(two_over_sqrt_pi, w)));
-    }
-    case Primitive::sin: return times(kiln::cos(x, w));
-    case Primitive::cos: return kiln::neg(times(kiln::sin(x, w)), w);
-    case Primitive::sign: case Primitive::floor: case Primitive::ceil: case Primitive::round:
-      // Piecewise constant: zero almost everywhere. A zero (not a missing)
-      // derivative lets gradients flow through them as zeros, as in JAX.
-      return zeros_like(seed, w);
-    default: break;
-  }
-  detail::raise(ir::primitive_name(node.op), "has no derivative rule for " + node.type.to_string(), w);
-}
-
-std::vector<Array> vjp_unary(const Node& node, std::span<const Array> inputs, const Array& output,
-                             const Array& cotangent) {
-  const detail::AbstractValue& x = inputs[0].impl()->type;
-  if (node.op == Primitive::stop_gradient) return {Array()};
-  if (node.op == Primitive::convert) {
-    // Only a floating input has a cotangent; it takes the input's dtype back.
-    if (!is_floating(x.dtype)) return {Array()};
-    return {convert_to(cotangent, x.dtype, x.weak, node.where)};
-  }
-  return {scaled_by_derivative(node, inputs[0], output, cotangent)};
-}
-
-Array jvp_unary(const Node& node, std::span<const Array> inputs, const Array& output,
-                std::span<const Array> tangents) {
-  if (node.op == Primitive::stop_gradient) return zeros_like(output, node.where);
-  if (node.op == Primitive::convert) return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);
-  return scaled_by_derivative(node, inputs[0], output, tangents[0]);
-}
-
 }  // namespace
 
 void register_unary_rules(RuleTable& table) {
-#define KILN_PRIMITIVE(name, family)                                                          \
-  if (std::string_view(#family) == "unary") {                                                 \
-    table[static_cast<size_t>(Primitive::name)] = {&infer_unary, &evaluate_unary, nullptr,    \
-                                                   &vjp_unary, &jvp_unary};                   \
-  }
+#define KILN_PRIMITIVE(name, family) register_row<ir::Family::family, Primitive::name>(table);
 #include "ir/primitives.def"
-#undef KILN_PRIMITIVE
-  table[static_cast<size_t>(Primitive::convert)].describe = &describe_convert;
-  for (Primitive op : {Primitive::logical_not, Primitive::is_nan}) {
-    PrimitiveRules& entry = table[static_cast<size_t>(op)];
-    entry.vjp = nullptr;
-    entry.jvp = nullptr;
-    entry.no_derivative = "bool result";
-  }
 }
 
 }  // namespace ops

@@ -48,7 +48,7 @@ struct DifferentialCase {
 template <class F, Tree... Args>
 DifferentialCase trace_case(const TraceName& name, F&& fn, const Args&... args) {
   detail::TraceSession session(name.name, name.where);
-  Graph graph = session.finish(detail::trace_call(session, fn, args...));
+  Graph graph = session.finish(tree_leaves(detail::trace_arguments(session, fn, args...)));
   std::vector<Array> arguments;
   [[maybe_unused]] auto append = [&](const auto& arg) {
     for (const Array& leaf : tree_leaves(arg)) arguments.push_back(leaf);

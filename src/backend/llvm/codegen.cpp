@@ -18,9 +18,12 @@
 #include <unordered_map>
 
 #include "backend/llvm/engine.h"
+#include "backend/llvm/kernel_cache.h"
 #include "backend/llvm/loops.h"
-#include "backend/llvm/math.h"
+#include "backend/llvm/scalar_emitter.h"
 #include "backend/llvm/standalone.h"
+#include "core/error_format.h"
+#include "ops/rules.h"
 
 namespace kiln::llvm_backend {
 
@@ -168,18 +171,10 @@ class KernelEmitter {
 
  private:
   const ir::Node& node(ir::ValueId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
+  static ops::Reduction reduction_of(const ir::Node& root) { return ops::rules(root.op).reduction; }
 
   llvm::Type* memory_type(DType dtype) { return dtype == DType::bool_ ? builder_.getInt8Ty() : register_type(dtype); }
-  llvm::Type* register_type(DType dtype) {
-    switch (dtype) {
-      case DType::bool_: return builder_.getInt1Ty();
-      case DType::i32: return builder_.getInt32Ty();
-      case DType::i64: return builder_.getInt64Ty();
-      case DType::f32: return builder_.getFloatTy();
-      case DType::f64: return builder_.getDoubleTy();
-    }
-    return nullptr;
-  }
+  llvm::Type* register_type(DType dtype) { return element_.register_type(dtype); }
 
   // ---- loops ------------------------------------------------------------------------
 
@@ -348,13 +343,14 @@ class KernelEmitter {
   llvm::AllocaInst* start_accumulator(const ir::Node& root) {
     DType dtype = root.type.dtype;
     llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
-    bool extreme = is_floating(dtype) && (root.op == Primitive::reduce_max || root.op == Primitive::reduce_min);
+    ops::Reduction reduction = reduction_of(root);
+    bool extreme = is_floating(dtype) && (reduction == ops::Reduction::max || reduction == ops::Reduction::min);
     nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
     return entry.CreateAlloca(register_type(dtype));
   }
 
   void reset_accumulator(const ir::Node& root, llvm::AllocaInst* accumulator) {
-    builder_.CreateStore(reduction_identity(root.op, root.type.dtype), accumulator);
+    builder_.CreateStore(element_.reduction_identity(reduction_of(root), root.type.dtype), accumulator);
     if (nan_seen_) builder_.CreateStore(builder_.getFalse(), nan_seen_);
   }
 
@@ -417,7 +413,7 @@ class KernelEmitter {
     segments(function_->getArg(0), function_->getArg(1), inner, "outer",
              [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
                loop(low, high, "init",
-                    [&](llvm::Value* out) { store(out, reduction_identity(root.op, dtype), dtype); });
+                    [&](llvm::Value* out) { store(out, element_.reduction_identity(reduction_of(root), dtype), dtype); });
                // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
                // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
                llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
@@ -429,7 +425,7 @@ class KernelEmitter {
                    llvm::Value* element = value(root.inputs[0]);
                    llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
                    llvm::Value* current = builder_.CreateLoad(type, address);
-                   builder_.CreateStore(combine(root.op, dtype, current, element), address);
+                   builder_.CreateStore(element_.combine(reduction_of(root), dtype, current, element), address);
                  });
                });
              });
@@ -444,10 +440,10 @@ class KernelEmitter {
     if (nan_seen_) {
       llvm::Value* seen = builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_);
       builder_.CreateStore(builder_.CreateOr(seen, builder_.CreateFCmpUNO(element, element)), nan_seen_);
-      builder_.CreateStore(fast_extreme(root.op == Primitive::reduce_max, current, element), accumulator);
+      builder_.CreateStore(element_.fast_extreme(reduction_of(root) == ops::Reduction::max, current, element), accumulator);
       return;
     }
-    builder_.CreateStore(combine(root.op, root.type.dtype, current, element), accumulator);
+    builder_.CreateStore(element_.combine(reduction_of(root), root.type.dtype, current, element), accumulator);
   }
 
   void emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
@@ -464,89 +460,6 @@ class KernelEmitter {
           emit_reduction_loops(root, dims, level + 1, accumulator);
         },
         hints);
-  }
-
-  llvm::Value* reduction_identity(Primitive op, DType dtype) {
-    llvm::Type* type = register_type(dtype);
-    bool floating = is_floating(dtype);
-    switch (op) {
-      case Primitive::reduce_sum: return floating ? llvm::ConstantFP::get(type, 0.0) : llvm::ConstantInt::get(type, 0);
-      case Primitive::reduce_prod: return floating ? llvm::ConstantFP::get(type, 1.0) : llvm::ConstantInt::get(type, 1);
-      case Primitive::reduce_max:
-        if (floating) return llvm::ConstantFP::getInfinity(type, true);
-        if (dtype == DType::bool_) return builder_.getFalse();
-        return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MIN : INT64_MIN, true);
-      default:  // reduce_min
-        if (floating) return llvm::ConstantFP::getInfinity(type, false);
-        if (dtype == DType::bool_) return builder_.getTrue();
-        return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MAX : INT64_MAX, true);
-    }
-  }
-
-  llvm::Value* combine(Primitive op, DType dtype, llvm::Value* a, llvm::Value* b) {
-    bool floating = is_floating(dtype);
-    if (dtype == DType::bool_) {
-      bool any = op == Primitive::reduce_sum || op == Primitive::reduce_max;
-      return any ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
-    }
-    llvm::FastMathFlags reassociate;
-    reassociate.setAllowReassoc();  // lets the vectorizer keep several partial sums
-    switch (op) {
-      case Primitive::reduce_sum: {
-        if (!floating) return builder_.CreateAdd(a, b);
-        auto* sum = llvm::cast<llvm::Instruction>(builder_.CreateFAdd(a, b));
-        sum->setFastMathFlags(reassociate);
-        return sum;
-      }
-      case Primitive::reduce_prod: {
-        if (!floating) return builder_.CreateMul(a, b);
-        auto* product = llvm::cast<llvm::Instruction>(builder_.CreateFMul(a, b));
-        product->setFastMathFlags(reassociate);
-        return product;
-      }
-      case Primitive::reduce_max: return keep_first(dtype, a, b, true);
-      default: return keep_first(dtype, a, b, false);
-    }
-  }
-
-  // max/min for a reduction whose NaNs are tracked apart: with no NaNs and
-  // no distinction of zero signs assumed, LLVM recognizes the pattern as a
-  // min/max reduction and vectorizes it. (A NaN makes these values poison,
-  // but then the NaN flag replaces the result.)
-  llvm::Value* fast_extreme(bool largest, llvm::Value* accumulator, llvm::Value* value) {
-    llvm::FastMathFlags flags;
-    flags.setNoNaNs();
-    flags.setNoSignedZeros();
-    auto* better = llvm::cast<llvm::Instruction>(largest ? builder_.CreateFCmpOGT(value, accumulator)
-                                                         : builder_.CreateFCmpOLT(value, accumulator));
-    better->setFastMathFlags(flags);
-    auto* chosen = llvm::cast<llvm::Instruction>(builder_.CreateSelect(better, value, accumulator));
-    chosen->setFastMathFlags(flags);
-    return chosen;
-  }
-
-  // The reference's reduction order: the accumulator wins ties (the first of
-  // equal values, which decides between -0 and +0), NaN wins everything.
-  llvm::Value* keep_first(DType dtype, llvm::Value* accumulator, llvm::Value* value, bool largest) {
-    if (!is_floating(dtype))
-      return builder_.CreateSelect(largest ? builder_.CreateICmpSGT(value, accumulator) : builder_.CreateICmpSLT(value, accumulator),
-                                   value, accumulator);
-    llvm::Value* better = largest ? builder_.CreateFCmpOGT(value, accumulator) : builder_.CreateFCmpOLT(value, accumulator);
-    llvm::Value* chosen = builder_.CreateSelect(better, value, accumulator);
-    llvm::Value* accumulator_nan = builder_.CreateFCmpUNO(accumulator, accumulator);
-    llvm::Value* value_nan = builder_.CreateFCmpUNO(value, value);
-    return builder_.CreateSelect(accumulator_nan, accumulator, builder_.CreateSelect(value_nan, value, chosen));
-  }
-
-  // The larger (or smaller) of a and b, NaN-propagating like the reference
-  // kernels: NaN if either is NaN.
-  llvm::Value* extreme(bool largest, DType dtype, llvm::Value* a, llvm::Value* b) {
-    if (dtype == DType::bool_) return largest ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
-    if (!is_floating(dtype))
-      return builder_.CreateSelect(largest ? builder_.CreateICmpSGT(a, b) : builder_.CreateICmpSLT(a, b), a, b);
-    llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
-    llvm::Value* wins = largest ? builder_.CreateFCmpOGT(a, b) : builder_.CreateFCmpOLT(a, b);
-    return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b), builder_.CreateSelect(wins, a, b));
   }
 
   // ---- values -----------------------------------------------------------------------
@@ -615,116 +528,44 @@ class KernelEmitter {
     return llvm::ConstantInt::get(type, static_cast<uint64_t>(scalar.as_int()), true);
   }
 
+  // The row's code for one element (ops/lowering.h), fed its operands' values.
   llvm::Value* compute(const ir::Node& n) {
-    DType dtype = n.type.dtype;
-    switch (n.op) {
-      case Primitive::literal: return literal(n);
-      case Primitive::broadcast:
-      case Primitive::stop_gradient: return value(n.inputs[0]);
-      case Primitive::iota: {
-        int64_t axis = n.attrs.ints[0];
-        llvm::Value* position = builder_.getInt64(0);
-        if (n.type.shape[static_cast<size_t>(axis)] != 1)
-          position = flat_ ? flat_index_ : index_[static_cast<size_t>(axis) + space_.size() - n.type.shape.size()];
-        llvm::Type* type = register_type(dtype);
-        return is_floating(dtype) ? builder_.CreateSIToFP(position, type) : builder_.CreateSExtOrTrunc(position, type);
-      }
-      case Primitive::convert: return convert(value(n.inputs[0]), node(n.inputs[0]).type.dtype, dtype);
-      case Primitive::select:
-        return builder_.CreateSelect(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
-      default: break;
+    const ops::PrimitiveRules& row = ops::rules(n.op);
+    KILN_CHECK(row.lower != nullptr, "a fused kernel holds a primitive without scalar code");
+    std::vector<ops::ScalarValue> operands;
+    std::vector<DType> dtypes;
+    for (ir::ValueId input : n.inputs) {
+      operands.push_back(LlvmScalarEmitter::wrap(value(input)));
+      dtypes.push_back(node(input).type.dtype);
     }
-    std::string_view family = ir::primitive_family(n.op);
-    if (family == "unary") return unary(n.op, value(n.inputs[0]), node(n.inputs[0]).type.dtype);
-    return binary(n.op, value(n.inputs[0]), value(n.inputs[1]), node(n.inputs[0]).type.dtype);
+    return LlvmScalarEmitter::unwrap(row.lower(element_, n, operands, dtypes));
   }
 
-  llvm::Value* convert(llvm::Value* x, DType from, DType to) {
-    if (from == to) return x;
-    llvm::Type* target = register_type(to);
-    if (to == DType::bool_)
-      return is_floating(from) ? builder_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
-                               : builder_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
-    if (from == DType::bool_) return is_floating(to) ? builder_.CreateUIToFP(x, target) : builder_.CreateZExt(x, target);
-    if (is_floating(from) && is_floating(to)) return builder_.CreateFPCast(x, target);
-    if (!is_floating(from) && !is_floating(to)) return builder_.CreateSExtOrTrunc(x, target);
-    if (!is_floating(from)) return builder_.CreateSIToFP(x, target);
-    // Saturating, NaN to 0: the reference conversion's defined behaviour.
-    return builder_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
+  // The position along an iota node's axis of the element being computed.
+  llvm::Value* iota(const ir::Node& n) {
+    int64_t axis = n.attrs.ints[0];
+    llvm::Value* position = builder_.getInt64(0);
+    if (n.type.shape[static_cast<size_t>(axis)] != 1)
+      position = flat_ ? flat_index_ : index_[static_cast<size_t>(axis) + space_.size() - n.type.shape.size()];
+    llvm::Type* type = register_type(n.type.dtype);
+    return is_floating(n.type.dtype) ? builder_.CreateSIToFP(position, type) : builder_.CreateSExtOrTrunc(position, type);
   }
 
-  llvm::Value* unary(Primitive op, llvm::Value* x, DType dtype) {
-    bool floating = is_floating(dtype);
-    llvm::Type* type = x->getType();
-    switch (op) {
-      case Primitive::neg: return floating ? builder_.CreateFNeg(x) : builder_.CreateSub(llvm::ConstantInt::get(type, 0), x);
-      case Primitive::abs:
-        if (floating) return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-        return builder_.CreateSelect(builder_.CreateICmpSLT(x, llvm::ConstantInt::get(type, 0)),
-                                     builder_.CreateSub(llvm::ConstantInt::get(type, 0), x), x);
-      case Primitive::sign: {
-        if (!floating) {
-          llvm::Value* positive = builder_.CreateZExt(builder_.CreateICmpSGT(x, llvm::ConstantInt::get(type, 0)), type);
-          llvm::Value* negative = builder_.CreateZExt(builder_.CreateICmpSLT(x, llvm::ConstantInt::get(type, 0)), type);
-          return builder_.CreateSub(positive, negative);
-        }
-        llvm::Value* zero = llvm::ConstantFP::get(type, 0.0);
-        llvm::Value* result = builder_.CreateSelect(builder_.CreateFCmpOGT(x, zero), llvm::ConstantFP::get(type, 1.0),
-                                                    builder_.CreateSelect(builder_.CreateFCmpOLT(x, zero),
-                                                                          llvm::ConstantFP::get(type, -1.0), zero));
-        return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
-      }
-      case Primitive::logical_not: return builder_.CreateNot(x);
-      case Primitive::is_nan: return builder_.CreateFCmpUNO(x, x);
-      case Primitive::floor: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
-      case Primitive::ceil: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
-      case Primitive::round: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
-      case Primitive::sqrt: return builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-      case Primitive::rsqrt:
-        return builder_.CreateFDiv(llvm::ConstantFP::get(type, 1.0), builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-      default: return emit_math(builder_, module_, op, x);
-    }
-  }
+  // Literals and positions depend on the kernel; every other instruction is the scalar emitter's.
+  class ElementEmitter final : public LlvmScalarEmitter {
+   public:
+    ElementEmitter(llvm::IRBuilder<>& builder, KernelEmitter& kernel) : LlvmScalarEmitter(builder), kernel_(kernel) {}
+    ops::ScalarValue literal(const ir::Node& node) override { return wrap(kernel_.literal(node)); }
+    ops::ScalarValue iota(const ir::Node& node) override { return wrap(kernel_.iota(node)); }
 
-  llvm::Value* binary(Primitive op, llvm::Value* a, llvm::Value* b, DType dtype) {
-    bool floating = is_floating(dtype);
-    if (dtype == DType::bool_) {
-      switch (op) {
-        case Primitive::add: case Primitive::max: case Primitive::logical_or: return builder_.CreateOr(a, b);
-        case Primitive::mul: case Primitive::min: case Primitive::logical_and: return builder_.CreateAnd(a, b);
-        case Primitive::eq: return builder_.CreateICmpEQ(a, b);
-        case Primitive::ne: return builder_.CreateICmpNE(a, b);
-        case Primitive::lt: return builder_.CreateICmpULT(a, b);
-        case Primitive::le: return builder_.CreateICmpULE(a, b);
-        case Primitive::gt: return builder_.CreateICmpUGT(a, b);
-        case Primitive::ge: return builder_.CreateICmpUGE(a, b);
-        default: break;
-      }
-    }
-    switch (op) {
-      case Primitive::add: return floating ? builder_.CreateFAdd(a, b) : builder_.CreateAdd(a, b);
-      case Primitive::sub: return floating ? builder_.CreateFSub(a, b) : builder_.CreateSub(a, b);
-      case Primitive::mul: return floating ? builder_.CreateFMul(a, b) : builder_.CreateMul(a, b);
-      case Primitive::div: return builder_.CreateFDiv(a, b);
-      case Primitive::pow: return floating ? emit_pow(builder_, module_, a, b) : emit_integer_pow(builder_, module_, a, b);
-      case Primitive::max: return extreme(true, dtype, a, b);
-      case Primitive::min: return extreme(false, dtype, a, b);
-      case Primitive::eq: return floating ? builder_.CreateFCmpOEQ(a, b) : builder_.CreateICmpEQ(a, b);
-      case Primitive::ne: return floating ? builder_.CreateFCmpUNE(a, b) : builder_.CreateICmpNE(a, b);
-      case Primitive::lt: return floating ? builder_.CreateFCmpOLT(a, b) : builder_.CreateICmpSLT(a, b);
-      case Primitive::le: return floating ? builder_.CreateFCmpOLE(a, b) : builder_.CreateICmpSLE(a, b);
-      case Primitive::gt: return floating ? builder_.CreateFCmpOGT(a, b) : builder_.CreateICmpSGT(a, b);
-      case Primitive::ge: return floating ? builder_.CreateFCmpOGE(a, b) : builder_.CreateICmpSGE(a, b);
-      case Primitive::logical_and: return builder_.CreateAnd(a, b);
-      case Primitive::logical_or: return builder_.CreateOr(a, b);
-      default: break;
-    }
-    throw std::logic_error("kiln LLVM backend: no lowering for binary " + std::string(ir::primitive_name(op)));
-  }
+   private:
+    KernelEmitter& kernel_;
+  };
 
   llvm::LLVMContext& context_;
   llvm::Module& module_;
   llvm::IRBuilder<> builder_;
+  ElementEmitter element_{builder_, *this};
   const ir::Graph& graph_;
   const Kernel& kernel_;
   llvm::Function* function_ = nullptr;  // the body
@@ -744,38 +585,26 @@ class KernelEmitter {
 
 }  // namespace
 
-namespace {
-// Kernels already compiled by any graph of this process, by key. (Compiled
-// code is never freed: it stays valid for every executable holding it.)
-std::mutex kernel_cache_mutex;
-std::unordered_map<std::string, CompiledKernel> kernel_cache;
-}  // namespace
-
-void forget_compiled_kernels() {
-  std::lock_guard lock(kernel_cache_mutex);
-  kernel_cache.clear();
-}
+void forget_compiled_kernels() { clear_kernel_cache(); }
 
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
                                             const std::string& dump_prefix) {
-  std::mutex& mutex = kernel_cache_mutex;
-  std::unordered_map<std::string, CompiledKernel>& compiled = kernel_cache;
   static std::atomic<uint64_t> next_module{0};
 
   std::vector<CompiledKernel> kernels(plan.kernels.size());
   std::vector<std::string> keys(plan.kernels.size());
+  std::vector<size_t> source(plan.kernels.size());  // the use whose code each use runs: itself or an earlier twin
   std::vector<size_t> missing;
-  {
-    std::lock_guard lock(mutex);
-    std::unordered_map<std::string, size_t> first_of;
-    for (size_t k = 0; k < plan.kernels.size(); ++k) {
-      keys[k] = kernel_key(graph, plan.kernels[k]);
-      auto found = compiled.find(keys[k]);
-      if (found != compiled.end()) {
-        kernels[k] = found->second;
-      } else if (first_of.emplace(keys[k], k).second) {
-        missing.push_back(k);
-      }
+  std::unordered_map<std::string, size_t> first_of;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    keys[k] = kernel_key(graph, plan.kernels[k]);
+    source[k] = k;
+    if (std::optional<CompiledKernel> found = find_compiled_kernel(keys[k])) {
+      kernels[k] = *found;
+    } else if (auto [first, fresh] = first_of.emplace(keys[k], k); fresh) {
+      missing.push_back(k);
+    } else {
+      source[k] = first->second;
     }
   }
   if (!missing.empty()) {
@@ -790,17 +619,17 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
       kernels[k] = emitter.emit();
     }
     std::vector<void*> addresses = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
-    std::lock_guard lock(mutex);
     for (size_t m = 0; m < missing.size(); ++m) {
       kernels[missing[m]].function = reinterpret_cast<KernelFunction>(addresses[m]);
-      compiled.emplace(keys[missing[m]], kernels[missing[m]]);
+      kernels[missing[m]] = remember_compiled_kernel(keys[missing[m]], kernels[missing[m]]);
     }
   }
   // Duplicates within this graph, and the parallel range of each use (a flat
   // kernel's range depends on this graph's shapes, not the cached one's).
-  std::lock_guard lock(mutex);
+  // Read from this call's copies: the bounded cache may already have evicted them.
+  const std::vector<CompiledKernel> compiled = kernels;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    CompiledKernel cached = compiled.at(keys[k]);
+    const CompiledKernel& cached = compiled[source[k]];
     kernels[k].function = cached.function;
     kernels[k].constants.clear();
     for (ir::ValueId id : plan.kernels[k].region) {

@@ -28,9 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "core/error_format.h"
+
 namespace kiln::llvm_backend {
 
-using ir::Primitive;
 
 namespace {
 
@@ -384,30 +385,20 @@ llvm::Value* erf(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 }  // namespace
 
-llvm::Value* emit_math(llvm::IRBuilder<>& builder, llvm::Module&, Primitive op, llvm::Value* x) {
-  switch (op) {
-    case Primitive::exp:
-      return exp(builder, x);
-    case Primitive::log:
-      return log(builder, x);
-    case Primitive::sin:
-      return builder.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
-    case Primitive::cos:
-      return builder.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
-    case Primitive::tanh:
-      return tanh(builder, x);
-    case Primitive::logistic:
-      return logistic(builder, x);
-    case Primitive::log1p:
-      return log1p(builder, x);
-    case Primitive::expm1:
-      return expm1(builder, x);
-    case Primitive::erf:
-      return erf(builder, x);
-    default:
-      break;
+llvm::Value* emit_math(llvm::IRBuilder<>& builder, ops::MathFunction function, llvm::Value* x) {
+  switch (function) {
+    case ops::MathFunction::exp: return exp(builder, x);
+    case ops::MathFunction::log: return log(builder, x);
+    case ops::MathFunction::sin: return builder.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
+    case ops::MathFunction::cos: return builder.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
+    case ops::MathFunction::tanh: return tanh(builder, x);
+    case ops::MathFunction::logistic: return logistic(builder, x);
+    case ops::MathFunction::log1p: return log1p(builder, x);
+    case ops::MathFunction::expm1: return expm1(builder, x);
+    case ops::MathFunction::erf: return erf(builder, x);
   }
-  throw std::logic_error("kiln LLVM backend: no lowering for " + std::string(ir::primitive_name(op)));
+  KILN_CHECK(false, "math function outside the MathFunction enum");
+  return nullptr;
 }
 
 // libmvec's pow follows C99 Annex F in every special case the accuracy test

@@ -9,12 +9,12 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
-#include "ir/primitive.h"
+#include "ops/lowering.h"
 
 namespace kiln::llvm_backend {
 
 /// exp log log1p expm1 tanh logistic erf sin cos of a float or double value.
-llvm::Value* emit_math(llvm::IRBuilder<>& builder, llvm::Module& module, ir::Primitive op, llvm::Value* x);
+llvm::Value* emit_math(llvm::IRBuilder<>& builder, ops::MathFunction function, llvm::Value* x);
 llvm::Value* emit_pow(llvm::IRBuilder<>& builder, llvm::Module& module, llvm::Value* base, llvm::Value* exponent);
 /// Integer power by squaring, wrapping like the reference; negative exponents
 /// give 1 for base 1, +-1 for base -1 and 0 otherwise.

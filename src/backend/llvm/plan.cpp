@@ -2,6 +2,7 @@
 #include "backend/llvm/plan.h"
 
 #include "backend/llvm/standalone.h"
+#include "ops/rules.h"
 
 #include <algorithm>
 #include <sstream>
@@ -10,26 +11,11 @@ namespace kiln::llvm_backend {
 
 using ir::Primitive;
 
-bool is_fusible_elementwise(Primitive op) {
-  std::string_view family = ir::primitive_family(op);
-  return family == "unary" || family == "binary" || op == Primitive::broadcast || op == Primitive::literal ||
-         op == Primitive::iota;
-}
+bool is_fusible_elementwise(Primitive op) { return ops::rules(op).fusion == ops::Fusion::elementwise; }
 
-bool is_fusible_reduction(Primitive op) {
-  return op == Primitive::reduce_sum || op == Primitive::reduce_prod || op == Primitive::reduce_max ||
-         op == Primitive::reduce_min;
-}
+bool is_fusible_reduction(Primitive op) { return ops::rules(op).fusion == ops::Fusion::reduction; }
 
-int operation_cost(Primitive op) {
-  switch (op) {
-    case Primitive::exp: case Primitive::log: case Primitive::log1p: case Primitive::expm1: case Primitive::tanh:
-    case Primitive::logistic: case Primitive::erf: case Primitive::sin: case Primitive::cos: case Primitive::pow:
-      return 16;
-    default:
-      return 1;
-  }
-}
+int operation_cost(Primitive op) { return ops::rules(op).cost; }
 
 std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, const Step& step) {
   switch (step.kind) {
@@ -294,7 +280,7 @@ Plan plan_graph(const ir::Graph& graph) {
   std::vector<int64_t> folding_work(count, 0);
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
-    bool only = node.op != Primitive::input && !ir::primitive_family(node.op).starts_with("random");
+    bool only = node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random;
     folding_work[i] = node.type.size();
     for (ir::ValueId input : node.inputs) {
       only = only && literal_only[static_cast<size_t>(input)];

@@ -1,0 +1,232 @@
+// LLVM IR for the instructions of ops::ScalarEmitter (see the header).
+#include "backend/llvm/scalar_emitter.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+#include "backend/llvm/math.h"
+#include "core/error_format.h"
+
+namespace kiln::llvm_backend {
+
+using ops::Comparison;
+using ops::ScalarValue;
+
+llvm::Type* LlvmScalarEmitter::register_type(DType dtype) {
+  switch (dtype) {
+    case DType::bool_: return builder_.getInt1Ty();
+    case DType::i32: return builder_.getInt32Ty();
+    case DType::i64: return builder_.getInt64Ty();
+    case DType::f32: return builder_.getFloatTy();
+    case DType::f64: return builder_.getDoubleTy();
+  }
+  KILN_CHECK(false, "dtype outside the DType enum");
+  return nullptr;
+}
+
+llvm::Value* LlvmScalarEmitter::constant_value(double value, DType dtype) {
+  llvm::Type* type = register_type(dtype);
+  if (is_floating(dtype)) return llvm::ConstantFP::get(type, value);
+  if (dtype == DType::bool_) return builder_.getInt1(value != 0);
+  return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
+}
+
+llvm::Value* LlvmScalarEmitter::convert_value(llvm::Value* x, DType from, DType to) {
+  if (from == to) return x;
+  llvm::Type* target = register_type(to);
+  if (to == DType::bool_)
+    return is_floating(from) ? builder_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
+                             : builder_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+  if (from == DType::bool_) return is_floating(to) ? builder_.CreateUIToFP(x, target) : builder_.CreateZExt(x, target);
+  if (is_floating(from) && is_floating(to)) return builder_.CreateFPCast(x, target);
+  if (!is_floating(from) && !is_floating(to)) return builder_.CreateSExtOrTrunc(x, target);
+  if (!is_floating(from)) return builder_.CreateSIToFP(x, target);
+  // Saturating, NaN to 0: the reference conversion's defined behaviour.
+  return builder_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
+}
+
+llvm::Value* LlvmScalarEmitter::extreme_value(bool largest, llvm::Value* a, llvm::Value* b, DType dtype) {
+  if (dtype == DType::bool_) return largest ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
+  if (!is_floating(dtype))
+    return builder_.CreateSelect(largest ? builder_.CreateICmpSGT(a, b) : builder_.CreateICmpSLT(a, b), a, b);
+  llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
+  llvm::Value* wins = largest ? builder_.CreateFCmpOGT(a, b) : builder_.CreateFCmpOLT(a, b);
+  return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b), builder_.CreateSelect(wins, a, b));
+}
+
+llvm::Value* LlvmScalarEmitter::reduction_identity(ops::Reduction reduction, DType dtype) {
+  llvm::Type* type = register_type(dtype);
+  bool floating = is_floating(dtype);
+  switch (reduction) {
+    case ops::Reduction::sum: return floating ? llvm::ConstantFP::get(type, 0.0) : llvm::ConstantInt::get(type, 0);
+    case ops::Reduction::product: return floating ? llvm::ConstantFP::get(type, 1.0) : llvm::ConstantInt::get(type, 1);
+    case ops::Reduction::max:
+      if (floating) return llvm::ConstantFP::getInfinity(type, true);
+      if (dtype == DType::bool_) return builder_.getFalse();
+      return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MIN : INT64_MIN, true);
+    case ops::Reduction::min:
+      if (floating) return llvm::ConstantFP::getInfinity(type, false);
+      if (dtype == DType::bool_) return builder_.getTrue();
+      return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MAX : INT64_MAX, true);
+    case ops::Reduction::none: break;
+  }
+  KILN_CHECK(false, "a reduction kernel for a primitive that names no combining operation");
+  return nullptr;
+}
+
+namespace {
+// The accumulator wins ties (the first of equal values, which decides between
+// -0 and +0), NaN wins everything.
+llvm::Value* keep_first(llvm::IRBuilder<>& b, DType dtype, llvm::Value* accumulator, llvm::Value* value, bool largest) {
+  if (!is_floating(dtype))
+    return b.CreateSelect(largest ? b.CreateICmpSGT(value, accumulator) : b.CreateICmpSLT(value, accumulator), value,
+                          accumulator);
+  llvm::Value* better = largest ? b.CreateFCmpOGT(value, accumulator) : b.CreateFCmpOLT(value, accumulator);
+  llvm::Value* chosen = b.CreateSelect(better, value, accumulator);
+  llvm::Value* accumulator_nan = b.CreateFCmpUNO(accumulator, accumulator);
+  llvm::Value* value_nan = b.CreateFCmpUNO(value, value);
+  return b.CreateSelect(accumulator_nan, accumulator, b.CreateSelect(value_nan, value, chosen));
+}
+}  // namespace
+
+llvm::Value* LlvmScalarEmitter::combine(ops::Reduction reduction, DType dtype, llvm::Value* a, llvm::Value* b) {
+  if (dtype == DType::bool_) {
+    bool any = reduction == ops::Reduction::sum || reduction == ops::Reduction::max;
+    return any ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
+  }
+  bool floating = is_floating(dtype);
+  llvm::FastMathFlags reassociate;
+  reassociate.setAllowReassoc();  // lets the vectorizer keep several partial sums
+  switch (reduction) {
+    case ops::Reduction::sum: {
+      if (!floating) return builder_.CreateAdd(a, b);
+      auto* sum = llvm::cast<llvm::Instruction>(builder_.CreateFAdd(a, b));
+      sum->setFastMathFlags(reassociate);
+      return sum;
+    }
+    case ops::Reduction::product: {
+      if (!floating) return builder_.CreateMul(a, b);
+      auto* product = llvm::cast<llvm::Instruction>(builder_.CreateFMul(a, b));
+      product->setFastMathFlags(reassociate);
+      return product;
+    }
+    case ops::Reduction::max: return keep_first(builder_, dtype, a, b, true);
+    case ops::Reduction::min: return keep_first(builder_, dtype, a, b, false);
+    case ops::Reduction::none: break;
+  }
+  KILN_CHECK(false, "a reduction kernel for a primitive that names no combining operation");
+  return nullptr;
+}
+
+// With no NaNs and no distinction of zero signs assumed, LLVM recognizes the
+// pattern as a min/max reduction and vectorizes it. (A NaN makes these values
+// poison, but then the NaN flag replaces the result.)
+llvm::Value* LlvmScalarEmitter::fast_extreme(bool largest, llvm::Value* accumulator, llvm::Value* value) {
+  llvm::FastMathFlags flags;
+  flags.setNoNaNs();
+  flags.setNoSignedZeros();
+  auto* better = llvm::cast<llvm::Instruction>(largest ? builder_.CreateFCmpOGT(value, accumulator)
+                                                       : builder_.CreateFCmpOLT(value, accumulator));
+  better->setFastMathFlags(flags);
+  auto* chosen = llvm::cast<llvm::Instruction>(builder_.CreateSelect(better, value, accumulator));
+  chosen->setFastMathFlags(flags);
+  return chosen;
+}
+
+ScalarValue LlvmScalarEmitter::constant(double value, DType dtype) { return wrap(constant_value(value, dtype)); }
+
+ScalarValue LlvmScalarEmitter::add(ScalarValue a, ScalarValue b, DType dtype) {
+  return wrap(is_floating(dtype) ? builder_.CreateFAdd(unwrap(a), unwrap(b)) : builder_.CreateAdd(unwrap(a), unwrap(b)));
+}
+
+ScalarValue LlvmScalarEmitter::sub(ScalarValue a, ScalarValue b, DType dtype) {
+  return wrap(is_floating(dtype) ? builder_.CreateFSub(unwrap(a), unwrap(b)) : builder_.CreateSub(unwrap(a), unwrap(b)));
+}
+
+ScalarValue LlvmScalarEmitter::mul(ScalarValue a, ScalarValue b, DType dtype) {
+  return wrap(is_floating(dtype) ? builder_.CreateFMul(unwrap(a), unwrap(b)) : builder_.CreateMul(unwrap(a), unwrap(b)));
+}
+
+ScalarValue LlvmScalarEmitter::div(ScalarValue a, ScalarValue b) {
+  return wrap(builder_.CreateFDiv(unwrap(a), unwrap(b)));
+}
+
+ScalarValue LlvmScalarEmitter::neg(ScalarValue x, DType dtype) {
+  llvm::Value* v = unwrap(x);
+  if (is_floating(dtype)) return wrap(builder_.CreateFNeg(v));
+  return wrap(builder_.CreateSub(llvm::ConstantInt::get(v->getType(), 0), v));
+}
+
+ScalarValue LlvmScalarEmitter::abs(ScalarValue x, DType dtype) {
+  llvm::Value* v = unwrap(x);
+  if (is_floating(dtype)) return wrap(builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v));
+  llvm::Value* zero = llvm::ConstantInt::get(v->getType(), 0);
+  return wrap(builder_.CreateSelect(builder_.CreateICmpSLT(v, zero), builder_.CreateSub(zero, v), v));
+}
+
+ScalarValue LlvmScalarEmitter::sqrt(ScalarValue x) {
+  return wrap(builder_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, unwrap(x)));
+}
+
+ScalarValue LlvmScalarEmitter::round(ops::Rounding mode, ScalarValue x) {
+  llvm::Intrinsic::ID intrinsic = llvm::Intrinsic::roundeven;
+  switch (mode) {
+    case ops::Rounding::floor: intrinsic = llvm::Intrinsic::floor; break;
+    case ops::Rounding::ceil: intrinsic = llvm::Intrinsic::ceil; break;
+    case ops::Rounding::nearest_even: intrinsic = llvm::Intrinsic::roundeven; break;
+  }
+  return wrap(builder_.CreateUnaryIntrinsic(intrinsic, unwrap(x)));
+}
+
+ScalarValue LlvmScalarEmitter::math(ops::MathFunction function, ScalarValue x) {
+  return wrap(emit_math(builder_, function, unwrap(x)));
+}
+
+ScalarValue LlvmScalarEmitter::pow(ScalarValue base, ScalarValue exponent, DType dtype) {
+  llvm::Module& module = *builder_.GetInsertBlock()->getModule();
+  if (is_floating(dtype)) return wrap(emit_pow(builder_, module, unwrap(base), unwrap(exponent)));
+  return wrap(emit_integer_pow(builder_, module, unwrap(base), unwrap(exponent)));
+}
+
+ScalarValue LlvmScalarEmitter::extreme(bool largest, ScalarValue a, ScalarValue b, DType dtype) {
+  return wrap(extreme_value(largest, unwrap(a), unwrap(b), dtype));
+}
+
+ScalarValue LlvmScalarEmitter::compare(Comparison comparison, ScalarValue a, ScalarValue b, DType dtype) {
+  llvm::Value* x = unwrap(a);
+  llvm::Value* y = unwrap(b);
+  // Floats: ordered (false against NaN) except "not equal"; bool unsigned; integers signed.
+  using P = llvm::CmpInst::Predicate;
+  bool floating = is_floating(dtype), boolean = dtype == DType::bool_;
+  P predicate = P::ICMP_EQ;
+  switch (comparison) {
+    case Comparison::eq: predicate = floating ? P::FCMP_OEQ : P::ICMP_EQ; break;
+    case Comparison::ne: predicate = floating ? P::FCMP_UNE : P::ICMP_NE; break;
+    case Comparison::lt: predicate = floating ? P::FCMP_OLT : boolean ? P::ICMP_ULT : P::ICMP_SLT; break;
+    case Comparison::le: predicate = floating ? P::FCMP_OLE : boolean ? P::ICMP_ULE : P::ICMP_SLE; break;
+    case Comparison::gt: predicate = floating ? P::FCMP_OGT : boolean ? P::ICMP_UGT : P::ICMP_SGT; break;
+    case Comparison::ge: predicate = floating ? P::FCMP_OGE : boolean ? P::ICMP_UGE : P::ICMP_SGE; break;
+  }
+  return wrap(floating ? builder_.CreateFCmp(predicate, x, y) : builder_.CreateICmp(predicate, x, y));
+}
+
+ScalarValue LlvmScalarEmitter::is_nan(ScalarValue x) { return wrap(builder_.CreateFCmpUNO(unwrap(x), unwrap(x))); }
+
+ScalarValue LlvmScalarEmitter::logical_and(ScalarValue a, ScalarValue b) {
+  return wrap(builder_.CreateAnd(unwrap(a), unwrap(b)));
+}
+
+ScalarValue LlvmScalarEmitter::logical_or(ScalarValue a, ScalarValue b) {
+  return wrap(builder_.CreateOr(unwrap(a), unwrap(b)));
+}
+
+ScalarValue LlvmScalarEmitter::logical_not(ScalarValue x) { return wrap(builder_.CreateNot(unwrap(x))); }
+
+ScalarValue LlvmScalarEmitter::select(ScalarValue condition, ScalarValue on_true, ScalarValue on_false) {
+  return wrap(builder_.CreateSelect(unwrap(condition), unwrap(on_true), unwrap(on_false)));
+}
+
+ScalarValue LlvmScalarEmitter::convert(ScalarValue x, DType from, DType to) {
+  return wrap(convert_value(unwrap(x), from, to));
+}
+
+}  // namespace kiln::llvm_backend

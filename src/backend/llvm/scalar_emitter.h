@@ -1,0 +1,59 @@
+// The native backend's side of ops::ScalarEmitter: the instructions one
+// element of a fused kernel is built from, as LLVM IR. The primitives' rows
+// (src/ops/) say which instructions each primitive is; this class knows no
+// primitive. Reading literals and positions depends on the kernel, so those
+// two stay for the kernel emitter to implement.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include "ops/lowering.h"
+
+namespace kiln::llvm_backend {
+
+class LlvmScalarEmitter : public ops::ScalarEmitter {
+ public:
+  explicit LlvmScalarEmitter(llvm::IRBuilder<>& builder) : builder_(builder) {}
+
+  static ops::ScalarValue wrap(llvm::Value* value) { return {value}; }
+  static llvm::Value* unwrap(ops::ScalarValue value) { return static_cast<llvm::Value*>(value.handle); }
+
+  llvm::Type* register_type(DType dtype);
+  llvm::Value* constant_value(double value, DType dtype);
+  llvm::Value* convert_value(llvm::Value* x, DType from, DType to);
+  /// NaN-propagating maximum / minimum (NaN if either operand is NaN).
+  llvm::Value* extreme_value(bool largest, llvm::Value* a, llvm::Value* b, DType dtype);
+
+  // Reductions: the identity to start from and the step that combines.
+  llvm::Value* reduction_identity(ops::Reduction reduction, DType dtype);
+  /// The reference's order: the accumulator wins ties, NaN wins everything.
+  llvm::Value* combine(ops::Reduction reduction, DType dtype, llvm::Value* accumulator, llvm::Value* value);
+  /// max/min for a reduction that tracks NaNs apart, in the form LLVM
+  /// vectorizes as a min/max reduction.
+  llvm::Value* fast_extreme(bool largest, llvm::Value* accumulator, llvm::Value* value);
+
+  ops::ScalarValue constant(double value, DType dtype) override;
+  ops::ScalarValue add(ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue sub(ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue mul(ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue div(ops::ScalarValue a, ops::ScalarValue b) override;
+  ops::ScalarValue neg(ops::ScalarValue x, DType dtype) override;
+  ops::ScalarValue abs(ops::ScalarValue x, DType dtype) override;
+  ops::ScalarValue sqrt(ops::ScalarValue x) override;
+  ops::ScalarValue round(ops::Rounding mode, ops::ScalarValue x) override;
+  ops::ScalarValue math(ops::MathFunction function, ops::ScalarValue x) override;
+  ops::ScalarValue pow(ops::ScalarValue base, ops::ScalarValue exponent, DType dtype) override;
+  ops::ScalarValue extreme(bool largest, ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue compare(ops::Comparison comparison, ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue is_nan(ops::ScalarValue x) override;
+  ops::ScalarValue logical_and(ops::ScalarValue a, ops::ScalarValue b) override;
+  ops::ScalarValue logical_or(ops::ScalarValue a, ops::ScalarValue b) override;
+  ops::ScalarValue logical_not(ops::ScalarValue x) override;
+  ops::ScalarValue select(ops::ScalarValue condition, ops::ScalarValue on_true, ops::ScalarValue on_false) override;
+  ops::ScalarValue convert(ops::ScalarValue x, DType from, DType to) override;
+
+ protected:
+  llvm::IRBuilder<>& builder_;
+};
+
+}  // namespace kiln::llvm_backend
