@@ -579,3 +579,12 @@ TEST_F(Standalone, IntegerMatmulIsPlannedAsANativeKernel) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+// The other half of a row's native lowering: every native kernel a row may
+// name has an emitter in backend/llvm/standalone_*.cpp.
+TEST(NativeKernels, EveryOneHasAnEmitter) {
+  std::vector<std::string> missing = llvm_backend::standalone_kernels_missing();
+  EXPECT_TRUE(missing.empty()) << missing.front();
+}
+}  // namespace kiln

@@ -42,7 +42,9 @@ bool swaps_last_two_axes(const ir::Node& node) {
   return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
 }
 
-bool is_floating_matmul(const ir::Node& node) { return node.op == Primitive::matmul && is_floating(node.type.dtype); }
+bool is_floating_matmul(const ir::Node& node) {
+  return ops::rules(node.op).fusion == ops::Fusion::matmul && is_floating(node.type.dtype);
+}
 
 bool cheap(const ir::Graph& graph, ir::ValueId id) {
   const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
@@ -306,7 +308,7 @@ Plan plan_graph(const ir::Graph& graph) {
       plan.steps.push_back(step);
       continue;
     }
-    if (node.op == Primitive::reshape) {
+    if (ops::rules(node.op).fusion == ops::Fusion::view) {
       plan.steps.push_back({Step::Kind::view, id, -1});
       continue;
     }

@@ -3,27 +3,49 @@
 // standalone_movement.cpp, standalone_indexing.cpp and standalone_compute.cpp.
 #include "backend/llvm/standalone.h"
 
-#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "backend/llvm/standalone_emitter.h"
+#include "core/error_format.h"
+#include "ops/rules.h"
 
 namespace kiln::llvm_backend {
 
 namespace {
+const standalone::KernelTable& kernel_table() {
+  static const standalone::KernelTable table = [] {
+    standalone::KernelTable built{};
+    standalone::add_movement_kernels(built);
+    standalone::add_indexing_kernels(built);
+    standalone::add_compute_kernels(built);
+    return built;
+  }();
+  return table;
+}
+
 standalone::KernelEmitFunction kernel_for(const ir::Node& node) {
-  for (auto family : {standalone::movement_kernel, standalone::indexing_kernel, standalone::compute_kernel})
-    if (standalone::KernelEmitFunction emit = family(node)) return emit;
-  return nullptr;
+  const ops::PrimitiveRules& row = ops::rules(node.op);
+  // Floating products are BLAS calls, planned apart (plan.cpp).
+  if (row.fusion == ops::Fusion::matmul && is_floating(node.type.dtype)) return nullptr;
+  if (row.fusion != ops::Fusion::kernel && row.fusion != ops::Fusion::matmul) return nullptr;
+  return kernel_table()[static_cast<size_t>(row.kernel)];
 }
 }  // namespace
 
 bool standalone_supported(const ir::Node& node) { return kernel_for(node) != nullptr; }
 
+std::vector<std::string> standalone_kernels_missing() {
+  std::vector<std::string> missing;
+  for (int k = 1; k < ops::native_kernel_count; ++k)
+    if (!kernel_table()[static_cast<size_t>(k)]) missing.push_back("native kernel #" + std::to_string(k));
+  return missing;
+}
+
 CompiledKernel emit_standalone(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph,
                                const ir::Node& node) {
   standalone::KernelEmitFunction emit = kernel_for(node);
-  if (!emit)
-    throw std::logic_error("kiln LLVM backend: no standalone lowering for " + std::string(ir::primitive_name(node.op)));
+  KILN_CHECK(emit != nullptr, "a standalone kernel planned for a primitive whose row names no native kernel");
   standalone::Emitter emitter(builder, function, graph, node);
   return emit(emitter);
 }

@@ -4,6 +4,9 @@
 // inputs in memory.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "backend/llvm/codegen.h"
 
 // Declared rather than included, so that planning code and tests can ask
@@ -20,6 +23,10 @@ namespace kiln::llvm_backend {
 
 /// Whether `node` has a standalone native lowering.
 bool standalone_supported(const ir::Node& node);
+
+/// The values of ops::NativeKernel that no file of kernels emits (empty when
+/// every row's named kernel can be compiled); the backend's tests check it.
+std::vector<std::string> standalone_kernels_missing();
 
 /// Emits the body of `function`, whose parameters are
 ///   (int64 begin, int64 end, ptr constants, ptr output, ptr input0, ptr input1, ...)

@@ -339,21 +339,11 @@ CompiledKernel emit_random(Emitter& e) {
 
 }  // namespace
 
-KernelEmitFunction compute_kernel(const ir::Node& node) {
-  switch (node.op) {
-    case Primitive::cumsum:
-      return emit_cumsum;
-    case Primitive::argmax:
-    case Primitive::argmin:
-      return emit_argument_reduce;
-    case Primitive::random_bits:
-    case Primitive::random_uniform:
-      return emit_random;
-    case Primitive::matmul:
-      return is_floating(node.type.dtype) ? nullptr : emit_integer_matmul;  // floats go to BLAS
-    default:
-      return nullptr;
-  }
+void add_compute_kernels(KernelTable& table) {
+  table[static_cast<size_t>(ops::NativeKernel::cumsum)] = emit_cumsum;
+  table[static_cast<size_t>(ops::NativeKernel::argument_reduce)] = emit_argument_reduce;
+  table[static_cast<size_t>(ops::NativeKernel::random)] = emit_random;
+  table[static_cast<size_t>(ops::NativeKernel::integer_matmul)] = emit_integer_matmul;
 }
 
 }  // namespace kiln::llvm_backend::standalone

@@ -7,12 +7,15 @@
 // every bit (NaN payloads, signed zeros) arrives unchanged.
 #pragma once
 
+#include <array>
+
 #include <llvm/IR/IRBuilder.h>
 
 #include <vector>
 
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/loops.h"
+#include "ops/lowering.h"
 
 namespace kiln::llvm_backend::standalone {
 
@@ -120,12 +123,13 @@ struct AxisView {
 };
 AxisView view_around(const Shape& shape, int64_t axis);
 
-/// The kernel emitter of one family of primitives for `node`, or nullptr
-/// when the family has none: each primitive is named once, here and in
-/// standalone_supported alike.
+/// The emitter of each native kernel a primitive's row may name
+/// (ops::NativeKernel); each file of kernels fills its entries, and
+/// standalone_kernels_missing() names any left empty.
 using KernelEmitFunction = CompiledKernel (*)(Emitter&);
-KernelEmitFunction movement_kernel(const ir::Node& node);
-KernelEmitFunction indexing_kernel(const ir::Node& node);
-KernelEmitFunction compute_kernel(const ir::Node& node);
+using KernelTable = std::array<KernelEmitFunction, ops::native_kernel_count>;
+void add_movement_kernels(KernelTable& table);
+void add_indexing_kernels(KernelTable& table);
+void add_compute_kernels(KernelTable& table);
 
 }  // namespace kiln::llvm_backend::standalone

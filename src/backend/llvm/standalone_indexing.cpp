@@ -155,19 +155,11 @@ CompiledKernel emit_dynamic_update_slice(Emitter& e) {
 
 }  // namespace
 
-KernelEmitFunction indexing_kernel(const ir::Node& node) {
-  switch (node.op) {
-    case Primitive::take:
-      return emit_take;
-    case Primitive::scatter_add:
-      return emit_scatter_add;
-    case Primitive::dynamic_slice:
-      return emit_dynamic_slice;
-    case Primitive::dynamic_update_slice:
-      return emit_dynamic_update_slice;
-    default:
-      return nullptr;
-  }
+void add_indexing_kernels(KernelTable& table) {
+  table[static_cast<size_t>(ops::NativeKernel::take)] = emit_take;
+  table[static_cast<size_t>(ops::NativeKernel::scatter_add)] = emit_scatter_add;
+  table[static_cast<size_t>(ops::NativeKernel::dynamic_slice)] = emit_dynamic_slice;
+  table[static_cast<size_t>(ops::NativeKernel::dynamic_update_slice)] = emit_dynamic_update_slice;
 }
 
 }  // namespace kiln::llvm_backend::standalone

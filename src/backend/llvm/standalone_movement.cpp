@@ -230,21 +230,12 @@ CompiledKernel emit_pad(Emitter& e) {
 
 }  // namespace
 
-KernelEmitFunction movement_kernel(const ir::Node& node) {
-  switch (node.op) {
-    case Primitive::transpose:
-      return emit_transpose;
-    case Primitive::slice:
-      return emit_slice;
-    case Primitive::reverse:
-      return emit_reverse;
-    case Primitive::concatenate:
-      return emit_concatenate;
-    case Primitive::pad:
-      return emit_pad;
-    default:
-      return nullptr;
-  }
+void add_movement_kernels(KernelTable& table) {
+  table[static_cast<size_t>(ops::NativeKernel::transpose)] = emit_transpose;
+  table[static_cast<size_t>(ops::NativeKernel::slice)] = emit_slice;
+  table[static_cast<size_t>(ops::NativeKernel::reverse)] = emit_reverse;
+  table[static_cast<size_t>(ops::NativeKernel::concatenate)] = emit_concatenate;
+  table[static_cast<size_t>(ops::NativeKernel::pad)] = emit_pad;
 }
 
 }  // namespace kiln::llvm_backend::standalone
