@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "backend/llvm/kernel_cache.h"
 #include "cache/explain.h"
 #include "cache/graph_cache.h"
 #include "core/error_format.h"
@@ -65,6 +66,7 @@ void set_cache_limits(CacheLimits limits) {
     global().limits = limits;
   }
   cache::set_graph_cache_limit(limits.graphs);
+  llvm_backend::set_kernel_cache_limit(limits.kernels);
 }
 
 CacheLimits cache_limits() {

@@ -84,54 +84,54 @@ AbstractValue infer_cumsum(const Node& node, std::span<const AbstractValue* cons
 template <class T>
 using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
 
+// The reference's combining step of each Reduction (the row's), so a
+// reduction primitive without one fails the registry instead of computing
+// another reduction.
 template <class A>
-A reduce_identity(Primitive op) {
-  if constexpr (std::is_same_v<A, bool>) {
-    return op == Primitive::reduce_prod || op == Primitive::reduce_min;
-  } else {
-    switch (op) {
-      case Primitive::reduce_sum:
-        return A(0);
-      case Primitive::reduce_prod:
-        return A(1);
-      case Primitive::reduce_max:
-        return std::is_floating_point_v<A> ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
-      default:  // reduce_min
-        return std::is_floating_point_v<A> ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
-    }
+A reduce_identity(Reduction reduction) {
+  constexpr bool floating = std::is_floating_point_v<A>;
+  switch (reduction) {
+    case Reduction::sum: return A(0);
+    case Reduction::product: return A(1);
+    case Reduction::max:
+      if constexpr (std::is_same_v<A, bool>) return false;
+      else return floating ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
+    case Reduction::min:
+      if constexpr (std::is_same_v<A, bool>) return true;
+      else return floating ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
+    case Reduction::none: break;
   }
+  KILN_CHECK(false, "reference reduction for a primitive that names no combining operation");
+  return A(0);
 }
 
 template <class A>
-A reduce_combine(Primitive op, A acc, A value) {
+A reduce_combine(Reduction reduction, A acc, A value) {
   if constexpr (std::is_same_v<A, bool>) {
     // Like the binary kernels on bool: sum and max are "or", prod and min "and".
-    return op == Primitive::reduce_sum || op == Primitive::reduce_max ? (acc || value) : (acc && value);
-  } else if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;  // wraps on overflow, as NumPy does, without UB
-    switch (op) {
-      case Primitive::reduce_sum:
-        return static_cast<A>(static_cast<U>(acc) + static_cast<U>(value));
-      case Primitive::reduce_prod:
-        return static_cast<A>(static_cast<U>(acc) * static_cast<U>(value));
-      case Primitive::reduce_max:
-        return value > acc ? value : acc;
-      default:
-        return value < acc ? value : acc;
-    }
+    return reduction == Reduction::sum || reduction == Reduction::max ? (acc || value) : (acc && value);
   } else {
-    switch (op) {
-      case Primitive::reduce_sum:
-        return acc + value;
-      case Primitive::reduce_prod:
-        return acc * value;
-      default: {
-        // NaN propagates: once the accumulator is NaN it stays NaN.
-        if (std::isnan(acc) || std::isnan(value)) return std::isnan(acc) ? acc : value;
-        if (op == Primitive::reduce_max) return value > acc ? value : acc;
+    // Integers wrap on overflow, as NumPy does, through unsigned arithmetic (no UB).
+    using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<A>, A, int>>;
+    switch (reduction) {
+      case Reduction::sum:
+        if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<U>(acc) + static_cast<U>(value));
+        else return acc + value;
+      case Reduction::product:
+        if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<U>(acc) * static_cast<U>(value));
+        else return acc * value;
+      case Reduction::max:
+      case Reduction::min:
+        if constexpr (std::is_floating_point_v<A>) {
+          // NaN propagates: once the accumulator is NaN it stays NaN.
+          if (std::isnan(acc) || std::isnan(value)) return std::isnan(acc) ? acc : value;
+        }
+        if (reduction == Reduction::max) return value > acc ? value : acc;
         return value < acc ? value : acc;
-      }
+      case Reduction::none: break;
     }
+    KILN_CHECK(false, "reference reduction for a primitive that names no combining operation");
+    return acc;
   }
 }
 
@@ -150,16 +150,17 @@ Array evaluate_reduce(const Node& node, std::span<const Array> inputs) {
     output_strides[a] = stride;
     stride *= shape[a];
   }
+  Reduction reduction = rules(node.op).reduction;
   detail::dispatch(x.type.dtype, [&]<class T>() {
     using A = Accumulator<T>;
-    std::vector<A> accumulators(static_cast<size_t>(node.type.size()), reduce_identity<A>(node.op));
+    std::vector<A> accumulators(static_cast<size_t>(node.type.size()), reduce_identity<A>(reduction));
     const T* in = x.data<T>();
     std::vector<int64_t> index(rank, 0);
     for (int64_t i = 0, n = x.type.size(); i < n; ++i) {
       int64_t target = 0;
       for (size_t a = 0; a < rank; ++a) target += index[a] * output_strides[a];
       auto slot = static_cast<size_t>(target);
-      accumulators[slot] = reduce_combine<A>(node.op, accumulators[slot], static_cast<A>(in[i]));
+      accumulators[slot] = reduce_combine<A>(reduction, accumulators[slot], static_cast<A>(in[i]));
       for (size_t a = rank; a-- > 0;) {
         if (++index[a] < shape[a]) break;
         index[a] = 0;
@@ -233,11 +234,11 @@ Array evaluate_cumsum(const Node& node, std::span<const Array> inputs) {
     for (int64_t o = 0; o < split.outer; ++o) {
       for (int64_t i = 0; i < split.inner; ++i) {
         int64_t base = o * split.extent * split.inner + i;
-        A running = reduce_identity<A>(Primitive::reduce_sum);
+        A running = reduce_identity<A>(Reduction::sum);
         for (int64_t step = 0; step < split.extent; ++step) {
           int64_t j = reverse ? split.extent - 1 - step : step;
           int64_t position = base + j * split.inner;
-          running = reduce_combine<A>(Primitive::reduce_sum, running, static_cast<A>(in[position]));
+          running = reduce_combine<A>(Reduction::sum, running, static_cast<A>(in[position]));
           out[position] = static_cast<T>(running);
         }
       }

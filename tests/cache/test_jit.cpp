@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <functional>
 #include <thread>
 
+#include "backend/llvm/kernel_cache.h"
+#include "cache/backend_choice.h"
 #include "cache/jit_function.h"
 #include "telemetry/telemetry.h"
 #include "support/errors.h"
@@ -277,6 +280,32 @@ TEST_F(Jit, ProcessWideCacheIsBounded) {
   auto g = jit([](const Array& x) { return x * 2; });
   g(zeros({1}));  // evicted process-wide: compiles again
   EXPECT_EQ(g.stats().compiles, 1);
+}
+
+TEST_F(Jit, KernelCacheIsBounded) {
+  if (cache::default_backend().name() != "llvm") GTEST_SKIP() << "the kernel cache belongs to the native backend";
+  set_cache_limits(CacheLimits{.per_function = 64, .graphs = 1024, .kernels = 2});
+  // Five graphs with five different fused loops (the operation differs, so the code does).
+  std::vector<std::function<Array(const Array&)>> bodies = {
+      [](const Array& x) { return exp(x) + 1; }, [](const Array& x) { return tanh(x) * 3; },
+      [](const Array& x) { return sin(x) - 2; }, [](const Array& x) { return cos(x) / 4; },
+      [](const Array& x) { return sqrt(x) + x; }};
+  Array x = array({0.5f, 1.0f, 2.0f});
+  std::vector<Jitted<std::function<Array(const Array&)>>> functions;
+  std::vector<std::vector<float>> first;
+  for (auto& body : bodies) {
+    functions.push_back(jit(body));
+    first.push_back(functions.back()(x).to_vector<float>());
+    EXPECT_LE(llvm_backend::kernel_cache_size(), 2u);
+  }
+  // Executables whose kernels were evicted still run them.
+  for (size_t k = 0; k < functions.size(); ++k) EXPECT_EQ(functions[k](x).to_vector<float>(), first[k]);
+  // A new graph needing an evicted kernel compiles it again, to the same result.
+  auto again = jit(bodies[0]);
+  EXPECT_EQ(again(x).to_vector<float>(), first[0]);
+  EXPECT_LE(llvm_backend::kernel_cache_size(), 2u);
+  set_cache_limits(CacheLimits{.kernels = 0});
+  EXPECT_EQ(llvm_backend::kernel_cache_size(), 0u);
 }
 
 TEST_F(Jit, TelemetryEvents) {
