@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 build=build/release
-options=(-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON)
+options=(-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON)
 if [ "${1:-}" = "--sanitize" ]; then
   build=build/sanitize
-  options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON)
+  options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 cmake -S . -B "$build" -G Ninja "${options[@]}"

@@ -171,33 +171,55 @@ auto grad(F fn, Argnums argnums, bool has_aux = false, Location where = Location
   return detail::make_grad<F, true, true>(std::move(fn), std::move(argnums), has_aux, "grad", where);
 }
 
-/// The function's value and a pullback mapping an output cotangent (same
-/// tree as the value) to a tuple of input cotangents (one per argument).
+namespace detail {
+/// The value type of fn on traced arguments (as trace_arguments calls it).
 template <class F, class... Args>
-auto vjp(const F& fn, const Args&... primals) {
-  detail::TracedFunction traced;
-  auto skeleton = detail::trace_for_derivative(fn, "vjp", Location::current(), traced, primals...);
-  using Result = decltype(skeleton);
-  std::vector<Array> outputs;
-  std::shared_ptr<detail::ReplayState> state = detail::replay_graph(traced, outputs);
-  size_t next = 0;
-  Result value = detail::fill_leaves(skeleton, outputs, next);
-  auto pullback = [state, primals = std::tuple<Args...>(primals...)](const Result& cotangent) {
-    std::vector<Array> cotangents = detail::pull_back(*state, tree_leaves(cotangent));
+using ResultOf = std::remove_cvref_t<std::invoke_result_t<const F&, Args&...>>;
+
+/// Maps a cotangent of the value (same tree) to a tuple of cotangents, one per argument.
+template <class Result, class... Args>
+struct Pullback {
+  std::shared_ptr<ReplayState> state;
+  std::tuple<Args...> primals;
+  std::tuple<Args...> operator()(const Result& cotangent) const {
+    std::vector<Array> cotangents = pull_back(*state, tree_leaves(cotangent));
     size_t index = 0;
-    return std::apply([&](const auto&... p) { return std::tuple<Args...>{detail::fill_leaves(p, cotangents, index)...}; },
+    return std::apply([&](const auto&... p) { return std::tuple<Args...>{fill_leaves(p, cotangents, index)...}; },
                       primals);
-  };
-  return std::pair<Result, decltype(pullback)>{std::move(value), std::move(pullback)};
-}
+  }
+};
+}  // namespace detail
+
+/// The function's value and a pullback mapping an output cotangent (same
+/// tree as the value) to a tuple of input cotangents (one per argument):
+///   auto [y, pullback] = kiln::vjp(fn, x);
+/// A class rather than a function so that the caller's line (a default
+/// argument after the primals) names the traced graph; the deduction guide
+/// below makes `kiln::vjp(fn, x)` read as a call.
+template <class F, class... Args>
+struct vjp : std::pair<detail::ResultOf<F, Args...>, detail::Pullback<detail::ResultOf<F, Args...>, Args...>> {
+  vjp(const F& fn, const Args&... primals, Location where = Location::current()) {
+    detail::TracedFunction traced;
+    auto skeleton = detail::trace_for_derivative(fn, "vjp", where, traced, primals...);
+    static_assert(std::is_same_v<decltype(skeleton), detail::ResultOf<F, Args...>>);
+    std::vector<Array> outputs;
+    std::shared_ptr<detail::ReplayState> state = detail::replay_graph(traced, outputs);
+    size_t next = 0;
+    this->first = detail::fill_leaves(skeleton, outputs, next);
+    this->second = {std::move(state), std::tuple<Args...>(primals...)};
+  }
+};
+template <class F, class... Args>
+vjp(const F&, const Args&...) -> vjp<F, Args...>;
 
 /// Forward mode: (value, tangent of the value) for `tangents` of the
 /// arguments (same trees as `primals`).
 template <class F, class... Args>
-auto jvp(const F& fn, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
+auto jvp(const F& fn, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents,
+         Location where = Location::current()) {
   detail::TracedFunction traced;
   auto skeleton = std::apply(
-      [&](const auto&... p) { return detail::trace_for_derivative(fn, "jvp", Location::current(), traced, p...); }, primals);
+      [&](const auto&... p) { return detail::trace_for_derivative(fn, "jvp", where, traced, p...); }, primals);
   using Result = decltype(skeleton);
   std::vector<Array> tangent_leaves = tree_leaves(tangents);
   std::vector<Array> outputs;

@@ -2,6 +2,7 @@
 #include "cache/graph_cache.h"
 
 #include "cache/backend_choice.h"
+#include "transform/verify.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -44,6 +45,8 @@ class GraphCache {
     std::shared_ptr<const runtime::Executable> executable;
     auto start = std::chrono::steady_clock::now();
     try {
+      // Traces, derivative replays and lifting all end here.
+      transform::verify_after("tracing", *graph);
       executable = default_backend().compile(graph);
     } catch (...) {
       lock.lock();

@@ -2,6 +2,7 @@
 #include "transform/literal_lifting.h"
 
 #include "core/dispatch.h"
+#include "transform/verify.h"
 
 namespace kiln::transform {
 
@@ -22,6 +23,7 @@ LiftedGraph lift_literals(const ir::Graph& graph, const std::vector<bool>& lift)
     }
     ++ordinal;
   }
+  verify_after("literal lifting", *lifted);
   result.graph = std::move(lifted);
   return result;
 }

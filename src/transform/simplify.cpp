@@ -248,9 +248,7 @@ void simplify(ir::Graph& graph) {
     ir::eliminate_dead_nodes(graph);
     if (!changed && graph.nodes.size() == before) break;
   }
-#ifndef NDEBUG
-  verify(graph);
-#endif
+  verify_after("simplify", graph);
 }
 
 }  // namespace kiln::transform

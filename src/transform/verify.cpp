@@ -40,4 +40,15 @@ void verify(const ir::Graph& graph) {
     if (id < 0 || static_cast<size_t>(id) >= nodes.size()) fail(0, "output %" + std::to_string(id) + " is undefined");
 }
 
+void verify_after([[maybe_unused]] const char* transform, [[maybe_unused]] const ir::Graph& graph) {
+#ifdef KILN_VERIFY
+  try {
+    verify(graph);
+  } catch (const std::logic_error& error) {
+    throw std::logic_error(std::string("kiln internal error: the IR verifier rejects the result of ") + transform +
+                           ": " + error.what());
+  }
+#endif
+}
+
 }  // namespace kiln::transform

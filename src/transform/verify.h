@@ -10,4 +10,10 @@ namespace kiln::transform {
 /// a user error).
 void verify(const ir::Graph& graph);
 
+/// Verifies the result of `transform` in builds configured with KILN_VERIFY
+/// (the test build, scripts/test.sh), naming the transform in the failure;
+/// elsewhere it costs nothing. A malformed graph then fails where it was
+/// made instead of miscompiling later.
+void verify_after(const char* transform, const ir::Graph& graph);
+
 }  // namespace kiln::transform

@@ -635,3 +635,29 @@ TEST(Simplify, RandomGraphsKeepTheirResultsBitForBit) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// In the test build (KILN_VERIFY, on in scripts/test.sh) every transform's
+// result is verified, and a malformed graph is a loud failure naming the
+// transform; elsewhere the check costs nothing.
+TEST(Verifier, RunsAfterEveryTransformInTheTestBuild) {
+  Graph graph = make_graph("f", [](const Array& x) { return exp(x) + 1.0f; }, array({1.0f, 2.0f}));
+  ir::Graph broken = graph.ir();
+  broken.nodes.back().type.shape = {3};  // add of f32[2] operands claims f32[3]
+  EXPECT_THROW(transform::verify(broken), std::logic_error);
+#ifdef KILN_VERIFY
+  try {
+    transform::verify_after("simplify", broken);
+    ADD_FAILURE() << "verify_after accepted a malformed graph";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("the result of simplify"), std::string::npos) << error.what();
+  }
+#else
+  EXPECT_NO_THROW(transform::verify_after("simplify", broken));
+#endif
+}
+
+}  // namespace
+}  // namespace kiln

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <sstream>
+
 #include "ir/graph.h"
 #include "support/numpy_oracle.h"
 
@@ -135,6 +137,33 @@ TEST(AutodiffApi, Errors) {
   EXPECT_THROW(with_pair(array({1.0})), Error);
   auto [value, pullback] = vjp([](const Array& x) { return x * 2.0; }, array({1.0, 2.0}));
   EXPECT_THROW(pullback(array({1.0})), Error);  // wrong cotangent shape
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Derivatives traced inside a graph name the user's lines: the caller of
+// vjp/jvp/grad for the traced function's arguments, and the differentiated
+// operation's line for each derivative node — never a kiln header or source file.
+TEST(AutodiffApi, DerivativeNodesNameTheUsersLines) {
+  auto inside = [](const Array& x) {
+    auto [y, pullback] = vjp([](const Array& v) { return tanh(v) * v; }, x);
+    auto [dx] = pullback(ones_like(y));
+    auto [value, tangent] = jvp([](const Array& v) { return exp(v); }, std::tuple{x}, std::tuple{ones_like(x)});
+    Array g = grad([](const Array& v) { return sum(sin(v)); })(x);
+    return dx + tangent + value + g;
+  };
+  Graph graph = make_graph("derivatives", inside, array({0.5, 1.0}));
+  std::ostringstream text;
+  text << graph;
+  std::string printed = text.str();
+  EXPECT_EQ(printed.find(".h:"), std::string::npos) << printed;
+  for (const char* internal : {"autodiff.cpp", "differentiate.cpp", "unary.cpp", "binary.cpp", "reduce.cpp"})
+    EXPECT_EQ(printed.find(internal), std::string::npos) << internal << "\n" << printed;
+  EXPECT_NE(printed.find("test_autodiff_api.cpp"), std::string::npos) << printed;
 }
 
 }  // namespace
