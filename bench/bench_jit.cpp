@@ -3,11 +3,9 @@
 //   a jitted 4-argument function of f32[8]      goal <= 1/4 of libtorch eager, same ops
 //   tracing, per recorded operation             goal <= 0.2 us
 //   re-trace + lookup of a 1,000-node stateful function   goal <= 0.25 ms
-#include <torch/torch.h>
-
-#include <kiln/kiln.h>
-
 #include <benchmark/benchmark.h>
+#include <kiln/kiln.h>
+#include <torch/torch.h>
 
 #include "harness.h"
 
@@ -31,9 +29,9 @@ int main(int argc, char** argv) {
                 td = torch::full({8}, -1.0f);
 
   auto plus_one = kiln::jit([](const Array& v) { return v + 1.0f; }, {.name = "plus_one"});
-  auto four = kiln::jit([](const Array& p, const Array& q, const Array& r, const Array& s) {
-    return (p * q + r) * s - p;
-  }, {.name = "four"});
+  auto four =
+      kiln::jit([](const Array& p, const Array& q, const Array& r, const Array& s) { return (p * q + r) * s - p; },
+                {.name = "four"});
   kiln::bench::add("kiln jit x+1 f32[8]", [&] { benchmark::DoNotOptimize(plus_one(x)); });
   kiln::bench::add("torch eager x+1 f32[8]", [&] { benchmark::DoNotOptimize(tx + 1); });
   kiln::bench::add("kiln eager x+1 f32[8]", [&] { benchmark::DoNotOptimize(x + 1.0f); });
@@ -41,7 +39,8 @@ int main(int argc, char** argv) {
   kiln::bench::add("torch eager 4-arg f32[8]", [&] { benchmark::DoNotOptimize((tx * tb + tc) * td - tx); });
 
   kiln::bench::add("kiln trace 1000-node function", [&] {
-    benchmark::DoNotOptimize(kiln::make_graph("chain", [&](const Array& v) { return chain(v, b); }, x));
+    benchmark::DoNotOptimize(kiln::make_graph(
+        "chain", [&](const Array& v) { return chain(v, b); }, x));
   });
 
   // The same 1,000-node graph, stateful (re-traced each call) and captureless
@@ -50,15 +49,16 @@ int main(int argc, char** argv) {
   auto stateful = kiln::jit([&](const Array& v) { return chain(v, captured_w); }, {.name = "stateful"});
   auto captureless = kiln::jit([](const Array& v, const Array& w) { return chain(v, w); }, {.name = "captureless"});
   kiln::bench::add("kiln jit stateful 1000-node call", [&] { benchmark::DoNotOptimize(stateful(x)); });
-  kiln::bench::add("kiln jit captureless 1000-node call", [&] { benchmark::DoNotOptimize(captureless(x, captured_w)); });
+  kiln::bench::add("kiln jit captureless 1000-node call",
+                   [&] { benchmark::DoNotOptimize(captureless(x, captured_w)); });
 
   kiln::bench::run_all(argc, argv);
 
   std::printf("\n== jit cache overhead (ratios of time per call; lower is better) ==\n");
-  kiln::bench::compare("jitted x+1 f32[8] vs libtorch eager x+1", "kiln jit x+1 f32[8]", "torch eager x+1 f32[8]",
-                       0.25, "1/4 of libtorch");
-  kiln::bench::compare("eager x+1 f32[8] vs libtorch eager x+1", "kiln eager x+1 f32[8]", "torch eager x+1 f32[8]",
-                       0.5, "1/2 of libtorch");
+  kiln::bench::compare("jitted x+1 f32[8] vs libtorch eager x+1", "kiln jit x+1 f32[8]", "torch eager x+1 f32[8]", 0.25,
+                       "1/4 of libtorch");
+  kiln::bench::compare("eager x+1 f32[8] vs libtorch eager x+1", "kiln eager x+1 f32[8]", "torch eager x+1 f32[8]", 0.5,
+                       "1/2 of libtorch");
   kiln::bench::compare("jitted 4-arg f32[8] vs libtorch eager", "kiln jit 4-arg f32[8]", "torch eager 4-arg f32[8]",
                        0.25, "1/4 of libtorch");
   if (kiln::bench::ran("kiln trace 1000-node function")) {

@@ -9,25 +9,22 @@
 //   W5  f32 matmul 1024^3 and 2048^3 vs OpenBLAS called directly. Goal >= 95%.
 //   Compile time, cold, of a 100-node graph and of an MLP forward+backward
 //   graph. Goal <= 50 ms each.
+#include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <kiln/kiln.h>
+#include <sys/mman.h>
 #include <torch/torch.h>
 
 #include <Eigen/Core>
-#include <benchmark/benchmark.h>
-
-#include <sys/mman.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
 
-#include <kiln/kiln.h>
-
+#include "backend/llvm/codegen.h"
 #include "hand_loops.h"
 #include "harness.h"
-#include "backend/llvm/codegen.h"
 #include "runtime/thread_pool.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -112,7 +109,8 @@ void register_w4(int all) {
   // what reading these 64 MiB costs on this machine.
   std::shared_ptr<float[]> in = huge_copy(*x), out = huge_floats(4096);
   kiln::bench::add("W4 row sums hand loop", [=] {
-    parallel(all, 4096, [&](int64_t b, int64_t e) { kiln::bench::row_sums_hand_loop(in.get(), out.get(), 4096, b, e); });
+    parallel(all, 4096,
+             [&](int64_t b, int64_t e) { kiln::bench::row_sums_hand_loop(in.get(), out.get(), 4096, b, e); });
   });
   auto s = std::make_shared<Array>(kiln::random::normal(kiln::random::key(3), {4096, 1024}));
   auto softmax = kiln::jit([](const Array& v) { return kiln::softmax(v, -1); }, {.name = "softmax"});
@@ -134,9 +132,9 @@ void register_w5(int64_t n, int all) {
   auto pc = std::make_shared<std::vector<float>>(static_cast<size_t>(n * n));
   kiln::bench::add("W5 matmul " + size + " openblas", [=] {
     openblas_set_num_threads(all);  // kiln sets OpenBLAS to one thread for its own calls
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
-                1.0f, pa->data(), static_cast<int>(n), pb->data(), static_cast<int>(n), 0.0f, pc->data(),
-                static_cast<int>(n));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n),
+                static_cast<int>(n), 1.0f, pa->data(), static_cast<int>(n), pb->data(), static_cast<int>(n), 0.0f,
+                pc->data(), static_cast<int>(n));
   });
 }
 
@@ -166,8 +164,9 @@ void report_compile_times() {
     auto [value, grads] = kiln::value_and_grad(loss, {0, 1})(w1, w2, v);
     return value + kiln::sum(std::get<0>(grads)) + kiln::sum(std::get<1>(grads));
   };
-  for (auto [label, build] : {std::pair{"100-node elementwise graph", std::function<Array(const Array&, float)>(hundred)},
-                              std::pair{"MLP forward+backward graph", std::function<Array(const Array&, float)>(mlp)}}) {
+  for (auto [label, build] :
+       {std::pair{"100-node elementwise graph", std::function<Array(const Array&, float)>(hundred)},
+        std::pair{"MLP forward+backward graph", std::function<Array(const Array&, float)>(mlp)}}) {
     std::vector<double> times;
     for (int round = 0; round < 7; ++round) times.push_back(compile_seconds(build, x, round));
     std::sort(times.begin(), times.end());
@@ -196,13 +195,14 @@ int main(int argc, char** argv) {
                          ">= 0.9x hand loop");
     kiln::bench::compare(w + " kiln vs hand loop (1 thread)", w + " kiln jit", w + " hand loop 1 thread", 1e9, "info");
     kiln::bench::compare(w + " kiln vs copy bandwidth", w + " kiln jit", w + " copy bandwidth", 1e9, "info");
-    kiln::bench::compare(w + " kiln vs libtorch eager", w + " kiln jit", w + " libtorch eager", 1 / 20.0, ">= 20x libtorch");
+    kiln::bench::compare(w + " kiln vs libtorch eager", w + " kiln jit", w + " libtorch eager", 1 / 20.0,
+                         ">= 20x libtorch");
     kiln::bench::compare(w + " kiln vs eigen", w + " kiln jit", w + " eigen", 1e9, "info");
     kiln::bench::compare(w + " kiln eager (op by op) vs libtorch eager", w + " kiln eager", w + " libtorch eager", 1.0,
                          "at least as fast as libtorch eager");
   }
-  kiln::bench::compare("W4 row sums f32[4096,4096] vs libtorch", "W4 row sums kiln jit", "W4 row sums libtorch", 1 / 1.1,
-                       ">= 1.1x libtorch");
+  kiln::bench::compare("W4 row sums f32[4096,4096] vs libtorch", "W4 row sums kiln jit", "W4 row sums libtorch",
+                       1 / 1.1, ">= 1.1x libtorch");
   kiln::bench::compare("W4 row sums f32[4096,4096] vs hand loop", "W4 row sums kiln jit", "W4 row sums hand loop", 1e9,
                        "info: the read bandwidth");
   kiln::bench::compare("W4 softmax f32[4096,1024] vs libtorch", "W4 softmax kiln jit", "W4 softmax libtorch", 1 / 1.1,

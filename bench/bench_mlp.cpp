@@ -6,12 +6,10 @@
 //   OpenBLAS alone: the step's eight matrix products, nothing else
 // Goals: kiln >= 1.1x libtorch's steps per second on the same threads, and a
 // kiln step <= 1.15x its matrix products alone.
-#include <cblas.h>
-#include <torch/torch.h>
-
 #include <benchmark/benchmark.h>
-
+#include <cblas.h>
 #include <kiln/kiln.h>
+#include <torch/torch.h>
 
 #include "harness.h"
 #include "mlp.h"
@@ -36,9 +34,7 @@ struct TorchMlp : torch::nn::Module {
     l2 = register_module("l2", torch::nn::Linear(hidden, hidden));
     l3 = register_module("l3", torch::nn::Linear(hidden, classes));
   }
-  torch::Tensor forward(torch::Tensor x) {
-    return l3(torch::relu(l2(torch::relu(l1(x)))));
-  }
+  torch::Tensor forward(torch::Tensor x) { return l3(torch::relu(l2(torch::relu(l1(x))))); }
 };
 
 void register_for_threads(int threads) {
@@ -79,19 +75,19 @@ void register_for_threads(int threads) {
     auto& b = *buffers;
     float *xb = b[0].data(), *w1 = b[1].data(), *h1 = b[2].data(), *w2 = b[3].data(), *w3 = b[4].data(),
           *out = b[5].data(), *h2 = b[6].data(), *scratch = b[7].data();
-    auto gemm = [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a,
-                   int64_t lda, const float* bb, int64_t ldb, float* c, int64_t ldc) {
+    auto gemm = [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                   const float* bb, int64_t ldb, float* c, int64_t ldc) {
       cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
                   static_cast<int>(lda), bb, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
     };
-    gemm(CblasNoTrans, CblasNoTrans, batch_size, hidden, inputs, xb, inputs, w1, hidden, h1, hidden);     // x w1
-    gemm(CblasNoTrans, CblasNoTrans, batch_size, hidden, hidden, h1, hidden, w2, hidden, h2, hidden);     // h1 w2
-    gemm(CblasNoTrans, CblasNoTrans, batch_size, classes, hidden, h2, hidden, w3, classes, out, classes); // h2 w3
-    gemm(CblasTrans, CblasNoTrans, hidden, classes, batch_size, h2, hidden, out, classes, w3, classes);   // dw3
-    gemm(CblasNoTrans, CblasTrans, batch_size, hidden, classes, out, classes, w3, classes, scratch, hidden); // dh2
-    gemm(CblasTrans, CblasNoTrans, hidden, hidden, batch_size, h1, hidden, scratch, hidden, w2, hidden);  // dw2
-    gemm(CblasNoTrans, CblasTrans, batch_size, hidden, hidden, scratch, hidden, w2, hidden, h2, hidden);  // dh1
-    gemm(CblasTrans, CblasNoTrans, inputs, hidden, batch_size, xb, inputs, h2, hidden, w1, hidden);       // dw1
+    gemm(CblasNoTrans, CblasNoTrans, batch_size, hidden, inputs, xb, inputs, w1, hidden, h1, hidden);         // x w1
+    gemm(CblasNoTrans, CblasNoTrans, batch_size, hidden, hidden, h1, hidden, w2, hidden, h2, hidden);         // h1 w2
+    gemm(CblasNoTrans, CblasNoTrans, batch_size, classes, hidden, h2, hidden, w3, classes, out, classes);     // h2 w3
+    gemm(CblasTrans, CblasNoTrans, hidden, classes, batch_size, h2, hidden, out, classes, w3, classes);       // dw3
+    gemm(CblasNoTrans, CblasTrans, batch_size, hidden, classes, out, classes, w3, classes, scratch, hidden);  // dh2
+    gemm(CblasTrans, CblasNoTrans, hidden, hidden, batch_size, h1, hidden, scratch, hidden, w2, hidden);      // dw2
+    gemm(CblasNoTrans, CblasTrans, batch_size, hidden, hidden, scratch, hidden, w2, hidden, h2, hidden);      // dh1
+    gemm(CblasTrans, CblasNoTrans, inputs, hidden, batch_size, xb, inputs, h2, hidden, w1, hidden);           // dw1
     benchmark::DoNotOptimize(w1);
   });
 }

@@ -5,16 +5,14 @@
 // batched operands.
 // A user coming from PyTorch expects none of them to be slower; the goal
 // printed is "at least as fast as libtorch".
-#include <torch/torch.h>
-
 #include <benchmark/benchmark.h>
+#include <kiln/kiln.h>
+#include <torch/torch.h>
 
 #include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
-
-#include <kiln/kiln.h>
 
 #include "harness.h"
 
@@ -84,8 +82,10 @@ std::vector<Workload> workloads() {
   return {
       {"column sums f32[4096,4096]", [](V x) { return kiln::sum(x[0], 0); }, [](T x) { return x[0].sum(0); }, {square}},
       {"sum of all f32[4096,4096]", [](V x) { return kiln::sum(x[0]); }, [](T x) { return x[0].sum(); }, {square}},
-      {"row max f32[4096,4096]", [](V x) { return kiln::max(x[0], -1); },
-       [](T x) { return std::get<0>(x[0].max(-1)); }, {square}},
+      {"row max f32[4096,4096]",
+       [](V x) { return kiln::max(x[0], -1); },
+       [](T x) { return std::get<0>(x[0].max(-1)); },
+       {square}},
       {"layer norm f32[4096,1024]",
        [](V x) {
          Array mean = kiln::mean(x[0], -1, true);
@@ -93,50 +93,101 @@ std::vector<Workload> workloads() {
          Array variance = kiln::mean(centered * centered, -1, true);
          return centered * kiln::rsqrt(variance + 1e-5f) * x[1] + x[2];
        },
-       [](T x) { return torch::layer_norm(x[0], {1024}, x[1], x[2], 1e-5); }, {wide, gamma, beta}},
-      {"softmax axis 0 f32[1024,4096]", [](V x) { return kiln::softmax(x[0], 0); },
-       [](T x) { return torch::softmax(x[0], 0); }, {tall}},
+       [](T x) { return torch::layer_norm(x[0], {1024}, x[1], x[2], 1e-5); },
+       {wide, gamma, beta}},
+      {"softmax axis 0 f32[1024,4096]",
+       [](V x) { return kiln::softmax(x[0], 0); },
+       [](T x) { return torch::softmax(x[0], 0); },
+       {tall}},
       {"cross entropy f32[4096,1000]",
        [](V x) { return -kiln::mean(kiln::take_along_axis(kiln::log_softmax(x[0], -1), x[1], -1)); },
-       [](T x) { return torch::nll_loss(torch::log_softmax(x[0], -1), x[1].squeeze(1)); }, {logits, labels}},
-      {"transpose f32[4096,4096]", [](V x) { return kiln::transpose(x[0]); },
-       [](T x) { return x[0].t().contiguous(); }, {square}},
-      {"broadcast add f32[4096,1]+[1,4096]", [](V x) { return x[0] + x[1]; }, [](T x) { return x[0] + x[1]; },
+       [](T x) { return torch::nll_loss(torch::log_softmax(x[0], -1), x[1].squeeze(1)); },
+       {logits, labels}},
+      {"transpose f32[4096,4096]",
+       [](V x) { return kiln::transpose(x[0]); },
+       [](T x) { return x[0].t().contiguous(); },
+       {square}},
+      {"broadcast add f32[4096,1]+[1,4096]",
+       [](V x) { return x[0] + x[1]; },
+       [](T x) { return x[0] + x[1]; },
        {column, row}},
       {"gelu (erf) f32[2^22]",
        [](V x) { return 0.5f * x[0] * (1.0f + kiln::erf(x[0] * 0.70710678f)); },
-       [](T x) { return torch::gelu(x[0]); }, {flat}},
-      {"cumsum last axis f32[4096,1024]", [](V x) { return kiln::cumsum(x[0], -1); },
-       [](T x) { return torch::cumsum(x[0], -1); }, {wide}},
-      {"argmax last axis f32[4096,1024]", [](V x) { return kiln::argmax(x[0], -1); },
-       [](T x) { return torch::argmax(x[0], -1); }, {wide}},
-      {"take rows f32[4096,4096]", [](V x) { return kiln::take(x[0], x[1], 0); },
-       [](T x) { return torch::index_select(x[0], 0, x[1]); }, {square, rows}},
-      {"concatenate axis 1 2x f32[4096,1024]", [](V x) { return kiln::concatenate({x[0], x[1]}, 1); },
-       [](T x) { return torch::cat({x[0], x[1]}, 1); }, {wide, wide}},
-      {"argmax axis 0 f32[4096,1024]", [](V x) { return kiln::argmax(x[0], 0); },
-       [](T x) { return torch::argmax(x[0], 0); }, {wide}},
-      {"cumsum axis 0 f32[4096,1024]", [](V x) { return kiln::cumsum(x[0], 0); },
-       [](T x) { return torch::cumsum(x[0], 0); }, {wide}},
-      {"mean axis 1 f32[64,512,768]", [](V x) { return kiln::mean(x[0], 1); }, [](T x) { return x[0].mean(1); },
+       [](T x) { return torch::gelu(x[0]); },
+       {flat}},
+      {"cumsum last axis f32[4096,1024]",
+       [](V x) { return kiln::cumsum(x[0], -1); },
+       [](T x) { return torch::cumsum(x[0], -1); },
+       {wide}},
+      {"argmax last axis f32[4096,1024]",
+       [](V x) { return kiln::argmax(x[0], -1); },
+       [](T x) { return torch::argmax(x[0], -1); },
+       {wide}},
+      {"take rows f32[4096,4096]",
+       [](V x) { return kiln::take(x[0], x[1], 0); },
+       [](T x) { return torch::index_select(x[0], 0, x[1]); },
+       {square, rows}},
+      {"concatenate axis 1 2x f32[4096,1024]",
+       [](V x) {
+         return kiln::concatenate({x[0], x[1]}, 1);
+       },
+       [](T x) {
+         return torch::cat({x[0], x[1]}, 1);
+       },
+       {wide, wide}},
+      {"argmax axis 0 f32[4096,1024]",
+       [](V x) { return kiln::argmax(x[0], 0); },
+       [](T x) { return torch::argmax(x[0], 0); },
+       {wide}},
+      {"cumsum axis 0 f32[4096,1024]",
+       [](V x) { return kiln::cumsum(x[0], 0); },
+       [](T x) { return torch::cumsum(x[0], 0); },
+       {wide}},
+      {"mean axis 1 f32[64,512,768]",
+       [](V x) { return kiln::mean(x[0], 1); },
+       [](T x) { return x[0].mean(1); },
        {sequence}},
-      {"add f32[64,512,768]+[64,1,768]", [](V x) { return x[0] + x[1]; }, [](T x) { return x[0] + x[1]; },
+      {"add f32[64,512,768]+[64,1,768]",
+       [](V x) { return x[0] + x[1]; },
+       [](T x) { return x[0] + x[1]; },
        {sequence, bias}},
       {"mul f32[2^20,3]*[3]", [](V x) { return x[0] * x[1]; }, [](T x) { return x[0] * x[1]; }, {points, weights}},
-      {"scatter_add rows f32[4096,1024]", [](V x) { return kiln::scatter_add(x[0], x[1], x[2], 0); },
-       [](T x) { return x[0].index_add(0, x[1], x[2]); }, {wide, targets, normal(21, {1024, 1024})}},
-      {"sum over axes 0,2 f32[64,128,512]", [](V x) { return kiln::sum(x[0], {0, 2}); },
-       [](T x) { return x[0].sum(std::vector<int64_t>{0, 2}); }, {normal(22, {64, 128, 512})}},
-      {"exp f64[2^22]", [](V x) { return kiln::exp(x[0]); }, [](T x) { return torch::exp(x[0]); },
+      {"scatter_add rows f32[4096,1024]",
+       [](V x) { return kiln::scatter_add(x[0], x[1], x[2], 0); },
+       [](T x) { return x[0].index_add(0, x[1], x[2]); },
+       {wide, targets, normal(21, {1024, 1024})}},
+      {"sum over axes 0,2 f32[64,128,512]",
+       [](V x) {
+         return kiln::sum(x[0], {0, 2});
+       },
+       [](T x) {
+         return x[0].sum(std::vector<int64_t>{0, 2});
+       },
+       {normal(22, {64, 128, 512})}},
+      {"exp f64[2^22]",
+       [](V x) { return kiln::exp(x[0]); },
+       [](T x) { return torch::exp(x[0]); },
        {kiln::astype(flat, kiln::DType::f64)}},
-      {"sum i64[2^24]", [](V x) { return kiln::sum(x[0]); }, [](T x) { return x[0].sum(); },
+      {"sum i64[2^24]",
+       [](V x) { return kiln::sum(x[0]); },
+       [](T x) { return x[0].sum(); },
        {kiln::random::randint(kiln::random::key(23), {1 << 24}, -100, 100, kiln::DType::i64)}},
-      {"random normal f32[4096,4096]", [](V x) { return kiln::random::normal(x[0], {4096, 4096}); },
-       [](T) { return torch::randn({4096, 4096}); }, {kiln::random::key(24)}},
-      {"matmul a @ b.T f32[1024,1024]", [](V x) { return kiln::matmul(x[0], kiln::transpose(x[1])); },
-       [](T x) { return torch::matmul(x[0], x[1].t()); }, {a, b}},
-      {"batched matmul f32[64,256,256]", [](V x) { return kiln::matmul(x[0], x[1]); },
-       [](T x) { return torch::matmul(x[0], x[1]); }, {batch_a, batch_b}},
+      {"random normal f32[4096,4096]",
+       [](V x) {
+         return kiln::random::normal(x[0], {4096, 4096});
+       },
+       [](T) {
+         return torch::randn({4096, 4096});
+       },
+       {kiln::random::key(24)}},
+      {"matmul a @ b.T f32[1024,1024]",
+       [](V x) { return kiln::matmul(x[0], kiln::transpose(x[1])); },
+       [](T x) { return torch::matmul(x[0], x[1].t()); },
+       {a, b}},
+      {"batched matmul f32[64,256,256]",
+       [](V x) { return kiln::matmul(x[0], x[1]); },
+       [](T x) { return torch::matmul(x[0], x[1]); },
+       {batch_a, batch_b}},
   };
 }
 

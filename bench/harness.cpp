@@ -71,7 +71,8 @@ class Collector : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs)
       if (run.run_type == Run::RT_Iteration && run.iterations > 0)
-        samples()[run.run_name.function_name].push_back(run.real_accumulated_time / static_cast<double>(run.iterations));
+        samples()[run.run_name.function_name].push_back(run.real_accumulated_time /
+                                                        static_cast<double>(run.iterations));
     ConsoleReporter::ReportRuns(runs);
   }
 };
@@ -79,9 +80,13 @@ class Collector : public benchmark::ConsoleReporter {
 
 void add(const std::string& name, std::function<void()> body) {
   bodies()[name] = body;
-  benchmark::RegisterBenchmark(name.c_str(), [body](benchmark::State& state) {
-    for (auto _ : state) body();
-  })->Repetitions(7)->MinTime(0.05)->UseRealTime();
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [body](benchmark::State& state) {
+                                 for (auto _ : state) body();
+                               })
+      ->Repetitions(7)
+      ->MinTime(0.05)
+      ->UseRealTime();
 }
 
 void run_all(int argc, char** argv) {
@@ -106,16 +111,16 @@ void compare(const std::string& label, const std::string& ours, const std::strin
   Timing a = timing(ours), b = timing(theirs);
   double median_ratio = a.median_seconds / b.median_seconds, min_ratio = a.min_seconds / b.min_seconds;
   std::vector<double> pairs = paired_ratios(ours, theirs);
-  std::printf("%-56s %10.3f us vs %10.3f us  time ratio median %.3f (min %.3f; in pairs median %.3f)  goal <= %.3f (%s)  %s\n",
-              label.c_str(), a.median_seconds * 1e6, b.median_seconds * 1e6, median_ratio, min_ratio,
-              pairs[pairs.size() / 2], max_time_ratio, goal_text.c_str(), median_ratio <= max_time_ratio ? "MET" : "NOT MET");
+  std::printf(
+      "%-56s %10.3f us vs %10.3f us  time ratio median %.3f (min %.3f; in pairs median %.3f)  goal <= %.3f (%s)  %s\n",
+      label.c_str(), a.median_seconds * 1e6, b.median_seconds * 1e6, median_ratio, min_ratio, pairs[pairs.size() / 2],
+      max_time_ratio, goal_text.c_str(), median_ratio <= max_time_ratio ? "MET" : "NOT MET");
 }
 
 void absolute(const std::string& label, double seconds_min, double seconds_median, double goal_seconds,
               const std::string& unit) {
-  std::printf("%-58s median %.3f us (min %.3f us) per %s  goal <= %.3f us  %s\n", label.c_str(),
-              seconds_median * 1e6, seconds_min * 1e6, unit.c_str(), goal_seconds * 1e6,
-              seconds_median <= goal_seconds ? "MET" : "NOT MET");
+  std::printf("%-58s median %.3f us (min %.3f us) per %s  goal <= %.3f us  %s\n", label.c_str(), seconds_median * 1e6,
+              seconds_min * 1e6, unit.c_str(), goal_seconds * 1e6, seconds_median <= goal_seconds ? "MET" : "NOT MET");
 }
 
 }  // namespace kiln::bench

@@ -1,8 +1,8 @@
 // kiln's main demo: eager operations, the IR of a traced function with its
 // source lines, and a jitted function whose cache compiles once.
-#include <iostream>
-
 #include <kiln/kiln.h>
+
+#include <iostream>
 
 namespace {
 using kiln::Array;

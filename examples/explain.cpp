@@ -1,15 +1,15 @@
 // What kiln says when something recompiles: a shape change, a missing map
 // key, a changing step counter (lifted after its second value), and a storm.
-#include <iostream>
-
 #include <kiln/kiln.h>
+
+#include <iostream>
 
 int main() {
   using namespace kiln;
   using Batch = std::map<std::string, Array>;
-  auto f = jit([](const Array& w, const std::map<std::string, Array>& batch) {
-    return sum(matmul(batch.at("tokens"), w));
-  }, {.name = "forward"});
+  auto f =
+      jit([](const Array& w, const std::map<std::string, Array>& batch) { return sum(matmul(batch.at("tokens"), w)); },
+          {.name = "forward"});
   Array w = ones({128, 4});
   f(w, Batch{{"tokens", ones({32, 128})}});
   f(w, Batch{{"tokens", ones({48, 128})}});

@@ -3,10 +3,10 @@
 // trains it; bench/bench_mlp.cpp times the very same step.
 #pragma once
 
+#include <kiln/kiln.h>
+
 #include <cmath>
 #include <tuple>
-
-#include <kiln/kiln.h>
 
 struct Mlp {
   kiln::Array w1, b1, w2, b2, w3, b3;
@@ -32,8 +32,9 @@ inline Array dense_init(const Array& key, int64_t fan_in, int64_t fan_out) {
 
 inline Mlp init(const Array& key) {
   auto keys = kiln::random::split_keys(key, 3);
-  return {dense_init(keys[0], inputs, hidden), kiln::zeros({hidden}), dense_init(keys[1], hidden, hidden),
-          kiln::zeros({hidden}), dense_init(keys[2], hidden, classes), kiln::zeros({classes})};
+  return {dense_init(keys[0], inputs, hidden),  kiln::zeros({hidden}),
+          dense_init(keys[1], hidden, hidden),  kiln::zeros({hidden}),
+          dense_init(keys[2], hidden, classes), kiln::zeros({classes})};
 }
 
 /// Adam's state for `params`: zero moments, step 0.
@@ -66,11 +67,9 @@ inline std::tuple<Mlp, Adam, Array> train_step(const Mlp& p, const Adam& s, cons
   // The bias corrections folded into two scalars, as torch::optim::Adam does:
   // per element, one square root and one division.
   Array step_size = learning_rate / correction1, scale = 1.0f / kiln::sqrt(correction2);
-  Mlp updated = kiln::tree_map(
-      [&](const Array& w, const Array& m, const Array& v) {
-        return w - step_size * m / (kiln::sqrt(v) * scale + epsilon);
-      },
-      p, mean, variance);
+  Mlp updated = kiln::tree_map([&](const Array& w, const Array& m,
+                                   const Array& v) { return w - step_size * m / (kiln::sqrt(v) * scale + epsilon); },
+                               p, mean, variance);
   return {updated, Adam{mean, variance, t}, value};
 }
 

@@ -1,9 +1,9 @@
 // A reinforcement-learning style loop: the loss closes over a fresh batch
 // sampled from a replay buffer every step. kiln lifts the captured batch to an
 // implicit input, so 1,000 steps compile once and never run stale code.
-#include <iostream>
-
 #include <kiln/kiln.h>
+
+#include <iostream>
 
 int main() {
   using namespace kiln;

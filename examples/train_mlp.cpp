@@ -3,12 +3,12 @@
 // The whole training step — forward, backward, optimizer — is one jitted
 // graph that compiles once. The trained parameters are saved as safetensors
 // and loaded back.
+#include <kiln/kiln.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-
-#include <kiln/kiln.h>
 
 #include "mlp.h"
 
@@ -38,16 +38,17 @@ int main(int argc, char** argv) {
   Adam state = initial_state(params);
 
   // Captureless: the step is cached by signature and never re-traced.
-  auto train_step = kiln::jit(
-      [](const Mlp& p, const Adam& s, const Array& x, const Array& y) { return mlp::train_step(p, s, x, y); },
-      {.name = "train_step", .donate_argnums = {0, 1}});
-  auto accuracy = kiln::jit([](const Mlp& p, const Array& x, const Array& y) {
-    return kiln::mean(kiln::astype(kiln::argmax(logits(p, x), -1) == y, kiln::f32));
-  }, {.name = "accuracy"});
+  auto train_step =
+      kiln::jit([](const Mlp& p, const Adam& s, const Array& x, const Array& y) { return mlp::train_step(p, s, x, y); },
+                {.name = "train_step", .donate_argnums = {0, 1}});
+  auto accuracy =
+      kiln::jit([](const Mlp& p, const Array& x,
+                   const Array& y) { return kiln::mean(kiln::astype(kiln::argmax(logits(p, x), -1) == y, kiln::f32)); },
+                {.name = "accuracy"});
 
-  std::printf("MLP %lld-%lld-%lld-%lld, batch %lld, Adam, %d steps on generated data\n",
-              static_cast<long long>(inputs), static_cast<long long>(hidden), static_cast<long long>(hidden),
-              static_cast<long long>(classes), static_cast<long long>(batch_size), steps);
+  std::printf("MLP %lld-%lld-%lld-%lld, batch %lld, Adam, %d steps on generated data\n", static_cast<long long>(inputs),
+              static_cast<long long>(hidden), static_cast<long long>(hidden), static_cast<long long>(classes),
+              static_cast<long long>(batch_size), steps);
   Array key = kiln::random::key(3);
   auto start = std::chrono::steady_clock::now();
   for (int step = 1; step <= steps; ++step) {
@@ -69,8 +70,12 @@ int main(int argc, char** argv) {
               static_cast<long long>(stats.hits), stats.compile_seconds * 1e3, stats.trace_seconds * 1e3);
 
   std::filesystem::path path = std::filesystem::temp_directory_path() / "kiln_mlp.safetensors";
-  kiln::save(path.string(), {{"w1", params.w1}, {"b1", params.b1}, {"w2", params.w2},
-                             {"b2", params.b2}, {"w3", params.w3}, {"b3", params.b3}});
+  kiln::save(path.string(), {{"w1", params.w1},
+                             {"b1", params.b1},
+                             {"w2", params.w2},
+                             {"b2", params.b2},
+                             {"w3", params.w3},
+                             {"b3", params.b3}});
   auto loaded = kiln::load(path.string());
   Mlp restored{loaded["w1"], loaded["b1"], loaded["w2"], loaded["b2"], loaded["w3"], loaded["b3"]};
   float before = accuracy(params, test_data, test_labels).item<float>();

@@ -91,10 +91,12 @@ Arguments parse(int argc, char** argv) {
     if (option == "--graphs") arguments.graphs = number(value(), "--graphs");
     else if (option == "--seed") arguments.seed = number(value(), "--seed");
     else if (option == "--max-steps") arguments.max_steps = static_cast<int>(number(value(), "--max-steps"));
-    else if (option == "--large-percent") arguments.large_percent = static_cast<int>(number(value(), "--large-percent"));
+    else if (option == "--large-percent")
+      arguments.large_percent = static_cast<int>(number(value(), "--large-percent"));
     else if (option == "--verbose") arguments.verbose = true;
     else if (option == "--stop") arguments.stop = true;
-    else if (option == "--help" || option == "-h") usage("runs random graphs through the LLVM backend and the interpreter");
+    else if (option == "--help" || option == "-h")
+      usage("runs random graphs through the LLVM backend and the interpreter");
     else usage(("unknown option " + option).c_str());
   }
   if (arguments.max_steps < 2) usage("--max-steps must be at least 2");
@@ -149,7 +151,9 @@ int main(int argc, char** argv) {
           else ++steps["kernels of " + std::string(ir::primitive_name(ir.nodes[static_cast<size_t>(kernel.root)].op))];
           break;
         }
-        case llvm_backend::Step::Kind::matmul: ++steps[step.transpose_a || step.transpose_b ? "matmuls, transposed" : "matmuls"]; break;
+        case llvm_backend::Step::Kind::matmul:
+          ++steps[step.transpose_a || step.transpose_b ? "matmuls, transposed" : "matmuls"];
+          break;
         case llvm_backend::Step::Kind::view: ++steps["views"]; break;
         case llvm_backend::Step::Kind::reference:
           ++steps["reference " + std::string(ir::primitive_name(ir.nodes[static_cast<size_t>(step.value)].op))];
@@ -158,8 +162,8 @@ int main(int argc, char** argv) {
       }
     }
     if (arguments.verbose) {
-      std::cout << graph->recipe << graph->test->graph.to_string() << "plan:\n" << testing::describe_plan(graph->test->graph)
-                << std::flush;
+      std::cout << graph->recipe << graph->test->graph.to_string() << "plan:\n"
+                << testing::describe_plan(graph->test->graph) << std::flush;
     }
     std::string report = testing::check_random_graph(*graph);
     if (!report.empty()) {

@@ -74,7 +74,7 @@ std::ostream& operator<<(std::ostream& out, const Array& array);
 namespace detail {
 /// Copies `count` elements of `dtype` from `data`; throws unless they fill `shape`.
 Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where);
-}
+}  // namespace detail
 
 // ---- Creation ---------------------------------------------------------------
 
@@ -113,8 +113,7 @@ Array scalar(T value, Location where = Location::current()) {
 Array zeros(Shape shape, DType dtype = DType::f32, Location where = Location::current());
 Array ones(Shape shape, DType dtype = DType::f32, Location where = Location::current());
 /// Filled with `value`; the dtype defaults to the value's kind (f32, i32, bool).
-Array full(Shape shape, Scalar value, std::optional<DType> dtype = std::nullopt,
-           Location where = Location::current());
+Array full(Shape shape, Scalar value, std::optional<DType> dtype = std::nullopt, Location where = Location::current());
 Array zeros_like(const Array& x, Location where = Location::current());
 Array ones_like(const Array& x, Location where = Location::current());
 Array full_like(const Array& x, Scalar value, Location where = Location::current());

@@ -35,9 +35,8 @@ int64_t shape_size(const Shape& shape);
 
 /// The C++ types that map onto a DType.
 template <class T>
-concept Element = std::is_same_v<T, bool> || std::is_same_v<T, int32_t> ||
-                  std::is_same_v<T, int64_t> || std::is_same_v<T, float> ||
-                  std::is_same_v<T, double>;
+concept Element = std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 /// Any C++ arithmetic type that may be mixed with arrays.
 template <class T>

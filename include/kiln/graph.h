@@ -103,16 +103,17 @@ auto trace_arguments(TraceSession& session, F&& fn, OnLeaf&& on_leaf, const Args
   // in the order of the arguments' leaves.
   auto traced = [&]<size_t... I>(std::index_sequence<I...>) {
     return std::tuple<Args...>{(argument = I, TreeTraits<Args>::map_arrays(args, placeholder))...};
-  }(std::index_sequence_for<Args...>());
+  }
+  (std::index_sequence_for<Args...>());
   return std::apply(fn, traced);
 }
 
 // Not constrained to trees: a non-tree argument must reach TreeTraits'
 // readable static_assert rather than fail overload resolution.
 template <class F, class... Args>
-  requires(!(LeafCallback<Args> || ...))
-auto trace_arguments(TraceSession& session, F&& fn, const Args&... args) {
-  return trace_arguments(session, fn, [](const Array&, size_t) {}, args...);
+requires(!(LeafCallback<Args> || ...)) auto trace_arguments(TraceSession& session, F&& fn, const Args&... args) {
+  return trace_arguments(
+      session, fn, [](const Array&, size_t) {}, args...);
 }
 }  // namespace detail
 

@@ -36,10 +36,10 @@ enum class Captures {
 enum class OnStorm { Warn, Error, Generalize };
 
 struct JitOptions {
-  std::string name;                // default: the call site, file:line
-  std::vector<int> donate_argnums; // arguments whose arrays the call consumes
+  std::string name;                 // default: the call site, file:line
+  std::vector<int> donate_argnums;  // arguments whose arrays the call consumes
   Captures captures = Captures::Auto;
-  int verify_every = 0;            // with Constant: re-trace every N-th hit, warn on a stale capture
+  int verify_every = 0;  // with Constant: re-trace every N-th hit, warn on a stale capture
   int recompile_limit = 8;
   OnStorm on_storm = OnStorm::Warn;
   std::vector<std::pair<int, int>> dynamic_dims;  // (argument leaf, dimension); a later capability
@@ -48,10 +48,10 @@ struct JitOptions {
 
 struct CacheStats {
   int64_t calls = 0;
-  int64_t hits = 0;     // calls served by an executable this function already had
-  int64_t misses = 0;   // calls that needed an executable this function did not have
+  int64_t hits = 0;    // calls served by an executable this function already had
+  int64_t misses = 0;  // calls that needed an executable this function did not have
   int64_t traces = 0;
-  int64_t compiles = 0; // executables actually compiled (not found in the process-wide cache)
+  int64_t compiles = 0;  // executables actually compiled (not found in the process-wide cache)
   int64_t persistent_hits = 0;
   double compile_seconds = 0;
   double trace_seconds = 0;
@@ -83,9 +83,9 @@ template <class R, class... A>
 class FunctionRef<R(A...)> {
  public:
   template <class F>
-  FunctionRef(F& fn) : object_(&fn), call_([](void* object, A... args) -> R {
-    return (*static_cast<F*>(object))(std::forward<A>(args)...);
-  }) {}
+  FunctionRef(F& fn)
+      : object_(&fn),
+        call_([](void* object, A... args) -> R { return (*static_cast<F*>(object))(std::forward<A>(args)...); }) {}
   R operator()(A... args) const { return call_(object_, std::forward<A>(args)...); }
 
  private:
@@ -95,9 +95,9 @@ class FunctionRef<R(A...)> {
 
 /// The flattened arguments of one call.
 struct CallArguments {
-  std::string signature;            // bytes: structure, abstract values, static values
-  std::vector<Array> arrays;        // dynamic leaves, in order
-  std::vector<char> donated;        // per leaf, when the call donates arguments
+  std::string signature;      // bytes: structure, abstract values, static values
+  std::vector<Array> arrays;  // dynamic leaves, in order
+  std::vector<char> donated;  // per leaf, when the call donates arguments
 };
 
 /// One path-named piece of a signature, for explanations.
@@ -251,7 +251,6 @@ class Jitted {
   static constexpr bool kiln_stateful = detail::stateful_v<F>;
 
  private:
-
   template <size_t... I, class... Args>
   Graph lower_adapted(std::index_sequence<I...>, const Args&... args) const {
     return lower_impl(detail::adapt_argument<F, I>(args)...);
@@ -305,8 +304,7 @@ class Jitted {
     auto describe = [&] {
       detail::SignatureDescriber describer;
       size_t index = 0;
-      ((describer.enter("arg " + std::to_string(index++)), TreeTraits<Args>::visit(args, describer),
-        describer.leave()),
+      ((describer.enter("arg " + std::to_string(index++)), TreeTraits<Args>::visit(args, describer), describer.leave()),
        ...);
       return std::move(describer.tokens);
     };

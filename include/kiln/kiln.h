@@ -8,7 +8,7 @@
 #include "kiln/graph.h"
 #include "kiln/io.h"
 #include "kiln/jit.h"
-#include "kiln/telemetry.h"
 #include "kiln/ops.h"
 #include "kiln/random.h"
+#include "kiln/telemetry.h"
 #include "kiln/tree.h"

@@ -115,8 +115,8 @@ Array expand_dims(const Array& x, Axes axes, Location where = Location::current(
 Array squeeze(const Array& x, Axes axes = Axes::all(), Location where = Location::current());
 /// Static slicing per axis, NumPy style: negative start/stop count from the
 /// end; `step` >= 1 (use `flip` to reverse). Omitted trailing axes are whole.
-Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> stop,
-            std::vector<int64_t> step = {}, Location where = Location::current());
+Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> stop, std::vector<int64_t> step = {},
+            Location where = Location::current());
 Array concatenate(const std::vector<Array>& xs, int64_t axis = 0, Location where = Location::current());
 Array stack(const std::vector<Array>& xs, int64_t axis = 0, Location where = Location::current());
 /// Constant padding: `lo[i]`/`hi[i]` elements before/after axis i.

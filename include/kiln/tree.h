@@ -37,7 +37,9 @@ template <class T, class Enable = void>
 struct TreeTraits {
   static constexpr bool not_a_tree = true;
   template <class V>
-  static void visit(const T&, V&) { reject(); }
+  static void visit(const T&, V&) {
+    reject();
+  }
   template <class F>
   static T map_arrays(const T& value, F&) {
     reject();
@@ -61,13 +63,17 @@ struct TreeTraits {
 ///   node(string_view kind, size_t size)     a container and its size (structure)
 ///   enter(string segment) / leave()         path of what follows, e.g. `["tokens"]`, `[2]`, `.weight`
 template <class T>
-concept Tree = !requires { TreeTraits<std::remove_cvref_t<T>>::not_a_tree; };
+concept Tree = !requires {
+  TreeTraits<std::remove_cvref_t<T>>::not_a_tree;
+};
 
 namespace tree_detail {
 uint64_t hash_bytes(const void* data, size_t size, uint64_t seed);
 
 template <class T>
-concept Printable = requires(std::ostream& out, const T& value) { out << value; };
+concept Printable = requires(std::ostream& out, const T& value) {
+  out << value;
+};
 
 template <class T>
 std::string describe(const T& value) {
@@ -91,9 +97,13 @@ std::string describe(const T& value) {
 template <>
 struct TreeTraits<Array> {
   template <class V>
-  static void visit(const Array& value, V& visitor) { visitor.array(value); }
+  static void visit(const Array& value, V& visitor) {
+    visitor.array(value);
+  }
   template <class F>
-  static Array map_arrays(const Array& value, F& fn) { return fn(value); }
+  static Array map_arrays(const Array& value, F& fn) {
+    return fn(value);
+  }
 };
 
 /// Numbers, enums and strings are static leaves: hashed by value.
@@ -108,7 +118,9 @@ struct TreeTraits<T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<
     visitor.static_leaf(tree_detail::hash_bytes(&canonical, sizeof(T), sizeof(T)), tree_detail::describe(value));
   }
   template <class F>
-  static T map_arrays(const T& value, F&) { return value; }
+  static T map_arrays(const T& value, F&) {
+    return value;
+  }
 };
 
 template <>
@@ -118,7 +130,9 @@ struct TreeTraits<std::string> {
     visitor.static_leaf(tree_detail::hash_bytes(value.data(), value.size(), 0x5eed), tree_detail::describe(value));
   }
   template <class F>
-  static std::string map_arrays(const std::string& value, F&) { return value; }
+  static std::string map_arrays(const std::string& value, F&) {
+    return value;
+  }
 };
 
 template <class T>
@@ -156,7 +170,8 @@ struct TreeTraits<std::array<T, N>> {
   static std::array<T, N> map_arrays(const std::array<T, N>& value, F& fn) {
     return [&]<size_t... I>(std::index_sequence<I...>) {
       return std::array<T, N>{TreeTraits<T>::map_arrays(value[I], fn)...};
-    }(std::make_index_sequence<N>());
+    }
+    (std::make_index_sequence<N>());
   }
 };
 
@@ -203,14 +218,16 @@ struct TreeTraits<std::tuple<Ts...>> {
       ((visitor.enter("[" + std::to_string(I) + "]"),
         TreeTraits<std::remove_cvref_t<Ts>>::visit(std::get<I>(value), visitor), visitor.leave()),
        ...);
-    }(std::index_sequence_for<Ts...>());
+    }
+    (std::index_sequence_for<Ts...>());
   }
   template <class F>
   static std::tuple<Ts...> map_arrays(const std::tuple<Ts...>& value, F& fn) {
     // Braced initialization evaluates left to right, keeping leaf order.
     return [&]<size_t... I>(std::index_sequence<I...>) {
       return std::tuple<Ts...>{TreeTraits<std::remove_cvref_t<Ts>>::map_arrays(std::get<I>(value), fn)...};
-    }(std::index_sequence_for<Ts...>());
+    }
+    (std::index_sequence_for<Ts...>());
   }
 };
 
@@ -270,9 +287,8 @@ std::remove_cvref_t<T> tree_map(F&& fn, const T& tree, const Others&... others) 
     if constexpr (sizeof...(Others) == 0) {
       return fn(leaf);
     } else {
-      return [&]<size_t... I>(std::index_sequence<I...>) -> Array {
-        return fn(leaf, other_leaves[I][i]...);
-      }(std::index_sequence_for<Others...>());
+      return [&]<size_t... I>(std::index_sequence<I...>)->Array { return fn(leaf, other_leaves[I][i]...); }
+      (std::index_sequence_for<Others...>());
     }
   };
   if constexpr (sizeof...(Others) > 0) {
@@ -289,8 +305,8 @@ std::remove_cvref_t<T> tree_map(F&& fn, const T& tree, const Others&... others) 
 // Registers a struct as a tree whose children are the listed fields, in order.
 // Use at namespace scope, outside any namespace: KILN_TREE(Params, w1, b1, w2, b2).
 
-#define KILN_TREE_DETAIL_VISIT(field)        \
-  visitor.enter("." #field);                 \
+#define KILN_TREE_DETAIL_VISIT(field)                                                          \
+  visitor.enter("." #field);                                                                   \
   ::kiln::TreeTraits<std::remove_cvref_t<decltype(value.field)>>::visit(value.field, visitor); \
   visitor.leave();
 #define KILN_TREE_DETAIL_MAP(field) \
@@ -314,26 +330,25 @@ std::remove_cvref_t<T> tree_map(F&& fn, const T& tree, const Others&... others) 
 #define KILN_TREE_DETAIL_FE_15(M, a, ...) M(a) KILN_TREE_DETAIL_EXPAND(KILN_TREE_DETAIL_FE_14(M, __VA_ARGS__))
 #define KILN_TREE_DETAIL_FE_16(M, a, ...) M(a) KILN_TREE_DETAIL_EXPAND(KILN_TREE_DETAIL_FE_15(M, __VA_ARGS__))
 #define KILN_TREE_DETAIL_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, NAME, ...) NAME
-#define KILN_TREE_DETAIL_FOR_EACH(M, ...)                                                                    \
-  KILN_TREE_DETAIL_EXPAND(KILN_TREE_DETAIL_PICK(                                                             \
-      __VA_ARGS__, KILN_TREE_DETAIL_FE_16, KILN_TREE_DETAIL_FE_15, KILN_TREE_DETAIL_FE_14,                     \
-      KILN_TREE_DETAIL_FE_13, KILN_TREE_DETAIL_FE_12, KILN_TREE_DETAIL_FE_11, KILN_TREE_DETAIL_FE_10,          \
-      KILN_TREE_DETAIL_FE_9, KILN_TREE_DETAIL_FE_8, KILN_TREE_DETAIL_FE_7, KILN_TREE_DETAIL_FE_6,              \
-      KILN_TREE_DETAIL_FE_5, KILN_TREE_DETAIL_FE_4, KILN_TREE_DETAIL_FE_3, KILN_TREE_DETAIL_FE_2,              \
-      KILN_TREE_DETAIL_FE_1)(M, __VA_ARGS__))
+#define KILN_TREE_DETAIL_FOR_EACH(M, ...)                                                                          \
+  KILN_TREE_DETAIL_EXPAND(KILN_TREE_DETAIL_PICK(                                                                   \
+      __VA_ARGS__, KILN_TREE_DETAIL_FE_16, KILN_TREE_DETAIL_FE_15, KILN_TREE_DETAIL_FE_14, KILN_TREE_DETAIL_FE_13, \
+      KILN_TREE_DETAIL_FE_12, KILN_TREE_DETAIL_FE_11, KILN_TREE_DETAIL_FE_10, KILN_TREE_DETAIL_FE_9,               \
+      KILN_TREE_DETAIL_FE_8, KILN_TREE_DETAIL_FE_7, KILN_TREE_DETAIL_FE_6, KILN_TREE_DETAIL_FE_5,                  \
+      KILN_TREE_DETAIL_FE_4, KILN_TREE_DETAIL_FE_3, KILN_TREE_DETAIL_FE_2, KILN_TREE_DETAIL_FE_1)(M, __VA_ARGS__))
 
-#define KILN_TREE(Type, ...)                                                              \
-  template <>                                                                             \
-  struct kiln::TreeTraits<Type> {                                                         \
-    template <class V>                                                                    \
-    static void visit(const Type& value, V& visitor) {                                    \
-      visitor.node(#Type, 0);                                                             \
-      KILN_TREE_DETAIL_FOR_EACH(KILN_TREE_DETAIL_VISIT, __VA_ARGS__)                      \
-    }                                                                                     \
-    template <class F>                                                                    \
-    static Type map_arrays(const Type& value, F& fn) {                                    \
-      Type result = value;                                                                \
-      KILN_TREE_DETAIL_FOR_EACH(KILN_TREE_DETAIL_MAP, __VA_ARGS__)                        \
-      return result;                                                                      \
-    }                                                                                     \
+#define KILN_TREE(Type, ...)                                         \
+  template <>                                                        \
+  struct kiln::TreeTraits<Type> {                                    \
+    template <class V>                                               \
+    static void visit(const Type& value, V& visitor) {               \
+      visitor.node(#Type, 0);                                        \
+      KILN_TREE_DETAIL_FOR_EACH(KILN_TREE_DETAIL_VISIT, __VA_ARGS__) \
+    }                                                                \
+    template <class F>                                               \
+    static Type map_arrays(const Type& value, F& fn) {               \
+      Type result = value;                                           \
+      KILN_TREE_DETAIL_FOR_EACH(KILN_TREE_DETAIL_MAP, __VA_ARGS__)   \
+      return result;                                                 \
+    }                                                                \
   }

@@ -28,13 +28,13 @@ void diff_arrays(const SignatureToken& a, const SignatureToken& b, std::vector<D
   } else if (a.shape != b.shape) {
     for (size_t d = 0; d < a.shape.size(); ++d)
       if (a.shape[d] != b.shape[d])
-        out.push_back({b.path + " dimension " + std::to_string(d) + " changed: " + std::to_string(a.shape[d]) +
-                           " -> " + std::to_string(b.shape[d]) + " (" + type_text(a) + " -> " + type_text(b) + ")",
+        out.push_back({b.path + " dimension " + std::to_string(d) + " changed: " + std::to_string(a.shape[d]) + " -> " +
+                           std::to_string(b.shape[d]) + " (" + type_text(a) + " -> " + type_text(b) + ")",
                        shape_hint});
   } else if (a.weak != b.weak) {
     out.push_back({b.path + " changed from " + std::string(a.weak ? "a C++ number (weakly typed)" : "an array") +
-                       " to " + (b.weak ? "a C++ number (weakly typed)" : "an array") + ": " + type_text(a) +
-                       " -> " + type_text(b),
+                       " to " + (b.weak ? "a C++ number (weakly typed)" : "an array") + ": " + type_text(a) + " -> " +
+                       type_text(b),
                    "pass the same kind of value every call"});
   }
 }
@@ -54,8 +54,7 @@ std::vector<Difference> diff_signatures(const detail::SignatureDescription& cach
       // Report only the outermost missing path (its children are missing too).
       bool parent_missing = false;
       for (const auto& [path, other] : old_tokens)
-        if (path.size() < token.path.size() && token.path.compare(0, path.size(), path) == 0 &&
-            !new_tokens.count(path))
+        if (path.size() < token.path.size() && token.path.compare(0, path.size(), path) == 0 && !new_tokens.count(path))
           parent_missing = true;
       if (!parent_missing)
         out.push_back({token.path + " is missing (the cached call had it: " + token.text + ")",
@@ -64,8 +63,8 @@ std::vector<Difference> diff_signatures(const detail::SignatureDescription& cach
     }
     const SignatureToken& now = *found->second;
     if (token.kind != now.kind) {
-      out.push_back({token.path + " changed kind: " + token.text + " -> " + now.text,
-                     "pass the same kind of value every call"});
+      out.push_back(
+          {token.path + " changed kind: " + token.text + " -> " + now.text, "pass the same kind of value every call"});
     } else if (token.kind == SignatureToken::Kind::array) {
       diff_arrays(token, now, out);
     } else if (token.kind == SignatureToken::Kind::static_value && token.hash != now.hash) {
@@ -106,8 +105,9 @@ std::vector<Difference> diff_graphs(const ir::Graph& cached, const ir::Graph& cu
     for (size_t i = 0; i < current.nodes.size(); ++i) {
       if (current.nodes[i].op != ir::Primitive::literal) continue;
       if (std::find(changed.begin(), changed.end(), ordinal) != changed.end())
-        out.push_back({"the number used at " + detail::location_string(current.nodes[i].where) + " changed: " +
-                           cached.nodes[i].attrs.scalar.to_string() + " -> " + current.nodes[i].attrs.scalar.to_string(),
+        out.push_back({"the number used at " + detail::location_string(current.nodes[i].where) +
+                           " changed: " + cached.nodes[i].attrs.scalar.to_string() + " -> " +
+                           current.nodes[i].attrs.scalar.to_string(),
                        "numbers that change between calls are lifted to runtime inputs after their 2nd value; "
                        "to avoid even that compile, pass the number as an argument (an Array parameter)"});
       ++ordinal;
@@ -120,8 +120,8 @@ std::vector<Difference> diff_graphs(const ir::Graph& cached, const ir::Graph& cu
     const ir::Node& a = cached.nodes[static_cast<size_t>(cached.captures[k])];
     const ir::Node& b = current.nodes[static_cast<size_t>(current.captures[k])];
     if (!(a.type == b.type))
-      out.push_back({"the array captured at " + detail::location_string(b.where) + " changed type: " +
-                         a.type.to_string() + " -> " + b.type.to_string(),
+      out.push_back({"the array captured at " + detail::location_string(b.where) +
+                         " changed type: " + a.type.to_string() + " -> " + b.type.to_string(),
                      "pass it as an argument so its shape is part of the signature"});
   }
   if (!out.empty()) return out;
@@ -140,8 +140,8 @@ std::vector<Difference> diff_graphs(const ir::Graph& cached, const ir::Graph& cu
       return out;
     }
   }
-  out.push_back({"the traced graph has " + std::to_string(current.nodes.size()) + " nodes (cached: " +
-                     std::to_string(cached.nodes.size()) + ")",
+  out.push_back({"the traced graph has " + std::to_string(current.nodes.size()) +
+                     " nodes (cached: " + std::to_string(cached.nodes.size()) + ")",
                  "a value read from outside the arguments changed the traced code; pass it as an argument"});
   return out;
 }

@@ -1,14 +1,14 @@
 // Process-wide graph -> executable cache (see the header).
 #include "cache/graph_cache.h"
 
-#include "cache/backend_choice.h"
-#include "transform/verify.h"
-
 #include <chrono>
 #include <condition_variable>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+
+#include "cache/backend_choice.h"
+#include "transform/verify.h"
 
 namespace kiln::cache {
 

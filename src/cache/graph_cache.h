@@ -13,7 +13,7 @@ namespace kiln::cache {
 
 struct GraphLookup {
   std::shared_ptr<const runtime::Executable> executable;
-  bool compiled = false;       // this call compiled it (not found)
+  bool compiled = false;  // this call compiled it (not found)
   double compile_seconds = 0;
   uint64_t key = 0;
 };

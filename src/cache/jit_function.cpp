@@ -18,9 +18,7 @@ namespace kiln {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Process-wide totals; atomics keep the hit path free of a shared lock.
 struct GlobalStats {
@@ -53,7 +51,11 @@ void add_global(const CacheStats& delta) {
 }
 
 std::string ordinal(int64_t n) {
-  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th"
+                       : n % 10 == 1                    ? "st"
+                       : n % 10 == 2                    ? "nd"
+                       : n % 10 == 3                    ? "rd"
+                                                        : "th";
   return std::to_string(n) + suffix;
 }
 
@@ -76,8 +78,9 @@ CacheLimits cache_limits() {
 
 CacheStats global_cache_stats() {
   const GlobalStats& g = global().stats;
-  return CacheStats{g.calls.load(), g.hits.load(), g.misses.load(), g.traces.load(), g.compiles.load(),
-                    g.persistent_hits.load(), g.compile_seconds.load(), g.trace_seconds.load()};
+  return CacheStats{g.calls.load(),           g.hits.load(),         g.misses.load(),
+                    g.traces.load(),          g.compiles.load(),     g.persistent_hits.load(),
+                    g.compile_seconds.load(), g.trace_seconds.load()};
 }
 
 void clear_graph_cache() {
@@ -116,7 +119,8 @@ JitFunction::Traced JitFunction::run_trace(FunctionRef<TraceOutcome(TraceSession
   }
   add_global(CacheStats{.traces = 1, .trace_seconds = seconds});
   if (telemetry::wanted(telemetry::EventKind::trace))
-    telemetry::emit({telemetry::EventKind::trace, name_, telemetry::digest(traced.graph.structure_hash()), seconds, ""});
+    telemetry::emit(
+        {telemetry::EventKind::trace, name_, telemetry::digest(traced.graph.structure_hash()), seconds, ""});
   return traced;
 }
 
@@ -135,7 +139,8 @@ std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arg
     outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
   }
   if (timed)
-    telemetry::emit({telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
+    telemetry::emit(
+        {telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
   return outputs;
 }
 
@@ -161,7 +166,8 @@ CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(
     if (entry) {
       add_global(CacheStats{.hits = 1});
       if (telemetry::wanted(telemetry::EventKind::cache_hit))
-        telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(entry->executable_key), 0, "signature"});
+        telemetry::emit(
+            {telemetry::EventKind::cache_hit, name_, telemetry::digest(entry->executable_key), 0, "signature"});
       if (!verify) return {run(*entry, arguments, nullptr, nullptr), entry->skeleton};
       Traced fresh = run_trace(trace);
       verify_frozen(*entry, fresh);
@@ -406,7 +412,8 @@ JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& argum
                                               " nodes, key " + telemetry::digest(lookup.key) + ") in " +
                                               std::to_string(lookup.compile_seconds * 1e3) + " ms: " + reason);
   if (telemetry::wanted(telemetry::EventKind::compile))
-    telemetry::emit({telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
+    telemetry::emit(
+        {telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
   return {entry, entry->lifted_inputs};
 }
 

@@ -73,8 +73,8 @@ class JitFunction {
     SignatureDescription description;
     std::string explanation, hint;
     int64_t compile_number = 0;
-    bool same_signature = false;  // the closest entry has this call's signature
-    bool lifting = false;         // this miss lifted literal sites not lifted before
+    bool same_signature = false;     // the closest entry has this call's signature
+    bool lifting = false;            // this miss lifted literal sites not lifted before
     const Entry* closest = nullptr;  // valid only under mutex_
     bool storm = false;
     bool report_storm = false;  // first storm of this function (or every one, unless OnStorm::Warn)

@@ -25,7 +25,8 @@ void SignatureBuilder::array(const Array& a) {
   append(out.signature, impl.type.weak);
   append(out.signature, static_cast<uint8_t>(impl.type.shape.size()));
   if (!impl.type.shape.empty())
-    out.signature.append(reinterpret_cast<const char*>(impl.type.shape.data()), impl.type.shape.size() * sizeof(int64_t));
+    out.signature.append(reinterpret_cast<const char*>(impl.type.shape.data()),
+                         impl.type.shape.size() * sizeof(int64_t));
   out.arrays.push_back(a);
 }
 

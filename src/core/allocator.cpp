@@ -85,10 +85,8 @@ void* system_allocate(size_t bytes) {
 }
 
 void system_free(void* block, size_t bytes) {
-  if (caching && bytes >= mapped_block_bytes)
-    munmap(block, bytes);
-  else
-    std::free(block);
+  if (caching && bytes >= mapped_block_bytes) munmap(block, bytes);
+  else std::free(block);
 }
 
 size_t default_cache_limit() {
@@ -205,10 +203,8 @@ class Allocator {
         }
       }
     }
-    if (!keep)
-      system_free(block, size);
-    else if (cached_after > limit)
-      release(limit);
+    if (!keep) system_free(block, size);
+    else if (cached_after > limit) release(limit);
   }
 
   // Gives back least recently freed blocks until at most `target` bytes stay cached.

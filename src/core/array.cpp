@@ -49,23 +49,21 @@ const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Loca
           "assign an array to it before use, e.g. kiln::zeros({...})");
   if (array.impl()->donated_to)
     raise<DonatedArrayError>(operation,
-                             "array " + array.impl()->type.to_string() + " was donated to " + *array.impl()->donated_to +
-                                 " and may no longer be used",
+                             "array " + array.impl()->type.to_string() + " was donated to " +
+                                 *array.impl()->donated_to + " and may no longer be used",
                              where, "use the function's result instead, or remove the argument from donate_argnums");
   return *array.impl();
 }
 
-
-void read_elements(const Array& array, DType as, void* out, int64_t count, const char* operation,
-                   Location where) {
+void read_elements(const Array& array, DType as, void* out, int64_t count, const char* operation, Location where) {
   const ArrayImpl& impl = impl_of(array, operation, where);
   if (impl.trace) {
     const TraceContext& trace = *impl.trace;
     if (!trace.alive) raise_leaked(impl, operation, where);
     raise<ConcretizationError>(
         operation,
-        "cannot read the value of traced array " + impl.type.to_string() + " inside the trace of '" +
-            trace.name + "' (begun at " + location_string(trace.where) + ")",
+        "cannot read the value of traced array " + impl.type.to_string() + " inside the trace of '" + trace.name +
+            "' (begun at " + location_string(trace.where) + ")",
         where,
         "a traced value is known only when the compiled code runs: use kiln::where for a data-dependent "
         "choice, or pass the value as a static (non-Array) argument");
@@ -97,8 +95,9 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
   for (int64_t extent : shape)
     if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
   if (count != shape_size(shape))
-    raise("array", std::to_string(count) + " values do not fill shape " + shape_string(shape) + " (" +
-                       std::to_string(shape_size(shape)) + " elements)",
+    raise("array",
+          std::to_string(count) + " values do not fill shape " + shape_string(shape) + " (" +
+              std::to_string(shape_size(shape)) + " elements)",
           where, "pass exactly as many values as the shape holds");
   Array result = allocate(AbstractValue{dtype, false, std::move(shape)});
   if (count > 0) std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
@@ -117,8 +116,9 @@ bool Array::is_tracer() const { return impl_ && impl_->trace != nullptr; }
 int64_t Array::shape(int64_t axis) const {
   int64_t rank = ndim();
   if (axis < -rank || axis >= rank)
-    detail::raise("shape", "axis " + std::to_string(axis) + " is out of range for an array of shape " +
-                               shape_string(shape()), Location::current());
+    detail::raise("shape",
+                  "axis " + std::to_string(axis) + " is out of range for an array of shape " + shape_string(shape()),
+                  Location::current());
   return shape()[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
 }
 

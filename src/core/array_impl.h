@@ -60,16 +60,20 @@ struct TraceContext {
 
 struct ArrayImpl {
   AbstractValue type;
-  std::shared_ptr<Buffer> buffer;     // concrete arrays
+  std::shared_ptr<Buffer> buffer;       // concrete arrays
   std::shared_ptr<TraceContext> trace;  // tracers
-  int32_t value = -1;                 // tracers: node id in the trace's graph
+  int32_t value = -1;                   // tracers: node id in the trace's graph
   // Set when the array was donated to a jitted call: the message for a later use.
   std::shared_ptr<const std::string> donated_to;
 
   template <class T>
-  const T* data() const { return static_cast<const T*>(buffer->data()); }
+  const T* data() const {
+    return static_cast<const T*>(buffer->data());
+  }
   template <class T>
-  T* mutable_data() { return static_cast<T*>(buffer->data()); }
+  T* mutable_data() {
+    return static_cast<T*>(buffer->data());
+  }
 };
 
 /// Throws LeakedTracerError for a tracer whose trace ended (or that belongs to

@@ -1,9 +1,9 @@
 // DType names and sizes, shapes as text, and C++ scalars.
+#include "kiln/dtype.h"
+
 #include <cmath>
 #include <cstring>
 #include <sstream>
-
-#include "kiln/dtype.h"
 
 namespace kiln {
 

@@ -1,9 +1,8 @@
 // The one format of user-facing error messages.
 #include "core/error_format.h"
 
-#include <stdexcept>
-
 #include <cstring>
+#include <stdexcept>
 
 namespace kiln::detail {
 
@@ -14,8 +13,7 @@ std::string location_string(Location where) {
   return std::string(slash ? slash + 1 : file) + ":" + std::to_string(where.line());
 }
 
-std::string format_error(std::string_view operation, std::string_view message, Location where,
-                         std::string_view hint) {
+std::string format_error(std::string_view operation, std::string_view message, Location where, std::string_view hint) {
   std::string text = "[";
   text += operation;
   text += "] ";

@@ -26,16 +26,11 @@ constexpr uint32_t max_header_bytes = 1u << 20;
 
 std::string descr_of(DType dtype) {
   switch (dtype) {
-    case DType::bool_:
-      return "|b1";
-    case DType::i32:
-      return "<i4";
-    case DType::i64:
-      return "<i8";
-    case DType::f32:
-      return "<f4";
-    case DType::f64:
-      return "<f8";
+    case DType::bool_: return "|b1";
+    case DType::i32: return "<i4";
+    case DType::i64: return "<i8";
+    case DType::f32: return "<f4";
+    case DType::f64: return "<f8";
   }
   return "";
 }
@@ -202,10 +197,8 @@ void save_npy(const std::string& path, const Array& array, Location where) {
                                        "return the array from the traced function and save it outside");
   std::string shape = "(";
   for (size_t i = 0; i < impl.type.shape.size(); ++i) shape += std::to_string(impl.type.shape[i]) + ", ";
-  if (impl.type.shape.size() > 1)
-    shape.resize(shape.size() - 2);
-  else if (impl.type.shape.size() == 1)
-    shape.resize(shape.size() - 1);
+  if (impl.type.shape.size() > 1) shape.resize(shape.size() - 2);
+  else if (impl.type.shape.size() == 1) shape.resize(shape.size() - 1);
   shape += ")";
   std::string header =
       "{'descr': '" + descr_of(impl.type.dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";

@@ -29,16 +29,11 @@ constexpr uint64_t max_header_bytes = 100'000'000;
 
 const char* dtype_code(DType dtype) {
   switch (dtype) {
-    case DType::bool_:
-      return "BOOL";
-    case DType::i32:
-      return "I32";
-    case DType::i64:
-      return "I64";
-    case DType::f32:
-      return "F32";
-    case DType::f64:
-      return "F64";
+    case DType::bool_: return "BOOL";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::f32: return "F32";
+    case DType::f64: return "F64";
   }
   return "";
 }
@@ -242,10 +237,8 @@ std::map<std::string, Array> load(const std::string& path, Location where) {
 
   std::vector<Entry> entries;
   for (const auto& [name, info] : header.items()) {
-    if (name == metadata_key)
-      reader.metadata(info);
-    else
-      entries.push_back(reader.entry(name, info));
+    if (name == metadata_key) reader.metadata(info);
+    else entries.push_back(reader.entry(name, info));
   }
   reader.check_tiling(entries);
 

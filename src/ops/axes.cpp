@@ -13,7 +13,8 @@ int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view operation, c
                   "axis " + std::to_string(axis) + " is out of range for shape " + shape_string(shape) + " (rank " +
                       std::to_string(rank) + ")",
                   where,
-                  rank == 0 ? "a 0-d array has no axes" : "valid axes are -" + std::to_string(rank) + " to " + std::to_string(rank - 1));
+                  rank == 0 ? "a 0-d array has no axes"
+                            : "valid axes are -" + std::to_string(rank) + " to " + std::to_string(rank - 1));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -27,11 +28,16 @@ std::vector<int64_t> normalize_axes(const Axes& axes, int64_t rank, std::string_
   for (int64_t axis : axes.list()) result.push_back(normalize_axis(axis, rank, operation, shape, where));
   std::sort(result.begin(), result.end());
   if (std::adjacent_find(result.begin(), result.end()) != result.end())
-    detail::raise(operation, "repeated axis in " + std::string("[") + [&] {
-      std::string text;
-      for (size_t i = 0; i < axes.list().size(); ++i) text += (i ? "," : "") + std::to_string(axes.list()[i]);
-      return text;
-    }() + "] for shape " + shape_string(shape), where, "list each axis once");
+    detail::raise(
+        operation,
+        "repeated axis in " + std::string("[") +
+            [&] {
+              std::string text;
+              for (size_t i = 0; i < axes.list().size(); ++i) text += (i ? "," : "") + std::to_string(axes.list()[i]);
+              return text;
+            }() +
+            "] for shape " + shape_string(shape),
+        where, "list each axis once");
   return result;
 }
 

@@ -6,8 +6,8 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
-#include "ops/elementwise.h"
 #include "ops/apply.h"
+#include "ops/elementwise.h"
 
 namespace kiln {
 namespace ops {
@@ -23,7 +23,8 @@ AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* cons
   std::string_view name = ir::primitive_name(node.op);
   size_t first = node.op == Primitive::select ? 1 : 0;
   if (inputs.size() != first + 2)
-    detail::raise(name, "takes " + std::to_string(first + 2) + " operands, got " + std::to_string(inputs.size()), node.where);
+    detail::raise(name, "takes " + std::to_string(first + 2) + " operands, got " + std::to_string(inputs.size()),
+                  node.where);
   const AbstractValue& a = *inputs[first];
   const AbstractValue& b = *inputs[first + 1];
   if (a.dtype != b.dtype || a.shape != b.shape)
@@ -160,8 +161,9 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   Shape shape = broadcast_shapes(sa, sb, name, where);
   // Eagerly, an array with a number on a large array: compile literal,
   // broadcast and operation together instead of materializing the broadcast.
-  const detail::EagerCompiler* compiler =
-      a.is_number() != b.is_number() && !detail::tracing_active() ? detail::eager_compiler_for(shape_size(shape)) : nullptr;
+  const detail::EagerCompiler* compiler = a.is_number() != b.is_number() && !detail::tracing_active()
+                                              ? detail::eager_compiler_for(shape_size(shape))
+                                              : nullptr;
   if (compiler) {
     const Operand& array = a.is_number() ? b : a;
     auto build = [&](std::span<const Array> placeholders) {
@@ -250,8 +252,10 @@ ScalarValue lower(ScalarEmitter& e, const Node&, std::span<const ScalarValue> v,
   else if constexpr (op == Primitive::mul) return boolean ? e.logical_and(v[0], v[1]) : e.mul(v[0], v[1], dtype);
   else if constexpr (op == Primitive::div) return e.div(v[0], v[1]);
   else if constexpr (op == Primitive::pow) return e.pow(v[0], v[1], dtype);
-  else if constexpr (op == Primitive::max) return boolean ? e.logical_or(v[0], v[1]) : e.extreme(true, v[0], v[1], dtype);
-  else if constexpr (op == Primitive::min) return boolean ? e.logical_and(v[0], v[1]) : e.extreme(false, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::max)
+    return boolean ? e.logical_or(v[0], v[1]) : e.extreme(true, v[0], v[1], dtype);
+  else if constexpr (op == Primitive::min)
+    return boolean ? e.logical_and(v[0], v[1]) : e.extreme(false, v[0], v[1], dtype);
   else if constexpr (op == Primitive::eq) return e.compare(Comparison::eq, v[0], v[1], dtype);
   else if constexpr (op == Primitive::ne) return e.compare(Comparison::ne, v[0], v[1], dtype);
   else if constexpr (op == Primitive::lt) return e.compare(Comparison::lt, v[0], v[1], dtype);
@@ -330,16 +334,14 @@ Array where(Operand cond, Operand x, Operand y) {
   auto shape_of = [&](const Operand& o) -> const Shape& {
     return o.is_number() ? scalar_shape : detail::impl_of(o.array(), "where", where).type.shape;
   };
-  Shape shape = ops::broadcast_shapes(ops::broadcast_shapes(shape_of(cond), shape_of(x), "where", where),
-                                      shape_of(y), "where", where);
+  Shape shape = ops::broadcast_shapes(ops::broadcast_shapes(shape_of(cond), shape_of(x), "where", where), shape_of(y),
+                                      "where", where);
   Array c = ops::materialize(cond, {DType::bool_, false}, shape, where);
   return detail::apply(Primitive::select,
                        {c, ops::materialize(x, target, shape, where), ops::materialize(y, target, shape, where)}, {},
                        where);
 }
 
-Array clip(Operand x, Operand lo, Operand hi) {
-  return minimum(Operand(maximum(x, lo), x.where()), hi);
-}
+Array clip(Operand x, Operand lo, Operand hi) { return minimum(Operand(maximum(x, lo), x.where()), hi); }
 
 }  // namespace kiln

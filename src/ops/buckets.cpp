@@ -20,8 +20,8 @@ Array pad_to_bucket(const Array& x, int64_t axis, std::vector<int64_t> buckets, 
     auto fits = std::lower_bound(buckets.begin(), buckets.end(), length);
     if (fits == buckets.end())
       detail::raise("pad_to_bucket",
-                    "length " + std::to_string(length) + " of axis " + std::to_string(axis) + " in " + type.to_string() +
-                        " is beyond the largest bucket " + std::to_string(buckets.back()),
+                    "length " + std::to_string(length) + " of axis " + std::to_string(axis) + " in " +
+                        type.to_string() + " is beyond the largest bucket " + std::to_string(buckets.back()),
                     where, "add a larger bucket");
     target = *fits;
   }

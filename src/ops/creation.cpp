@@ -5,8 +5,8 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
-#include "ops/elementwise.h"
 #include "ops/apply.h"
+#include "ops/elementwise.h"
 
 namespace kiln {
 namespace ops {
@@ -45,7 +45,8 @@ AbstractValue infer_iota(const Node& node, std::span<const AbstractValue* const>
   const Shape& shape = node.attrs.shape;
   int64_t axis = node.attrs.ints.at(0);
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
-    detail::raise("iota", "axis " + std::to_string(axis) + " out of range for shape " + shape_string(shape), node.where);
+    detail::raise("iota", "axis " + std::to_string(axis) + " out of range for shape " + shape_string(shape),
+                  node.where);
   if (node.attrs.dtype == DType::bool_) detail::raise("iota", "needs a numeric dtype, got bool", node.where);
   for (int64_t extent : shape)
     if (extent < 0) detail::raise("iota", "negative dimension in shape " + shape_string(shape), node.where);
@@ -191,7 +192,7 @@ Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtyp
   Array values = add(Operand(mul(Operand(index, where), Operand(step, where)), where), Operand(start, where));
   if (endpoint && num > 1)
     values = kiln::where(Operand(equal(Operand(index, where), Operand(static_cast<double>(num - 1), where)), where),
-                   Operand(stop, where), Operand(values, where));
+                         Operand(stop, where), Operand(values, where));
   return astype(values, dtype, where);
 }
 

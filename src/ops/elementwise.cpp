@@ -64,11 +64,13 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operatio
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1)
-      detail::raise(operation,
-                    "shapes " + shape_string(a) + " and " + shape_string(b) +
-                        " do not broadcast: dimension " + std::to_string(i) + " (from the right: " +
-                        std::to_string(rank - i) + ") is " + std::to_string(da) + " vs " + std::to_string(db),
-                    where, "NumPy broadcasting needs trailing dimensions that are equal or 1; reshape or expand_dims one operand");
+      detail::raise(
+          operation,
+          "shapes " + shape_string(a) + " and " + shape_string(b) + " do not broadcast: dimension " +
+              std::to_string(i) + " (from the right: " + std::to_string(rank - i) + ") is " + std::to_string(da) +
+              " vs " + std::to_string(db),
+          where,
+          "NumPy broadcasting needs trailing dimensions that are equal or 1; reshape or expand_dims one operand");
     result[i] = da == 1 ? db : da;
   }
   return result;

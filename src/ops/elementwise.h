@@ -5,8 +5,8 @@
 
 #include <string_view>
 
-#include "ops/rules.h"
 #include "kiln/ops.h"
+#include "ops/rules.h"
 
 namespace kiln::ops {
 

@@ -32,8 +32,9 @@ std::string graph_text(const ir::Graph& graph) {
     line << "  %" << i << " = " << ir::primitive_name(node.op);
     if (auto describe = rules(node.op).describe) {
       std::string text = describe(node);
-      if (!text.empty()) line << (node.op == Primitive::literal || node.op == Primitive::input ? " " : "[") << text
-                               << (node.op == Primitive::literal || node.op == Primitive::input ? "" : "]");
+      if (!text.empty())
+        line << (node.op == Primitive::literal || node.op == Primitive::input ? " " : "[") << text
+             << (node.op == Primitive::literal || node.op == Primitive::input ? "" : "]");
     }
     for (ir::ValueId input : node.inputs) line << " %" << input;
     line << " : " << node.type.to_string();
@@ -49,7 +50,6 @@ std::string graph_text(const ir::Graph& graph) {
 }
 
 }  // namespace kiln::ops
-
 
 namespace kiln {
 

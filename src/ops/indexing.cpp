@@ -14,9 +14,9 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "ops/apply.h"
 #include "ops/axes.h"
 #include "ops/elementwise.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {
@@ -127,13 +127,11 @@ Array evaluate_take(const Node& node, std::span<const Array> inputs) {
 
 template <class T>
 T accumulate(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>)
-    return a || b;
+  if constexpr (std::is_same_v<T, bool>) return a || b;
   else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;  // wraps like NumPy, without UB
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else
-    return a + b;
+  } else return a + b;
 }
 
 Array evaluate_scatter_add(const Node& node, std::span<const Array> inputs) {
@@ -301,9 +299,8 @@ std::vector<Array> with_operands(std::initializer_list<Array> leading, std::span
 }
 
 std::vector<Array> vjp_take(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
-  Array x_cotangent =
-      detail::apply(Primitive::scatter_add, {zeros_of(inputs[0], node.where), inputs[1], cotangent}, node.attrs,
-                    node.where);
+  Array x_cotangent = detail::apply(Primitive::scatter_add, {zeros_of(inputs[0], node.where), inputs[1], cotangent},
+                                    node.attrs, node.where);
   return {x_cotangent, Array()};
 }
 
@@ -318,8 +315,7 @@ std::vector<Array> vjp_scatter_add(const Node& node, std::span<const Array> inpu
   return {cotangent, Array(), updates_cotangent};
 }
 
-Array jvp_scatter_add(const Node& node, std::span<const Array> inputs, const Array&,
-                      std::span<const Array> tangents) {
+Array jvp_scatter_add(const Node& node, std::span<const Array> inputs, const Array&, std::span<const Array> tangents) {
   // scatter_add is linear in (x, updates) jointly; a zero updates tangent adds nothing.
   if (!tangents[2].defined()) return tangents[0];
   Array storage;
@@ -351,8 +347,8 @@ std::vector<Array> vjp_dynamic_update_slice(const Node& node, std::span<const Ar
                             with_operands({cotangent, zeros_of(inputs[1], node.where)}, starts), {}, node.where);
   ir::Attributes window;
   window.shape = inputs[1].impl()->type.shape;
-  result[1] = detail::apply(Primitive::dynamic_slice, with_operands({cotangent}, starts), std::move(window),
-                            node.where);
+  result[1] =
+      detail::apply(Primitive::dynamic_slice, with_operands({cotangent}, starts), std::move(window), node.where);
   return result;
 }
 
@@ -493,12 +489,9 @@ Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Locati
   Shape shape(x_type.shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     int64_t xe = x_type.shape[d], ie = index_type.shape[d];
-    if (d == ax)
-      shape[d] = ie;
-    else if (xe == ie || ie == 1)
-      shape[d] = xe;
-    else if (xe == 1)
-      shape[d] = ie;
+    if (d == ax) shape[d] = ie;
+    else if (xe == ie || ie == 1) shape[d] = xe;
+    else if (xe == 1) shape[d] = ie;
     else
       detail::raise("take_along_axis",
                     "x " + x_type.to_string() + " and indices " + index_type.to_string() +
@@ -527,10 +520,8 @@ Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Locati
   Array linear;
   for (size_t d = shape.size(); d-- > 0;) {
     Array term;
-    if (d == ax)
-      term = coordinate;
-    else if (x_type.shape[d] != 1)
-      term = ops::iota(linear_dtype, shape, static_cast<int64_t>(d), where);
+    if (d == ax) term = coordinate;
+    else if (x_type.shape[d] != 1) term = ops::iota(linear_dtype, shape, static_cast<int64_t>(d), where);
     if (term.defined()) {
       if (stride != 1) term = mul(Operand(term, where), Operand(stride, where));
       linear = linear.defined() ? add(Operand(linear, where), Operand(term, where)) : term;

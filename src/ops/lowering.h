@@ -64,8 +64,7 @@ class ScalarEmitter {
 
 /// An elementwise primitive's code for one element, given its operands' values.
 using ScalarLowering = ScalarValue (*)(ScalarEmitter& emitter, const ir::Node& node,
-                                       std::span<const ScalarValue> operands,
-                                       std::span<const DType> operand_dtypes);
+                                       std::span<const ScalarValue> operands, std::span<const DType> operand_dtypes);
 
 /// How a reduction combines elements; the backend accumulates with it (in
 /// rows, lanes or slices) and starts from its identity.

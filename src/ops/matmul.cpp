@@ -7,8 +7,8 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
-#include "ops/elementwise.h"
 #include "ops/apply.h"
+#include "ops/elementwise.h"
 
 namespace kiln {
 namespace ops {

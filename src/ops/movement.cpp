@@ -13,9 +13,9 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "ops/apply.h"
 #include "ops/axes.h"
 #include "ops/elementwise.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {
@@ -556,8 +556,9 @@ void register_movement_rules(RuleTable& table) {
       .vjp = &vjp_broadcast,
       .jvp = &jvp_movement,
       .fusion = Fusion::elementwise,
-      .lower = [](ScalarEmitter&, const Node&, std::span<const ScalarValue> operands,
-                  std::span<const DType>) { return operands[0]; }};
+      .lower = [](ScalarEmitter&, const Node&, std::span<const ScalarValue> operands, std::span<const DType>) {
+        return operands[0];
+      }};
 }
 
 }  // namespace ops

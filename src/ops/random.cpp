@@ -19,9 +19,9 @@
 #include <numbers>
 
 #include "core/error_format.h"
+#include "ops/apply.h"
 #include "ops/elementwise.h"
 #include "ops/threefry.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {

@@ -13,9 +13,9 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "ops/apply.h"
 #include "ops/axes.h"
 #include "ops/elementwise.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace ops {
@@ -181,12 +181,9 @@ AxisSplit split_at(const Shape& shape, int64_t axis) {
   AxisSplit split;
   for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a) {
     int64_t e = shape[static_cast<size_t>(a)];
-    if (a < axis)
-      split.outer *= e;
-    else if (a == axis)
-      split.extent = e;
-    else
-      split.inner *= e;
+    if (a < axis) split.outer *= e;
+    else if (a == axis) split.extent = e;
+    else split.inner *= e;
   }
   return split;
 }

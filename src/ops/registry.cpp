@@ -1,8 +1,8 @@
 // Builds the rule table once, from every family's registration.
-#include "ops/rules.h"
-
 #include <string>
 #include <vector>
+
+#include "ops/rules.h"
 
 namespace kiln::ops {
 

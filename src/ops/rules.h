@@ -6,9 +6,9 @@
 #pragma once
 
 #include <array>
-#include <vector>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ops/lowering.h"

@@ -8,8 +8,8 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
-#include "ops/elementwise.h"
 #include "ops/apply.h"
+#include "ops/elementwise.h"
 
 namespace kiln {
 namespace ops {
@@ -31,8 +31,7 @@ AbstractValue infer_unary(const Node& node, std::span<const AbstractValue* const
   if (node.op == Primitive::is_nan) return {DType::bool_, false, x.shape};
   if (node.op == Primitive::logical_not && x.dtype != DType::bool_)
     detail::raise(name, "needs a bool operand, got " + x.to_string(), node.where);
-  if ((node.op == Primitive::neg || node.op == Primitive::abs || node.op == Primitive::sign) &&
-      x.dtype == DType::bool_)
+  if ((node.op == Primitive::neg || node.op == Primitive::abs || node.op == Primitive::sign) && x.dtype == DType::bool_)
     detail::raise(name, "is not defined for bool, got " + x.to_string(), node.where,
                   "convert with astype(x, kiln::i32) first, or use logical_not");
   return x;
@@ -40,7 +39,8 @@ AbstractValue infer_unary(const Node& node, std::span<const AbstractValue* const
 
 template <class T>
 T wrapping_neg(T v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(v));
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(v));
   else return -v;
 }
 
@@ -61,8 +61,7 @@ T reference(T x) {
   else if constexpr (op == Primitive::abs) {
     if constexpr (std::is_floating_point_v<T>) return std::abs(x);  // abs(-0) is +0
     else return x < 0 ? wrapping_neg(x) : x;
-  }
-  else if constexpr (op == Primitive::sign) {
+  } else if constexpr (op == Primitive::sign) {
     if constexpr (std::is_floating_point_v<T>)
       if (std::isnan(x)) return x;
     return static_cast<T>((x > 0) - (x < 0));
@@ -215,7 +214,8 @@ template <Primitive op>
 Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
   detail::LocationScope scope(node.where);
   if constexpr (op == Primitive::stop_gradient) return zeros_like(output);
-  else if constexpr (op == Primitive::convert) return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);
+  else if constexpr (op == Primitive::convert)
+    return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);
   else return derivative<op>(inputs[0], output, tangents[0]);
 }
 
@@ -292,14 +292,17 @@ Array square(const Array& x, Location where) { return mul(Operand(x, where), Ope
 // A select rather than maximum(x, 0): its derivative at 0 is 0 (as JAX's relu),
 // where maximum would split a tie; NaN still propagates as in NumPy.
 Array relu(const Array& x, Location where) {
-  Array keep = logical_or(Operand(greater(Operand(x, where), Operand(0, where)), where), Operand(isnan(x, where), where));
+  Array keep =
+      logical_or(Operand(greater(Operand(x, where), Operand(0, where)), where), Operand(isnan(x, where), where));
   return kiln::where(Operand(keep, where), Operand(x, where), Operand(0, where));
 }
 
 Array astype(const Array& x, DType dtype, Location where) { return ops::convert_to(x, dtype, false, where); }
 
 Array operator-(Operand x) {
-  if (x.is_number()) return ops::unary(Primitive::neg, detail::literal(x.number(), ops::type_class(x).dtype, true, x.where()), x.where());
+  if (x.is_number())
+    return ops::unary(Primitive::neg, detail::literal(x.number(), ops::type_class(x).dtype, true, x.where()),
+                      x.where());
   return ops::unary(Primitive::neg, x.array(), x.where());
 }
 Array operator!(Operand x) {

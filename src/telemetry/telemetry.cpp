@@ -37,7 +37,9 @@ unsigned parse_log(const char* text) {
     else if (item == "cache") mask |= log_cache;
     else if (item == "all") mask |= log_compiles | log_recompiles | log_storms | log_cache;
     else if (item == "none") mask = 0;
-    else std::fprintf(stderr, "kiln: KILN_LOG: unknown category '%s' (known: compiles,recompiles,storms,cache,all,none)\n", item.c_str());
+    else
+      std::fprintf(stderr, "kiln: KILN_LOG: unknown category '%s' (known: compiles,recompiles,storms,cache,all,none)\n",
+                   item.c_str());
   }
   return mask;
 }

@@ -12,7 +12,7 @@ enum LogCategory : unsigned {
   log_compiles = 1,    // one line per compile
   log_recompiles = 2,  // the explanation of every miss on a function that has entries
   log_storms = 4,
-  log_cache = 8,       // hits, traces, executions
+  log_cache = 8,  // hits, traces, executions
 };
 
 /// Categories enabled by KILN_LOG (read once; default: storms).

@@ -2,9 +2,9 @@
 #include "trace/trace.h"
 
 #include "core/error_format.h"
+#include "ir/dead_code.h"
 #include "kiln/graph.h"
 #include "kiln/jit.h"
-#include "ir/dead_code.h"
 
 namespace kiln::detail {
 

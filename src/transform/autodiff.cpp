@@ -2,9 +2,9 @@
 #include "transform/autodiff.h"
 
 #include "core/error_format.h"
-#include "ops/rules.h"
 #include "kiln/ops.h"
 #include "ops/apply.h"
+#include "ops/rules.h"
 
 namespace kiln::transform {
 
@@ -42,8 +42,10 @@ std::vector<Array> Replay::outputs() const {
 
 Replay replay(const ir::Graph& graph, std::span<const Array> arguments, std::span<const Array> captures) {
   Replay result{&graph, std::vector<Array>(graph.nodes.size())};
-  for (size_t k = 0; k < graph.arguments.size(); ++k) result.values[static_cast<size_t>(graph.arguments[k])] = arguments[k];
-  for (size_t k = 0; k < graph.captures.size(); ++k) result.values[static_cast<size_t>(graph.captures[k])] = captures[k];
+  for (size_t k = 0; k < graph.arguments.size(); ++k)
+    result.values[static_cast<size_t>(graph.arguments[k])] = arguments[k];
+  for (size_t k = 0; k < graph.captures.size(); ++k)
+    result.values[static_cast<size_t>(graph.captures[k])] = captures[k];
   std::vector<Array> inputs;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
@@ -60,7 +62,8 @@ std::vector<Array> backward(const Replay& replay, std::span<const Array> output_
   std::vector<Array> cotangents(graph.nodes.size());
   for (size_t k = 0; k < graph.outputs.size(); ++k) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(graph.outputs[k])];
-    if (carries_derivative(node.type)) accumulate(cotangents[static_cast<size_t>(graph.outputs[k])], output_cotangents[k], node.where);
+    if (carries_derivative(node.type))
+      accumulate(cotangents[static_cast<size_t>(graph.outputs[k])], output_cotangents[k], node.where);
   }
   std::vector<Array> inputs;
   for (size_t i = graph.nodes.size(); i-- > 0;) {

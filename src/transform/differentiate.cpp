@@ -68,15 +68,16 @@ std::shared_ptr<ReplayState> replay_graph(const TracedFunction& traced, std::vec
 std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents) {
   const ir::Graph& graph = *state.graph;
   if (output_cotangents.size() != graph.outputs.size())
-    raise("vjp", "the cotangent has " + std::to_string(output_cotangents.size()) + " arrays, the value " +
-                     std::to_string(graph.outputs.size()),
+    raise("vjp",
+          "the cotangent has " + std::to_string(output_cotangents.size()) + " arrays, the value " +
+              std::to_string(graph.outputs.size()),
           Location::current(), "pass a cotangent with the value's structure");
   for (size_t k = 0; k < output_cotangents.size(); ++k) {
     const AbstractValue& expected = graph.nodes[static_cast<size_t>(graph.outputs[k])].type;
     const AbstractValue& got = impl_of(output_cotangents[k], "vjp", Location::current()).type;
     if (got.shape != expected.shape || got.dtype != expected.dtype)
-      raise("vjp", "cotangent " + std::to_string(k) + " is " + got.to_string() + " but the value is " +
-                       expected.to_string(),
+      raise("vjp",
+            "cotangent " + std::to_string(k) + " is " + got.to_string() + " but the value is " + expected.to_string(),
             Location::current(), "pass a cotangent of the value's shape and dtype");
   }
   std::vector<Array> cotangents = transform::backward(state.replay, output_cotangents);
@@ -90,15 +91,16 @@ std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<
                                 std::vector<Array>& outputs) {
   const ir::Graph& graph = traced.graph->ir();
   if (tangents.size() != traced.leaves.size())
-    raise("jvp", "got " + std::to_string(tangents.size()) + " tangent arrays for " +
-                     std::to_string(traced.leaves.size()) + " primal arrays",
+    raise("jvp",
+          "got " + std::to_string(tangents.size()) + " tangent arrays for " + std::to_string(traced.leaves.size()) +
+              " primal arrays",
           Location::current(), "pass tangents with the primals' structure");
   for (size_t k = 0; k < tangents.size(); ++k) {
     const AbstractValue& primal = traced.leaves[k].impl()->type;
     const AbstractValue& tangent = impl_of(tangents[k], "jvp", Location::current()).type;
     if (is_floating(primal.dtype) && (tangent.shape != primal.shape || tangent.dtype != primal.dtype))
-      raise("jvp", "tangent " + std::to_string(k) + " is " + tangent.to_string() + " but its primal is " +
-                       primal.to_string(),
+      raise("jvp",
+            "tangent " + std::to_string(k) + " is " + tangent.to_string() + " but its primal is " + primal.to_string(),
             Location::current(), "pass tangents of the primals' shapes and dtypes");
   }
   std::vector<Array> result = transform::forward(graph, traced.leaves, implicit_inputs(traced), tangents, outputs);

@@ -5,7 +5,6 @@
 // producers, which come earlier, so a single pass almost always reaches the
 // fixed point; the next round confirms it.
 #include "transform/simplify.h"
-#include "transform/verify.h"
 
 #include <cmath>
 #include <optional>
@@ -13,9 +12,10 @@
 #include <unordered_map>
 
 #include "core/dispatch.h"
+#include "ir/dead_code.h"
 #include "kiln/error.h"
 #include "ops/rules.h"
-#include "ir/dead_code.h"
+#include "transform/verify.h"
 
 namespace kiln::transform {
 
@@ -117,23 +117,20 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
       outcome = replaced_if(is_literal(nodes, in[1], 0, floating), in[0]);
       if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 0, floating), in[1]);
       return outcome;
-    case Primitive::sub:
-      return replaced_if(is_literal(nodes, in[1], 0, false), in[0]);
+    case Primitive::sub: return replaced_if(is_literal(nodes, in[1], 0, false), in[0]);
     // Multiplying or dividing by one is exact (bool: x and true).
     case Primitive::mul:
       outcome = replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
       if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 1, false), in[1]);
       return outcome;
-    case Primitive::div:
-      return replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
+    case Primitive::div: return replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
     // Negation flips the sign bit (wraps for integers), twice is nothing.
     case Primitive::neg: {
       const Node& inner = producer(nodes, in[0]);
       return inner.op == Primitive::neg ? same_as(nodes, node, inner.inputs[0]) : Outcome{};
     }
     // Same type in and out: dtype and weak flag for convert, shape for the others.
-    case Primitive::convert:
-      return same_as(nodes, node, in[0]);
+    case Primitive::convert: return same_as(nodes, node, in[0]);
     case Primitive::reshape:
     case Primitive::broadcast: {
       outcome = same_as(nodes, node, in[0]);
@@ -161,8 +158,7 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
       node.attrs.ints = std::move(composed);
       return {Outcome::rewritten};
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -185,10 +181,8 @@ void canonical_key(const Node& node, std::string& key) {
   add(node.attrs.dtype);
   const Scalar& scalar = node.attrs.scalar;
   add(scalar.kind());
-  if (scalar.kind() == Scalar::Kind::floating)
-    add(scalar.as_double());
-  else
-    add(scalar.as_int());
+  if (scalar.kind() == Scalar::Kind::floating) add(scalar.as_double());
+  else add(scalar.as_int());
   add_all(node.inputs);
 }
 

@@ -8,8 +8,8 @@
 
 namespace kiln::transform {
 
-using ir::Primitive;
 using detail::AbstractValue;
+using ir::Primitive;
 
 void verify(const ir::Graph& graph) {
   const std::vector<ir::Node>& nodes = graph.nodes;
@@ -20,7 +20,8 @@ void verify(const ir::Graph& graph) {
     const ir::Node& node = nodes[i];
     std::vector<const AbstractValue*> types;
     for (ir::ValueId input : node.inputs) {
-      if (input < 0 || static_cast<size_t>(input) >= i) fail(i, "input %" + std::to_string(input) + " is not defined before use");
+      if (input < 0 || static_cast<size_t>(input) >= i)
+        fail(i, "input %" + std::to_string(input) + " is not defined before use");
       types.push_back(&nodes[static_cast<size_t>(input)].type);
     }
     if (node.op == Primitive::input) continue;
@@ -30,12 +31,15 @@ void verify(const ir::Graph& graph) {
     } catch (const Error& error) {
       fail(i, std::string("rejected by its shape rule: ") + error.what());
     }
-    if (!(expected == node.type)) fail(i, "type " + node.type.to_string() + " but its rule gives " + expected.to_string());
+    if (!(expected == node.type))
+      fail(i, "type " + node.type.to_string() + " but its rule gives " + expected.to_string());
   }
   for (ir::ValueId id : graph.arguments)
-    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input) fail(static_cast<size_t>(id), "argument is not an input node");
+    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input)
+      fail(static_cast<size_t>(id), "argument is not an input node");
   for (ir::ValueId id : graph.captures)
-    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input) fail(static_cast<size_t>(id), "capture is not an input node");
+    if (nodes.at(static_cast<size_t>(id)).op != Primitive::input)
+      fail(static_cast<size_t>(id), "capture is not an input node");
   for (ir::ValueId id : graph.outputs)
     if (id < 0 || static_cast<size_t>(id) >= nodes.size()) fail(0, "output %" + std::to_string(id) + " is undefined");
 }

@@ -114,7 +114,8 @@ std::optional<Value> Generator::positive(const Value& x, double c) {
   double lo = x.lo <= 0 && x.hi >= 0 ? 0 : std::min(std::fabs(x.lo), std::fabs(x.hi));
   Array result = abs(x.array) + c;
   double hi = x.magnitude() + c;
-  if (!admit(make(result, lo + c, hi, rounded(x.error, result.dtype(), hi), false), "abs(%" + std::to_string(x.id) + ") + " + number_text(c)))
+  if (!admit(make(result, lo + c, hi, rounded(x.error, result.dtype(), hi), false),
+             "abs(%" + std::to_string(x.id) + ") + " + number_text(c)))
     return std::nullopt;
   return pool_.back();
 }
@@ -169,8 +170,11 @@ bool Generator::unary() {
     case 6: {
       if (!x.finite() || x.high() > std::log(safe_limit(float_dtype))) return false;
       double top = std::exp(x.high());
-      if (coin(50)) return transcendental("exp", [](const Array& v) { return exp(v); }, std::exp(lo), std::exp(hi), top);
-      return transcendental("expm1", [](const Array& v) { return expm1(v); }, std::expm1(lo), std::expm1(hi), top);
+      if (coin(50))
+        return transcendental(
+            "exp", [](const Array& v) { return exp(v); }, std::exp(lo), std::exp(hi), top);
+      return transcendental(
+          "expm1", [](const Array& v) { return expm1(v); }, std::expm1(lo), std::expm1(hi), top);
     }
     case 7: {
       std::optional<Value> p = in_domain(0);
@@ -190,7 +194,8 @@ bool Generator::unary() {
       on = "(%" + std::to_string(y.id) + ")";
       Array r = log1p(y.array);
       double bound = std::max(std::fabs(std::log1p(y.lo)), std::fabs(std::log1p(y.hi)));
-      return admit(make(r, std::log1p(y.lo), std::log1p(y.hi), rounded(y.error / (1 + low), float_dtype, bound, transcendental_ulps), y.nan),
+      return admit(make(r, std::log1p(y.lo), std::log1p(y.hi),
+                        rounded(y.error / (1 + low), float_dtype, bound, transcendental_ulps), y.nan),
                    "log1p" + on);
     }
     case 9:
@@ -214,27 +219,35 @@ bool Generator::unary() {
       Array r = function(y.array);
       if (reciprocal) {
         double lipschitz = 0.5 * std::pow(low, -1.5);
-        return admit(make(r, 1 / std::sqrt(y.hi), 1 / std::sqrt(y.lo), rounded(lipschitz * y.error, float_dtype, 1 / std::sqrt(y.lo)), y.nan),
+        return admit(make(r, 1 / std::sqrt(y.hi), 1 / std::sqrt(y.lo),
+                          rounded(lipschitz * y.error, float_dtype, 1 / std::sqrt(y.lo)), y.nan),
                      name + on);
       }
-      return admit(make(r, std::sqrt(y.lo), std::sqrt(y.hi), rounded(0.5 / std::sqrt(low) * y.error, float_dtype, std::sqrt(y.hi)), y.nan),
+      return admit(make(r, std::sqrt(y.lo), std::sqrt(y.hi),
+                        rounded(0.5 / std::sqrt(low) * y.error, float_dtype, std::sqrt(y.hi)), y.nan),
                    name + on);
     }
     case 11:
       if (!x.finite()) return false;
-      return transcendental("tanh", [](const Array& v) { return tanh(v); }, std::tanh(lo), std::tanh(hi), 1);
+      return transcendental(
+          "tanh", [](const Array& v) { return tanh(v); }, std::tanh(lo), std::tanh(hi), 1);
     case 12: {
       if (!x.finite()) return false;
       auto sigmoid_of = [](double v) { return 1 / (1 + std::exp(-v)); };
-      return transcendental("sigmoid", [](const Array& v) { return sigmoid(v); }, sigmoid_of(lo), sigmoid_of(hi), 0.25);
+      return transcendental(
+          "sigmoid", [](const Array& v) { return sigmoid(v); }, sigmoid_of(lo), sigmoid_of(hi), 0.25);
     }
     case 13:
       if (!x.finite()) return false;
-      return transcendental("erf", [](const Array& v) { return erf(v); }, std::erf(lo), std::erf(hi), 1.13);
+      return transcendental(
+          "erf", [](const Array& v) { return erf(v); }, std::erf(lo), std::erf(hi), 1.13);
     case 14:
       if (!x.finite() || m > 1e4) return false;
-      if (coin(50)) return transcendental("sin", [](const Array& v) { return sin(v); }, -1, 1, 1);
-      return transcendental("cos", [](const Array& v) { return cos(v); }, -1, 1, 1);
+      if (coin(50))
+        return transcendental(
+            "sin", [](const Array& v) { return sin(v); }, -1, 1, 1);
+      return transcendental(
+          "cos", [](const Array& v) { return cos(v); }, -1, 1, 1);
     case 15: {
       if (!x.exact()) return false;
       int which = static_cast<int>(integer(0, 2));
@@ -248,8 +261,7 @@ bool Generator::unary() {
     case 17:
       if (!x.exact()) return false;
       return admit(make(logical_not(x.array), 0, 1, 0, false), "logical_not" + on);
-    case 18:
-      return admit(make(stop_gradient(x.array), lo, hi, e, x.nan), "stop_gradient" + on);
+    case 18: return admit(make(stop_gradient(x.array), lo, hi, e, x.nan), "stop_gradient" + on);
     default: {
       DType to = random_dtype();
       if (!is_floating(to) && !x.exact()) return false;
@@ -305,7 +317,8 @@ Side Generator::other_operand(const Value& a) {
         if (coin(70)) side.number = choose(std::vector<double>{0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 1e-3, 0.1, -0.0});
         else side.number = real(-4, 4);
         // The interval analysis uses the number as the array's dtype will hold it.
-        if (a.dtype() != DType::f64) side.number = static_cast<double>(static_cast<float>(std::get<double>(side.number)));
+        if (a.dtype() != DType::f64)
+          side.number = static_cast<double>(static_cast<float>(std::get<double>(side.number)));
     }
     if (std::holds_alternative<bool>(side.number) && a.dtype() != DType::bool_) side.number = int64_t{1};
     return side;
@@ -313,7 +326,8 @@ Side Generator::other_operand(const Value& a) {
   // A fresh array read by the trace: lifted to an implicit input.
   Shape shape = coin(70) ? broadcastable(a.shape()) : a.shape();
   // A leading dim broadcasts `a` up a rank.
-  if (coin(15) && shape.size() == a.shape().size() && a.rank() < options_.max_rank) shape.insert(shape.begin(), integer(1, 3));
+  if (coin(15) && shape.size() == a.shape().size() && a.rank() < options_.max_rank)
+    shape.insert(shape.begin(), integer(1, 3));
   DType dtype = coin(70) ? a.dtype() : random_dtype();
   if (!admit(concrete(random_data(shape, dtype, specials_ && coin(30), coin(20))),
              "a captured " + std::string(dtype_name(dtype)) + shape_string(shape)))
@@ -377,12 +391,14 @@ bool Generator::binary() {
       double nearest = std::min(std::fabs(rlo), std::fabs(rhi)) - reb;
       double error = ea / nearest + ma * reb / (nearest * nearest);
       if (!finite) low = -inf, high = inf, nan = true;
-      return admit(make(r, low, high, rounded(error, r.dtype(), std::max(std::fabs(low), std::fabs(high))), nan || right.nan()),
-                   "div" + args);
+      return admit(
+          make(r, low, high, rounded(error, r.dtype(), std::max(std::fabs(low), std::fabs(high))), nan || right.nan()),
+          "div" + args);
     }
     case 4: {  // pow
       if (both_bool) return false;
-      bool integral = !is_floating(ldt) && !is_floating(rdt) && (left.value || !std::holds_alternative<double>(left.number)) &&
+      bool integral = !is_floating(ldt) && !is_floating(rdt) &&
+                      (left.value || !std::holds_alternative<double>(left.number)) &&
                       (right.value || !std::holds_alternative<double>(right.number));
       if (integral) {
         Array r = pow(left.operand(), right.operand());
@@ -409,8 +425,10 @@ bool Generator::binary() {
       double lipschitz_b = std::max(std::fabs(logs[0]), std::fabs(logs[1])) * top;
       Array r = pow(Operand(base.array), right.operand());
       args = "(%" + std::to_string(base.id) + ", " + right.text() + ")";
-      return admit(make(r, bottom, top, rounded(lipschitz_a * base.error + lipschitz_b * eb, r.dtype(), top, transcendental_ulps), false),
-                   "pow" + args);
+      return admit(
+          make(r, bottom, top,
+               rounded(lipschitz_a * base.error + lipschitz_b * eb, r.dtype(), top, transcendental_ulps), false),
+          "pow" + args);
     }
     case 5:
     case 6: {  // maximum, minimum
@@ -425,8 +443,12 @@ bool Generator::binary() {
       int which = static_cast<int>(integer(0, 5));
       const char* names[] = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"};
       Operand a = left.operand(), b = right.operand();
-      Array r = which == 0 ? equal(a, b) : which == 1 ? not_equal(a, b) : which == 2 ? less(a, b)
-              : which == 3 ? less_equal(a, b) : which == 4 ? greater(a, b) : greater_equal(a, b);
+      Array r = which == 0   ? equal(a, b)
+                : which == 1 ? not_equal(a, b)
+                : which == 2 ? less(a, b)
+                : which == 3 ? less_equal(a, b)
+                : which == 4 ? greater(a, b)
+                             : greater_equal(a, b);
       return admit(make(r, 0, 1, 0, false), names[which] + args);
     }
     default: {  // logical
@@ -447,15 +469,16 @@ bool Generator::select_or_clip() {
     double high = low + choose(std::vector<double>{0.0, 0.5, 1, 3});
     Array r = clip(a.array, low, high);
     double lo = std::clamp(a.lo, low, high), hi = std::clamp(a.hi, low, high);
-    return admit(make(r, lo, hi, a.error, a.nan), "clip(%" + std::to_string(a.id) + ", " + number_text(low) + ", " + number_text(high) + ")");
+    return admit(make(r, lo, hi, a.error, a.nan),
+                 "clip(%" + std::to_string(a.id) + ", " + number_text(low) + ", " + number_text(high) + ")");
   }
   Side other = other_operand(a);
-  std::optional<Value> condition = pick([&](const Value& v) {
-    return v.dtype() == DType::bool_ && broadcast_shapes(v.shape(), a.shape()).has_value();
-  });
+  std::optional<Value> condition = pick(
+      [&](const Value& v) { return v.dtype() == DType::bool_ && broadcast_shapes(v.shape(), a.shape()).has_value(); });
   if (!condition) {
     Shape shape = broadcastable(a.shape());
-    if (!admit(concrete(random_data(shape, DType::bool_, false)), "a captured bool" + shape_string(shape))) return false;
+    if (!admit(concrete(random_data(shape, DType::bool_, false)), "a captured bool" + shape_string(shape)))
+      return false;
     condition = pool_.back();
   }
   if (!other.value && a.dtype() == DType::bool_ && !std::holds_alternative<bool>(other.number)) other.number = false;
@@ -464,10 +487,14 @@ bool Generator::select_or_clip() {
   if (shape && other.value) shape = broadcast_shapes(*shape, other.value->shape());
   if (too_large(shape)) return false;
   bool flip = coin(50);
-  Array r = kiln::where(condition->array, flip ? other.operand() : self.operand(), flip ? self.operand() : other.operand());
+  Array r =
+      kiln::where(condition->array, flip ? other.operand() : self.operand(), flip ? self.operand() : other.operand());
   double lo = std::min(a.lo, other.lo()), hi = std::max(a.hi, other.hi());
-  return admit(make(r, lo, hi, std::max(a.error, other.error()), a.nan || other.nan()),
-               "where(%" + std::to_string(condition->id) + ", " + (flip ? other.text() + ", %" + std::to_string(a.id) : "%" + std::to_string(a.id) + ", " + other.text()) + ")");
+  return admit(
+      make(r, lo, hi, std::max(a.error, other.error()), a.nan || other.nan()),
+      "where(%" + std::to_string(condition->id) + ", " +
+          (flip ? other.text() + ", %" + std::to_string(a.id) : "%" + std::to_string(a.id) + ", " + other.text()) +
+          ")");
 }
 
 // ---- the driver -------------------------------------------------------------------------
@@ -498,9 +525,10 @@ RandomGraph Generator::run() {
     int weight;
     bool (Generator::*step)();
   };
-  const std::vector<Kind> kinds = {{22, &Generator::unary},    {28, &Generator::binary},  {6, &Generator::select_or_clip},
-                                   {16, &Generator::movement}, {14, &Generator::reduction}, {5, &Generator::matrix_product},
-                                   {6, &Generator::indexing},  {4, &Generator::creation},  {2, &Generator::randomness}};
+  const std::vector<Kind> kinds = {
+      {22, &Generator::unary},    {28, &Generator::binary},    {6, &Generator::select_or_clip},
+      {16, &Generator::movement}, {14, &Generator::reduction}, {5, &Generator::matrix_product},
+      {6, &Generator::indexing},  {4, &Generator::creation},   {2, &Generator::randomness}};
   int total = 0;
   for (const Kind& kind : kinds) total += kind.weight;
   int64_t steps = integer(options_.min_steps, options_.max_steps);
@@ -512,8 +540,8 @@ RandomGraph Generator::run() {
     try {
       if ((this->*kinds[k].step)()) ++done;
     } catch (const std::exception& error) {
-      throw std::logic_error("the random graph generator made an invalid step (seed " + std::to_string(seed_) + "): " +
-                             error.what() + "\nrecipe so far:\n" + recipe_.str());
+      throw std::logic_error("the random graph generator made an invalid step (seed " + std::to_string(seed_) +
+                             "): " + error.what() + "\nrecipe so far:\n" + recipe_.str());
     }
   }
 

@@ -111,7 +111,9 @@ class Generator {
   bool coin(int percent) { return integer(0, 99) < percent; }
   double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(engine_); }
   template <class T>
-  const T& choose(const std::vector<T>& items) { return items[static_cast<size_t>(integer(0, static_cast<int64_t>(items.size()) - 1))]; }
+  const T& choose(const std::vector<T>& items) {
+    return items[static_cast<size_t>(integer(0, static_cast<int64_t>(items.size()) - 1))];
+  }
 
   DType random_dtype() {
     int64_t r = integer(0, 99);

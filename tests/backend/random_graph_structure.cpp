@@ -79,7 +79,8 @@ bool Generator::movement() {
             ++p;
           }
         }
-        if (coin(30) && !target.empty()) target[static_cast<size_t>(integer(0, static_cast<int64_t>(target.size()) - 1))] = -1;
+        if (coin(30) && !target.empty())
+          target[static_cast<size_t>(integer(0, static_cast<int64_t>(target.size()) - 1))] = -1;
       }
       return keep(reshape(x.array, target), "reshape(" + id_of(x) + ", " + shape_string(target) + ")");
     }
@@ -128,8 +129,8 @@ bool Generator::movement() {
         step.push_back(coin(60) ? 1 : integer(2, 3));
       }
       if (coin(30)) step.clear();
-      return keep(slice(x.array, start, stop, step),
-                  "slice(" + id_of(x) + ", " + ints_text(start) + ", " + ints_text(stop) + ", " + ints_text(step) + ")");
+      return keep(slice(x.array, start, stop, step), "slice(" + id_of(x) + ", " + ints_text(start) + ", " +
+                                                         ints_text(stop) + ", " + ints_text(step) + ")");
     }
     case 6: {  // concatenate
       if (rank == 0) return false;
@@ -174,7 +175,8 @@ bool Generator::movement() {
         lo.push_back(integer(0, 2));
         hi.push_back(integer(0, 2));
       }
-      double value = x.dtype() == DType::bool_ ? static_cast<double>(coin(50)) : choose(std::vector<double>{0, 1, -2, 7});
+      double value =
+          x.dtype() == DType::bool_ ? static_cast<double>(coin(50)) : choose(std::vector<double>{0, 1, -2, 7});
       Scalar fill = x.dtype() == DType::bool_ ? Scalar(value != 0) : Scalar(static_cast<int64_t>(value));
       Array r = pad(x.array, lo, hi, fill);
       return admit(make(r, std::min(x.lo, value), std::max(x.hi, value), x.error, x.nan),
@@ -183,7 +185,8 @@ bool Generator::movement() {
     default: {  // flip
       std::vector<int64_t> normalized;
       Axes axes = random_axes(x, normalized);
-      return keep(flip(x.array, axes), "flip(" + id_of(x) + ", " + (axes.is_all() ? "all" : ints_text(axes.list())) + ")");
+      return keep(flip(x.array, axes),
+                  "flip(" + id_of(x) + ", " + (axes.is_all() ? "all" : ints_text(axes.list())) + ")");
     }
   }
 }
@@ -207,8 +210,8 @@ bool Generator::reduction() {
   }
   auto n = static_cast<double>(count);
   const double lo = x.lo, hi = x.hi, e = x.error, m = x.magnitude();
-  std::string args = "(" + id_of(x) + ", " + (axes.is_all() ? "all" : ints_text(axes.list())) +
-                     (keepdims ? ", keepdims)" : ")");
+  std::string args =
+      "(" + id_of(x) + ", " + (axes.is_all() ? "all" : ints_text(axes.list())) + (keepdims ? ", keepdims)" : ")");
   // The single axis of softmax, argmax, cumsum: one of extent > 0.
   auto single_axis = [&](int64_t& axis, double& extent) {
     if (x.rank() == 0) return false;
@@ -269,8 +272,8 @@ bool Generator::reduction() {
         chosen = axis;
       }
       Array r = is_max ? argmax(x.array, chosen, keepdims) : argmin(x.array, chosen, keepdims);
-      return admit(make(r, 0, extent - 1, 0, false),
-                   std::string(is_max ? "argmax(" : "argmin(") + id_of(x) + ", " + (chosen ? std::to_string(axis) : "none") + ")");
+      return admit(make(r, 0, extent - 1, 0, false), std::string(is_max ? "argmax(" : "argmin(") + id_of(x) + ", " +
+                                                         (chosen ? std::to_string(axis) : "none") + ")");
     }
     case 7: {  // logsumexp
       if (empty || !x.finite()) return false;
@@ -285,9 +288,12 @@ bool Generator::reduction() {
       double extent = 0;
       if (!x.finite() || !single_axis(axis, extent)) return false;
       double error = 2 * e + (8 + 2 * extent + 4 * m) * eps;
-      if (coin(50)) return admit(make(softmax(x.array, axis), 0, 1, rounded(error, float_dtype, 1), x.nan), "softmax(" + id_of(x) + ", " + std::to_string(axis) + ")");
+      if (coin(50))
+        return admit(make(softmax(x.array, axis), 0, 1, rounded(error, float_dtype, 1), x.nan),
+                     "softmax(" + id_of(x) + ", " + std::to_string(axis) + ")");
       double low = lo - hi - std::log(extent);
-      return admit(make(log_softmax(x.array, axis), low, 0, rounded(error + 2 * eps * std::fabs(low), float_dtype, std::fabs(low)), x.nan),
+      return admit(make(log_softmax(x.array, axis), low, 0,
+                        rounded(error + 2 * eps * std::fabs(low), float_dtype, std::fabs(low)), x.nan),
                    "log_softmax(" + id_of(x) + ", " + std::to_string(axis) + ")");
     }
     default: {  // cumsum: the reference kernel on both sides, so exact inputs give exact sums
@@ -305,7 +311,8 @@ bool Generator::reduction() {
       double low = extent * std::min(lo, 0.0), high = extent * std::max(hi, 0.0);
       if (!x.finite()) low = -inf, high = inf;
       double error = x.exact() ? 0 : rounded(extent * e, float_dtype, std::max(std::fabs(low), high), extent);
-      return admit(make(r, low, high, error, x.nan || !x.finite()), "cumsum(" + id_of(x) + ", " + (chosen ? std::to_string(axis) : "none") + ")");
+      return admit(make(r, low, high, error, x.nan || !x.finite()),
+                   "cumsum(" + id_of(x) + ", " + (chosen ? std::to_string(axis) : "none") + ")");
     }
   }
 }
@@ -414,7 +421,8 @@ bool Generator::indexing() {
       std::optional<Value> derived = pick([](const Value& v) { return is_integer(v.dtype()) && v.size() <= 64; });
       if (derived && coin(30)) index = derived->array;
       return admit(make(take(x.array, index, axis), x.lo, x.hi, x.error, x.nan),
-                   "take(" + id_of(x) + ", i" + shape_string(index.shape()) + ", " + (axis ? std::to_string(*axis) : "none") + ")");
+                   "take(" + id_of(x) + ", i" + shape_string(index.shape()) + ", " +
+                       (axis ? std::to_string(*axis) : "none") + ")");
     }
     case 1: {  // take_along_axis
       if (rank == 0) return false;
@@ -425,8 +433,9 @@ bool Generator::indexing() {
         index_shape[d] = static_cast<int64_t>(d) == axis ? integer(0, 4) : coin(25) ? 1 : shape[d];
       Array index = indices(index_shape, shape[static_cast<size_t>(axis)], 1);
       int64_t written = coin(40) ? axis - rank : axis;
-      return admit(make(take_along_axis(x.array, index, written), x.lo, x.hi, x.error, x.nan),
-                   "take_along_axis(" + id_of(x) + ", i" + shape_string(index_shape) + ", " + std::to_string(written) + ")");
+      return admit(
+          make(take_along_axis(x.array, index, written), x.lo, x.hi, x.error, x.nan),
+          "take_along_axis(" + id_of(x) + ", i" + shape_string(index_shape) + ", " + std::to_string(written) + ")");
     }
     case 2:
     case 3: {  // dynamic_slice, dynamic_update_slice
@@ -454,7 +463,8 @@ bool Generator::indexing() {
         update = concrete(random_data(sizes, x.dtype(), false));
       } else {
         std::vector<int64_t> zero(sizes.size(), 0);
-        update = make(slice(x.array, zero, std::vector<int64_t>(sizes.begin(), sizes.end())), x.lo, x.hi, x.error, x.nan);
+        update =
+            make(slice(x.array, zero, std::vector<int64_t>(sizes.begin(), sizes.end())), x.lo, x.hi, x.error, x.nan);
       }
       return admit(make(dynamic_update_slice(x.array, update.array, starts), std::min(x.lo, update.lo),
                         std::max(x.hi, update.hi), std::max(x.error, update.error), x.nan || update.nan),
@@ -477,8 +487,8 @@ bool Generator::indexing() {
       // Each index hitting a slot adds once more: as many roundings of a perturbed sum.
       double error = x.error > 0 ? rounded(x.error, x.dtype(), bound, l) : 0;
       return admit(make(scatter_add(x.array, index, updates.array, axis), low, high, error, x.nan),
-                   "scatter_add(" + id_of(x) + ", i[" + std::to_string(length) + "], u" + shape_string(update_shape) + ", " +
-                       std::to_string(axis) + ")");
+                   "scatter_add(" + id_of(x) + ", i[" + std::to_string(length) + "], u" + shape_string(update_shape) +
+                       ", " + std::to_string(axis) + ")");
     }
     default: {  // one_hot
       std::optional<Value> index = pick([](const Value& v) { return is_integer(v.dtype()) && v.size() <= 256; });
@@ -499,7 +509,8 @@ bool Generator::creation() {
     case 0: {
       // Sometimes past the size up to which literal-only values are folded when compiling.
       int64_t n = coin(15) ? integer(4000, 9000) : integer(0, 12);
-      return admit(make(arange(n), 0, static_cast<double>(std::max<int64_t>(n - 1, 0)), 0, false), "arange(" + std::to_string(n) + ")");
+      return admit(make(arange(n), 0, static_cast<double>(std::max<int64_t>(n - 1, 0)), 0, false),
+                   "arange(" + std::to_string(n) + ")");
     }
     case 1: {
       double start = choose(std::vector<double>{-1, 0, 0.5}), step = choose(std::vector<double>{0.25, 0.5, 1});
@@ -511,7 +522,8 @@ bool Generator::creation() {
       Shape shape = coin(15) ? Shape{integer(40, 100), integer(60, 100)} : random_shape();
       DType dtype = random_dtype();
       double value = dtype == DType::bool_ ? 1 : choose(std::vector<double>{0, 1, -3, 2});
-      return admit(make(full(shape, value, dtype), value, value, 0, false), "full(" + shape_string(shape) + ", " + number_text(value) + ")");
+      return admit(make(full(shape, value, dtype), value, value, 0, false),
+                   "full(" + shape_string(shape) + ", " + number_text(value) + ")");
     }
     case 3: {
       int64_t n = integer(0, 5), m = integer(0, 5), k = integer(-2, 2);
@@ -522,7 +534,8 @@ bool Generator::creation() {
     default: {
       int64_t num = integer(0, 9);
       DType dtype = coin(50) ? DType::f32 : DType::f64;
-      return admit(make(linspace(-1, 2, num, coin(50), dtype), -1, 2, 0, false), "linspace(-1, 2, " + std::to_string(num) + ")");
+      return admit(make(linspace(-1, 2, num, coin(50), dtype), -1, 2, 0, false),
+                   "linspace(-1, 2, " + std::to_string(num) + ")");
     }
   }
 }
@@ -544,8 +557,7 @@ bool Generator::randomness() {
     case 2:
       return admit(make(random::randint(key, shape, -5, 50, coin(50) ? DType::i32 : DType::i64), -5, 49, 0, false),
                    "randint" + shape_string(shape));
-    case 3:
-      return admit(make(random::bernoulli(key, 0.3, shape), 0, 1, 0, false), "bernoulli" + shape_string(shape));
+    case 3: return admit(make(random::bernoulli(key, 0.3, shape), 0, 1, 0, false), "bernoulli" + shape_string(shape));
     default: {
       Array keys = random::split(key, 3);
       keys_.push_back(take(keys, scalar(int32_t{1}), 0));

@@ -47,8 +47,8 @@ class Differential : public ::testing::Test {
     std::uniform_real_distribution<double> real(lo, hi);
     std::vector<double> values(static_cast<size_t>(n));
     const double inf = std::numeric_limits<double>::infinity();
-    const std::vector<double> float_specials = {std::nan(""), inf, -inf, 0.0, -0.0, 0.5, -2.5, 1e30, -1e30,
-                                                3e9, -3e9, 1e19, 1e-40, -1e-310};
+    const std::vector<double> float_specials = {std::nan(""), inf,   -inf, 0.0,  -0.0, 0.5,   -2.5,
+                                                1e30,         -1e30, 3e9,  -3e9, 1e19, 1e-40, -1e-310};
     for (double& v : values) {
       v = real(engine);
       if (specials && coin(15)) v = float_specials[static_cast<size_t>(integer(0, 13))];
@@ -63,7 +63,8 @@ class Differential : public ::testing::Test {
         std::vector<int32_t> v(values.size());
         const int32_t extremes[] = {INT32_MIN, INT32_MAX, 0, -1};
         for (size_t i = 0; i < v.size(); ++i)
-          v[i] = specials && coin(10) ? extremes[integer(0, 3)] : static_cast<int32_t>(integer(std::lround(lo), std::lround(hi)));
+          v[i] = specials && coin(10) ? extremes[integer(0, 3)]
+                                      : static_cast<int32_t>(integer(std::lround(lo), std::lround(hi)));
         return array(v, shape);
       }
       case DType::i64: {
@@ -167,15 +168,18 @@ TEST_F(Differential, UnaryEveryOpEveryDtype) {
     for (DType dtype : all_dtypes) {
       if (op.numeric_only && dtype == DType::bool_) continue;
       // Plain operands (one per shape class) and the op fused after a producer.
-      Arrays xs = {data({}, dtype), data({0}, dtype), data({7}, dtype), data(shape(2, 4), dtype),
-                   data({3, 33}, dtype), data({2, 3, 1}, dtype, true, -100, 100)};
+      Arrays xs = {data({}, dtype),          data({0}, dtype),     data({7}, dtype),
+                   data(shape(2, 4), dtype), data({3, 33}, dtype), data({2, 3, 1}, dtype, true, -100, 100)};
       Tolerance tolerance = op.ulps ? ulps(op.ulps, float_of(dtype)) : Tolerance{};
-      check(std::string(op.name) + " " + name_of(dtype), {tolerance}, [&](const Arrays& in) {
-        Arrays out;
-        for (const Array& x : in) out.push_back(op.apply(x));
-        out.push_back(op.apply(maximum(in[3], in[3])));
-        return out;
-      }, xs);
+      check(
+          std::string(op.name) + " " + name_of(dtype), {tolerance},
+          [&](const Arrays& in) {
+            Arrays out;
+            for (const Array& x : in) out.push_back(op.apply(x));
+            out.push_back(op.apply(maximum(in[3], in[3])));
+            return out;
+          },
+          xs);
     }
   }
 }
@@ -200,13 +204,15 @@ TEST_F(Differential, TranscendentalsInTheirHardRegions) {
       {"exp", [](const Array& x) { return exp(x); },
        with_tiny({-103.9, -100, -95, -87.5, -87.3, -80, 0.5, 80, 88, 88.7, 88.72, 88.8, 100, inf, -inf}),
        with_tiny({-745, -740, -720, -708.5, -700, 0.5, 700, 709, 709.78, 710, inf, -inf})},
-      {"log", [](const Array& x) { return log(x); },
+      {"log",
+       [](const Array& x) { return log(x); },
        {1e-45, 1e-40, 1.1754944e-38, 1e-30, 0.5, 0.99999994, 1, 1.0000001, 2, 1e30, 3.4e38, inf, 0, -0.0, -1, nan},
        {5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 0.5, 0.9999999999999999, 1, 1.0000000000000002, 2, 1e300,
         1.7e308, inf, 0, -1, nan}},
       {"log1p", [](const Array& x) { return log1p(x); },
        with_tiny({-1, -0.99999994, -0.5, -0.3, -1e-3, 1e-3, 0.17, 0.2, 0.4142, 0.5, 1, 10, 1e10, 1e30, 3e38, inf, -2}),
-       with_tiny({-1, -0.9999999999999999, -0.5, -0.3, -1e-3, 1e-3, 0.17, 0.2, 0.4142, 0.5, 1, 10, 1e10, 1e300, inf, -2})},
+       with_tiny(
+           {-1, -0.9999999999999999, -0.5, -0.3, -1e-3, 1e-3, 0.17, 0.2, 0.4142, 0.5, 1, 10, 1e10, 1e300, inf, -2})},
       {"expm1", [](const Array& x) { return expm1(x); },
        with_tiny({-100, -30, -17, -10, -1, -0.35, 0.34, 0.35, 0.5, 0.7, 1, 10, 88, 88.7, 89, inf, -inf}),
        with_tiny({-800, -40, -37, -10, -1, -0.35, 0.34, 0.35, 0.5, 0.7, 1, 10, 700, 709.7, 710, inf, -inf})},
@@ -234,7 +240,9 @@ TEST_F(Differential, TranscendentalsInTheirHardRegions) {
       // sin + cos / 2 is two results rounded into one: a few more ulps of its magnitude.
       Tolerance tolerance = ulps(6, dtype);
       if (std::string(region.name) == "sin/cos") tolerance.absolute = 8 * epsilon(dtype);
-      check(std::string(region.name) + " " + name_of(dtype), {tolerance}, [&](const Array& v) { return Arrays{region.apply(v)}; }, x);
+      check(
+          std::string(region.name) + " " + name_of(dtype), {tolerance},
+          [&](const Array& v) { return Arrays{region.apply(v)}; }, x);
     }
   }
 }
@@ -243,12 +251,15 @@ TEST_F(Differential, AstypeEveryPairWithSpecialValues) {
   for (DType from : all_dtypes) {
     for (DType to : all_dtypes) {
       Arrays xs = {data({}, from), data({5, 0}, from), data({4, 9}, from), data({40}, from, true, -1e10, 1e10)};
-      check("astype " + name_of(from) + " -> " + name_of(to), {}, [&](const Arrays& in) {
-        Arrays out;
-        for (const Array& x : in) out.push_back(astype(x, to));
-        out.push_back(astype(maximum(in[2], in[2]), to));  // fused after a producer
-        return out;
-      }, xs);
+      check(
+          "astype " + name_of(from) + " -> " + name_of(to), {},
+          [&](const Arrays& in) {
+            Arrays out;
+            for (const Array& x : in) out.push_back(astype(x, to));
+            out.push_back(astype(maximum(in[2], in[2]), to));  // fused after a producer
+            return out;
+          },
+          xs);
     }
   }
 }
@@ -293,22 +304,25 @@ TEST_F(Differential, BinaryEveryOpEveryDtypeWithBroadcasting) {
       xs.push_back(data({3, 17}, dtype));
       xs.push_back(data({3, 17}, dtype));
       Tolerance tolerance = op.inexact ? ulps(4, float_of(dtype)) : Tolerance{};
-      check(std::string(op.name) + " " + name_of(dtype), {tolerance}, [&](const Arrays& in) {
-        Arrays out;
-        for (size_t k = 0; k + 1 < in.size(); k += 2) out.push_back(op.apply(in[k], in[k + 1]));
-        // Weakly typed numbers on either side, and a literal folded into a chain.
-        out.push_back(op.apply(in[8], 2));
-        out.push_back(op.apply(dtype == DType::bool_ ? Operand(true) : Operand(0.5), in[9]));
-        out.push_back(op.apply(maximum(in[8], in[9]), in[9]));
-        return out;
-      }, xs);
+      check(
+          std::string(op.name) + " " + name_of(dtype), {tolerance},
+          [&](const Arrays& in) {
+            Arrays out;
+            for (size_t k = 0; k + 1 < in.size(); k += 2) out.push_back(op.apply(in[k], in[k + 1]));
+            // Weakly typed numbers on either side, and a literal folded into a chain.
+            out.push_back(op.apply(in[8], 2));
+            out.push_back(op.apply(dtype == DType::bool_ ? Operand(true) : Operand(0.5), in[9]));
+            out.push_back(op.apply(maximum(in[8], in[9]), in[9]));
+            return out;
+          },
+          xs);
     }
   }
 }
 
 TEST_F(Differential, BinaryMixedDtypesPromote) {
-  const std::vector<std::pair<DType, DType>> pairs = {{DType::i32, DType::f32}, {DType::bool_, DType::i64},
-                                                      {DType::i64, DType::f64}, {DType::f32, DType::f64},
+  const std::vector<std::pair<DType, DType>> pairs = {{DType::i32, DType::f32},   {DType::bool_, DType::i64},
+                                                      {DType::i64, DType::f64},   {DType::f32, DType::f64},
                                                       {DType::bool_, DType::f32}, {DType::i32, DType::i64}};
   for (const BinaryCase& op : binary_cases) {
     for (auto [first, second] : pairs) {
@@ -316,12 +330,13 @@ TEST_F(Differential, BinaryMixedDtypesPromote) {
       Arrays xs = {data(a, first), data(broadcastable(a), second)};
       DType result = is_floating(first) || is_floating(second) ? std::max(first, second) : DType::f32;
       Tolerance tolerance = op.inexact ? ulps(4, float_of(result)) : Tolerance{};
-      check(std::string(op.name) + " " + name_of(first) + " with " + name_of(second), {tolerance},
-            [&](const Array& x, const Array& y) {
-              if (!op.bool_allowed && (first == DType::bool_)) return Arrays{op.apply(astype(x, DType::i32), y)};
-              return Arrays{op.apply(x, y), op.apply(y, x)};
-            },
-            xs[0], xs[1]);
+      check(
+          std::string(op.name) + " " + name_of(first) + " with " + name_of(second), {tolerance},
+          [&](const Array& x, const Array& y) {
+            if (!op.bool_allowed && (first == DType::bool_)) return Arrays{op.apply(astype(x, DType::i32), y)};
+            return Arrays{op.apply(x, y), op.apply(y, x)};
+          },
+          xs[0], xs[1]);
     }
   }
 }
@@ -330,14 +345,18 @@ TEST_F(Differential, WhereAndClip) {
   for (DType dtype : all_dtypes) {
     Shape s = shape(1, 4);
     Arrays xs = {data(broadcastable(s), DType::bool_), data(s, dtype), data(broadcastable(s), dtype), data({}, dtype)};
-    check("where/clip " + name_of(dtype), {}, [&](const Arrays& in) {
-      Arrays out = {kiln::where(in[0], in[1], in[2]), kiln::where(in[0], in[3], in[1]), kiln::where(in[0], in[1], 1)};
-      if (dtype != DType::bool_) {
-        out.push_back(clip(in[1], in[3], in[2]));
-        out.push_back(clip(in[1], -1, 2));
-      }
-      return out;
-    }, xs);
+    check(
+        "where/clip " + name_of(dtype), {},
+        [&](const Arrays& in) {
+          Arrays out = {kiln::where(in[0], in[1], in[2]), kiln::where(in[0], in[3], in[1]),
+                        kiln::where(in[0], in[1], 1)};
+          if (dtype != DType::bool_) {
+            out.push_back(clip(in[1], in[3], in[2]));
+            out.push_back(clip(in[1], -1, 2));
+          }
+          return out;
+        },
+        xs);
   }
 }
 
@@ -369,24 +388,42 @@ TEST_F(Differential, MovementBetweenKernels) {
       int64_t axis = integer(-rank, rank - 1);
       std::vector<std::pair<std::string, std::function<Array(const Array&)>>> ops = {
           {"reshape", [&](const Array& v) { return reshape(v, {-1}); }},
-          {"reshape2", [&](const Array& v) { return reshape(v, {1, shape_size(s), 1}); }},
+          {"reshape2",
+           [&](const Array& v) {
+             return reshape(v, {1, shape_size(s), 1});
+           }},
           {"transpose", [&](const Array& v) { return transpose(v, perm); }},
           {"transpose_default", [&](const Array& v) { return transpose(v); }},
           {"broadcast_to", [&](const Array& v) { return broadcast_to(v, target); }},
-          {"expand_dims", [&](const Array& v) { return expand_dims(v, {-1, 0}); }},
-          {"squeeze", [&](const Array& v) { return squeeze(expand_dims(v, {0, -1})); }},
+          {"expand_dims",
+           [&](const Array& v) {
+             return expand_dims(v, {-1, 0});
+           }},
+          {"squeeze",
+           [&](const Array& v) {
+             return squeeze(expand_dims(v, {0, -1}));
+           }},
           {"slice", [&](const Array& v) { return slice(v, start, stop, step); }},
-          {"concatenate", [&](const Array& v) { return concatenate({v, v, v}, axis); }},
-          {"stack", [&](const Array& v) { return stack({v, v}, axis); }},
+          {"concatenate",
+           [&](const Array& v) {
+             return concatenate({v, v, v}, axis);
+           }},
+          {"stack",
+           [&](const Array& v) {
+             return stack({v, v}, axis);
+           }},
           {"pad", [&](const Array& v) { return pad(v, lo, hi, dtype == DType::bool_ ? Scalar(true) : Scalar(7)); }},
           {"flip", [&](const Array& v) { return flip(v, Axes(std::vector<int64_t>{axis})); }},
           {"flip_all", [&](const Array& v) { return flip(v); }},
       };
       for (auto& [name, op] : ops) {
-        check(name + " " + name_of(dtype) + shape_string(s), {}, [&](const Array& a, const Array& b) {
-          // Alone (a view or a reference step on an input), after a kernel, before a kernel.
-          return Arrays{op(a), op(maximum(a, b)), maximum(op(a), op(b))};
-        }, x, y);
+        check(
+            name + " " + name_of(dtype) + shape_string(s), {},
+            [&](const Array& a, const Array& b) {
+              // Alone (a view or a reference step on an input), after a kernel, before a kernel.
+              return Arrays{op(a), op(maximum(a, b)), maximum(op(a), op(b))};
+            },
+            x, y);
       }
     }
   }
@@ -422,56 +459,81 @@ TEST_F(Differential, ReductionsOfInputsAndOfFusedProducers) {
         t.relative = 2 * eps;
         return t;
       };
-      check("sum " + context, {sum_tolerance(x, false), sum_tolerance(produced, false)},
-            [&](const Array& a, const Array& b) { return Arrays{sum(a, chosen, keepdims), sum(producer(a, b), chosen, keepdims)}; },
-            x, y);
-      check("mean " + context, {sum_tolerance(x, true), sum_tolerance(produced, true)},
-            [&](const Array& a, const Array& b) { return Arrays{mean(a, chosen, keepdims), mean(producer(a, b), chosen, keepdims)}; },
-            x, y);
+      check(
+          "sum " + context, {sum_tolerance(x, false), sum_tolerance(produced, false)},
+          [&](const Array& a, const Array& b) {
+            return Arrays{sum(a, chosen, keepdims), sum(producer(a, b), chosen, keepdims)};
+          },
+          x, y);
+      check(
+          "mean " + context, {sum_tolerance(x, true), sum_tolerance(produced, true)},
+          [&](const Array& a, const Array& b) {
+            return Arrays{mean(a, chosen, keepdims), mean(producer(a, b), chosen, keepdims)};
+          },
+          x, y);
       // Without special values: whether a product of huge and tiny factors
       // overflows depends on the order of multiplication.
       Tolerance product;
       product.relative = 2 * static_cast<double>(n) * eps;
-      check("prod " + context, {product},
-            [&](const Array& a, const Array& b) { return Arrays{prod(a, chosen, keepdims), prod(producer(a, b), chosen, keepdims)}; },
-            data(s, dtype, false), y);
+      check(
+          "prod " + context, {product},
+          [&](const Array& a, const Array& b) {
+            return Arrays{prod(a, chosen, keepdims), prod(producer(a, b), chosen, keepdims)};
+          },
+          data(s, dtype, false), y);
       bool empty = false;
       for (int64_t a : reduced) empty = empty || s[static_cast<size_t>(a)] == 0;
       if (!empty) {
         // Which of +0.0 and -0.0 a max/min reduction returns depends on its order.
-        check("max/min " + context, {any_zero_sign()}, [&](const Array& a, const Array& b) {
-          return Arrays{max(a, chosen, keepdims), min(a, chosen, keepdims), max(producer(a, b), chosen, keepdims),
-                        min(producer(a, b), chosen, keepdims)};
-        }, x, y);
+        check(
+            "max/min " + context, {any_zero_sign()},
+            [&](const Array& a, const Array& b) {
+              return Arrays{max(a, chosen, keepdims), min(a, chosen, keepdims), max(producer(a, b), chosen, keepdims),
+                            min(producer(a, b), chosen, keepdims)};
+            },
+            x, y);
         Tolerance lse;
         lse.absolute = (8 + 4 * root) * eps;
         lse.relative = 4 * eps;
-        check("logsumexp " + context, {lse}, [&](const Array& a, const Array& b) {
-          return Arrays{logsumexp(a, chosen, keepdims), logsumexp(producer(a, b), chosen, keepdims)};
-        }, x, y);
+        check(
+            "logsumexp " + context, {lse},
+            [&](const Array& a, const Array& b) {
+              return Arrays{logsumexp(a, chosen, keepdims), logsumexp(producer(a, b), chosen, keepdims)};
+            },
+            x, y);
       }
       if (!s.empty() && s[s.size() - 1] > 0 && shape_size(s) > 0) {
         int64_t axis = integer(-static_cast<int64_t>(s.size()), static_cast<int64_t>(s.size()) - 1);
-        double along = std::sqrt(static_cast<double>(s[static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis)]));
+        double along = std::sqrt(
+            static_cast<double>(s[static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis)]));
         Tolerance soft;
         soft.relative = (8 + 4 * along) * eps;
         soft.absolute = std::numeric_limits<float>::denorm_min();
         Tolerance log_soft;
         log_soft.relative = 4 * eps;
         log_soft.absolute = (8 + 4 * along) * eps;
-        check("softmax/log_softmax " + context, {soft, log_soft, soft, log_soft}, [&](const Array& a, const Array& b) {
-          return Arrays{softmax(a, axis), log_softmax(a, axis), softmax(producer(a, b), axis),
-                        log_softmax(producer(a, b), axis)};
-        }, x, y);
-        check("argmax/argmin " + context, {}, [&](const Array& a, const Array& b) {
-          return Arrays{argmax(a, axis, keepdims), argmin(a, axis), argmax(a), argmin(producer(a, b), axis, true)};
-        }, x, y);
+        check(
+            "softmax/log_softmax " + context, {soft, log_soft, soft, log_soft},
+            [&](const Array& a, const Array& b) {
+              return Arrays{softmax(a, axis), log_softmax(a, axis), softmax(producer(a, b), axis),
+                            log_softmax(producer(a, b), axis)};
+            },
+            x, y);
+        check(
+            "argmax/argmin " + context, {},
+            [&](const Array& a, const Array& b) {
+              return Arrays{argmax(a, axis, keepdims), argmin(a, axis), argmax(a), argmin(producer(a, b), axis, true)};
+            },
+            x, y);
       }
-      check("cumsum " + context, {}, [&](const Array& a, const Array& b) {
-        Arrays out = {cumsum(a), cumsum(producer(a, b))};
-        if (!s.empty()) out.push_back(cumsum(a, -1));
-        return out;
-      }, x, y);
+      check(
+          "cumsum " + context, {},
+          [&](const Array& a, const Array& b) {
+            Arrays out = {cumsum(a), cumsum(producer(a, b))};
+            if (!s.empty()) out.push_back(cumsum(a, -1));
+            return out;
+          },
+          x, y);
     }
   }
 }
@@ -479,10 +541,17 @@ TEST_F(Differential, ReductionsOfInputsAndOfFusedProducers) {
 // ---- linear algebra ------------------------------------------------------------------
 
 TEST_F(Differential, MatmulEveryDtypeAndShapeKind) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{5}, {5}},          {{4}, {4, 3}},       {{3, 4}, {4}},        {{3, 4}, {4, 5}},    {{2, 3, 4}, {4, 5}},
-      {{1, 3, 4}, {2, 4, 2}}, {{2, 1, 3, 4}, {3, 4, 2}}, {{0, 4}, {4, 3}}, {{3, 0}, {0, 2}},   {{3, 4}, {4, 0}},
-      {{17, 33}, {33, 9}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{5}, {5}},
+                                                       {{4}, {4, 3}},
+                                                       {{3, 4}, {4}},
+                                                       {{3, 4}, {4, 5}},
+                                                       {{2, 3, 4}, {4, 5}},
+                                                       {{1, 3, 4}, {2, 4, 2}},
+                                                       {{2, 1, 3, 4}, {3, 4, 2}},
+                                                       {{0, 4}, {4, 3}},
+                                                       {{3, 0}, {0, 2}},
+                                                       {{3, 4}, {4, 0}},
+                                                       {{17, 33}, {33, 9}}};
   for (DType dtype : all_dtypes) {
     for (const auto& [sa, sb] : shapes) {
       Array a = data(sa, dtype, false), b = data(sb, dtype, false);
@@ -493,7 +562,8 @@ TEST_F(Differential, MatmulEveryDtypeAndShapeKind) {
         tolerance.scale_factor = epsilon(dtype) * static_cast<double>(k + 2);
       }
       std::string context = "matmul " + name_of(dtype) + shape_string(sa) + " @ " + shape_string(sb);
-      check(context, {tolerance}, [](const Array& x, const Array& y) { return Arrays{matmul(x, y)}; }, a, b);
+      check(
+          context, {tolerance}, [](const Array& x, const Array& y) { return Arrays{matmul(x, y)}; }, a, b);
       if (dtype == DType::bool_) continue;
       // Elementwise producers and consumers around the BLAS step.
       Tolerance chain = tolerance;
@@ -502,9 +572,9 @@ TEST_F(Differential, MatmulEveryDtypeAndShapeKind) {
         chain.scale_factor *= 4;
         chain.relative = 4 * epsilon(dtype);
       }
-      check(context + " in a chain", {chain}, [](const Array& x, const Array& y) {
-        return Arrays{relu(matmul(x + 1, y) * 2 - 1)};
-      }, a, b);
+      check(
+          context + " in a chain", {chain},
+          [](const Array& x, const Array& y) { return Arrays{relu(matmul(x + 1, y) * 2 - 1)}; }, a, b);
     }
   }
 }
@@ -514,27 +584,28 @@ TEST_F(Differential, MatmulEveryDtypeAndShapeKind) {
 TEST_F(Differential, MatmulOfTransposedOperands) {
   for (DType dtype : all_dtypes) {
     Array a = data({5, 3}, dtype, false), b = data({5, 4}, dtype, false), c = data({4, 3}, dtype, false);
-    Array square = data({4, 4}, dtype, false), batched = data({2, 6, 3}, dtype, false), other = data({2, 6, 5}, dtype, false);
+    Array square = data({4, 4}, dtype, false), batched = data({2, 6, 3}, dtype, false),
+          other = data({2, 6, 5}, dtype, false);
     Tolerance tolerance;
     if (is_floating(dtype)) {
       tolerance.absolute = 64 * epsilon(dtype);
       tolerance.relative = 16 * epsilon(dtype);
     }
-    check("transposed matmul " + name_of(dtype), {tolerance},
-          [](const Array& x, const Array& y, const Array& z, const Array& s, const Array& p, const Array& q) {
-            Array xt = transpose(x), yt = transpose(y);
-            return Arrays{matmul(xt, y),                                          // a^T b
-                          matmul(transpose(matmul(xt, y)), transpose(z)),       // (x^T y)^T z^T
-                          matmul(transpose(s), transpose(s)),                    // one transpose, both operands
-                          matmul(transpose(p, {0, 2, 1}), q),                    // batched
-                          matmul(transpose(q, {0, 2, 1}), p),
-                          matmul(xt, x), xt,                                     // also an output
-                          // A swap of the last two axes of a batch-permuted value.
-                          matmul(transpose(transpose(p, {1, 0, 2}), {0, 2, 1}), transpose(q, {1, 0, 2})),
-                          // A transpose that a reduction reads too.
-                          matmul(yt, y) + sum(yt, {1})};
-          },
-          a, b, c, square, batched, other);
+    check(
+        "transposed matmul " + name_of(dtype), {tolerance},
+        [](const Array& x, const Array& y, const Array& z, const Array& s, const Array& p, const Array& q) {
+          Array xt = transpose(x), yt = transpose(y);
+          return Arrays{matmul(xt, y),                                          // a^T b
+                        matmul(transpose(matmul(xt, y)), transpose(z)),         // (x^T y)^T z^T
+                        matmul(transpose(s), transpose(s)),                     // one transpose, both operands
+                        matmul(transpose(p, {0, 2, 1}), q),                     // batched
+                        matmul(transpose(q, {0, 2, 1}), p), matmul(xt, x), xt,  // also an output
+                        // A swap of the last two axes of a batch-permuted value.
+                        matmul(transpose(transpose(p, {1, 0, 2}), {0, 2, 1}), transpose(q, {1, 0, 2})),
+                        // A transpose that a reduction reads too.
+                        matmul(yt, y) + sum(yt, {1})};
+        },
+        a, b, c, square, batched, other);
   }
 }
 
@@ -550,17 +621,18 @@ TEST_F(Differential, MatmulSplitAcrossThreads) {
     Tolerance tolerance;
     tolerance.absolute = 512 * epsilon(dtype);
     tolerance.relative = 64 * epsilon(dtype);
-    check("split matmul " + name_of(dtype), {tolerance},
-          [](const Array& t, const Array& w, const Array& n, const Array& b, const Array& r, const Array& s) {
-            return Arrays{matmul(t, n),                                  // rows split
-                          matmul(t, w),                                  // columns split
-                          matmul(transpose(w), transpose(t)),            // both stored transposed, rows split
-                          matmul(transpose(n), transpose(t)),            // columns split, transposed operands
-                          matmul(b, r),                                  // batch entries split
-                          matmul(s, r),                                  // broadcast batch of one
-                          matmul(transpose(b, {0, 2, 1}), b)};          // batched, A transposed
-          },
-          tall, wide, narrow, batched, batched_right, single);
+    check(
+        "split matmul " + name_of(dtype), {tolerance},
+        [](const Array& t, const Array& w, const Array& n, const Array& b, const Array& r, const Array& s) {
+          return Arrays{matmul(t, n),                         // rows split
+                        matmul(t, w),                         // columns split
+                        matmul(transpose(w), transpose(t)),   // both stored transposed, rows split
+                        matmul(transpose(n), transpose(t)),   // columns split, transposed operands
+                        matmul(b, r),                         // batch entries split
+                        matmul(s, r),                         // broadcast batch of one
+                        matmul(transpose(b, {0, 2, 1}), b)};  // batched, A transposed
+        },
+        tall, wide, narrow, batched, batched_right, single);
   }
 }
 
@@ -577,24 +649,25 @@ TEST_F(Differential, IndexingOps) {
       Array update = data({2, 2, 5}, dtype, false);
       Array updates = data({4, 6, 5}, dtype, false);
       Array flat_indices = astype(array(std::vector<int64_t>{1, 1, 0, 2, 2, 2}, {6}), index_dtype);
-      check("indexing " + name_of(dtype) + " with " + name_of(index_dtype), {},
-            [&](const Array& v, const Array& i, const Array& a, const Array& st, const Array& u, const Array& us,
-                const Array& fi) {
-              Array produced = maximum(v, v);
-              Arrays out = {take(v, i),
-                            take(produced, i, -2),
-                            take(v, i, 0),
-                            take_along_axis(v, a, 1),
-                            dynamic_slice(produced, {st, 0, Operand(st)}, {2, 3, 4}),
-                            dynamic_slice(v, {7, -2, 2}, {4, 1, 5}),
-                            dynamic_update_slice(v, u, {st, 1, 0}),
-                            dynamic_update_slice(produced, u, {10, st, -1}),
-                            one_hot(fi, 4, DType::f32),
-                            one_hot(i, 3, DType::i32)};
-              if (dtype != DType::bool_) out.push_back(scatter_add(v, fi, us, 1));
-              return out;
-            },
-            x, indices, along, start, update, updates, flat_indices);
+      check(
+          "indexing " + name_of(dtype) + " with " + name_of(index_dtype), {},
+          [&](const Array& v, const Array& i, const Array& a, const Array& st, const Array& u, const Array& us,
+              const Array& fi) {
+            Array produced = maximum(v, v);
+            Arrays out = {take(v, i),
+                          take(produced, i, -2),
+                          take(v, i, 0),
+                          take_along_axis(v, a, 1),
+                          dynamic_slice(produced, {st, 0, Operand(st)}, {2, 3, 4}),
+                          dynamic_slice(v, {7, -2, 2}, {4, 1, 5}),
+                          dynamic_update_slice(v, u, {st, 1, 0}),
+                          dynamic_update_slice(produced, u, {10, st, -1}),
+                          one_hot(fi, 4, DType::f32),
+                          one_hot(i, 3, DType::i32)};
+            if (dtype != DType::bool_) out.push_back(scatter_add(v, fi, us, 1));
+            return out;
+          },
+          x, indices, along, start, update, updates, flat_indices);
     }
   }
 }
@@ -604,29 +677,42 @@ TEST_F(Differential, IndexingOps) {
 TEST_F(Differential, CreationInsideATrace) {
   for (DType dtype : numeric_dtypes) {
     Array x = data({3, 4}, dtype, false);
-    check("creation " + name_of(dtype), {}, [&](const Array& v) {
-      return Arrays{v + zeros({3, 4}, dtype), v * ones({4}, dtype), full({3, 1}, 2, dtype) + v, v + arange(4),
-                    arange(1, 9, 2), arange(0.5, 3.0, 0.25), eye(3, 4, 1, dtype) * v, linspace(0, 1, 7),
-                    linspace(-1, 1, 4, false, DType::f64), full({}, 2.5)};
-    }, x);
+    check(
+        "creation " + name_of(dtype), {},
+        [&](const Array& v) {
+          return Arrays{v + zeros({3, 4}, dtype),
+                        v * ones({4}, dtype),
+                        full({3, 1}, 2, dtype) + v,
+                        v + arange(4),
+                        arange(1, 9, 2),
+                        arange(0.5, 3.0, 0.25),
+                        eye(3, 4, 1, dtype) * v,
+                        linspace(0, 1, 7),
+                        linspace(-1, 1, 4, false, DType::f64),
+                        full({}, 2.5)};
+        },
+        x);
   }
 }
 
 TEST_F(Differential, RandomNumbers) {
   Array key = random::key(42);
-  check("random", {{}, {}, {}, ulps(16, DType::f32), {}, {}, {}, ulps(16, DType::f64), {}}, [](const Array& k) {
-    Array keys = random::split(k, 3);
-    std::vector<Array> parts = random::split_keys(k, 2);
-    return Arrays{keys,
-                  random::uniform(parts[0], {3, 5}),
-                  random::uniform(parts[1], {4}, DType::f64, -2, 5),
-                  random::normal(parts[0], {2, 7}),
-                  random::randint(parts[1], {9}, -5, 17),
-                  random::randint(parts[1], {2, 2}, 0, 1000, DType::i64),
-                  random::bernoulli(k, 0.3, {10}),
-                  random::normal(k, {6}, DType::f64),
-                  random::uniform(random::key(7), {0, 3})};
-  }, key);
+  check(
+      "random", {{}, {}, {}, ulps(16, DType::f32), {}, {}, {}, ulps(16, DType::f64), {}},
+      [](const Array& k) {
+        Array keys = random::split(k, 3);
+        std::vector<Array> parts = random::split_keys(k, 2);
+        return Arrays{keys,
+                      random::uniform(parts[0], {3, 5}),
+                      random::uniform(parts[1], {4}, DType::f64, -2, 5),
+                      random::normal(parts[0], {2, 7}),
+                      random::randint(parts[1], {9}, -5, 17),
+                      random::randint(parts[1], {2, 2}, 0, 1000, DType::i64),
+                      random::bernoulli(k, 0.3, {10}),
+                      random::normal(k, {6}, DType::f64),
+                      random::uniform(random::key(7), {0, 3})};
+      },
+      key);
 }
 
 // ---- fusion chains and graph shapes the plan must handle ------------------------------
@@ -638,22 +724,32 @@ TEST_F(Differential, ElementwiseChainsWithBroadcastsAndLiterals) {
     // Terms up to ~30 cancel in the first output: an absolute part on top of the ulps.
     Tolerance chain = ulps(16, dtype);
     chain.absolute = 16 * 30 * epsilon(dtype);
-    check("float chain " + name_of(dtype), {chain}, [](const Array& a, const Array& b, const Array& c, const Array& d) {
-      Array t = exp(a * 0.5) * b + 2.5 - sin(c) / (1 + abs(a));
-      return Arrays{t, kiln::where(t > 1, t, -t) * d, maximum(tanh(d), sigmoid(b)) - erf(c), sqrt(abs(d)) + square(a)};
-    }, x, y, z, w);
+    check(
+        "float chain " + name_of(dtype), {chain},
+        [](const Array& a, const Array& b, const Array& c, const Array& d) {
+          Array t = exp(a * 0.5) * b + 2.5 - sin(c) / (1 + abs(a));
+          return Arrays{t, kiln::where(t > 1, t, -t) * d, maximum(tanh(d), sigmoid(b)) - erf(c),
+                        sqrt(abs(d)) + square(a)};
+        },
+        x, y, z, w);
   }
   for (DType dtype : {DType::i32, DType::i64}) {
     Array a = data({5, 1}, dtype), b = data({1, 6}, dtype), c = data({6}, dtype);
-    check("integer chain " + name_of(dtype), {}, [](const Array& p, const Array& q, const Array& r) {
-      Array t = maximum(p * q - 7, r) + abs(-p) * sign(q);
-      return Arrays{t, pow(t, 2) + minimum(q, 3), astype(t, DType::f64) / 3.0, kiln::where(t > r, t, p)};
-    }, a, b, c);
+    check(
+        "integer chain " + name_of(dtype), {},
+        [](const Array& p, const Array& q, const Array& r) {
+          Array t = maximum(p * q - 7, r) + abs(-p) * sign(q);
+          return Arrays{t, pow(t, 2) + minimum(q, 3), astype(t, DType::f64) / 3.0, kiln::where(t > r, t, p)};
+        },
+        a, b, c);
   }
   Array p = data({4, 5}, DType::bool_), q = data({5}, DType::bool_), f = data({4, 5}, DType::f32);
-  check("bool chain", {}, [](const Array& a, const Array& b, const Array& v) {
-    return Arrays{logical_or(a, !b) & (v > 0), a == b, astype(a, DType::f32) + astype(b, DType::i32), !(a | b)};
-  }, p, q, f);
+  check(
+      "bool chain", {},
+      [](const Array& a, const Array& b, const Array& v) {
+        return Arrays{logical_or(a, !b) & (v > 0), a == b, astype(a, DType::f32) + astype(b, DType::i32), !(a | b)};
+      },
+      p, q, f);
 }
 
 // A flat kernel with a long body (many transcendental functions) runs its
@@ -726,11 +822,15 @@ TEST_F(Differential, ReductionsAndSoftmaxOfFusedProducers) {
     Tolerance loose;
     loose.absolute = 200 * eps * 50;
     loose.relative = 64 * eps;
-    check("reductions of producers " + name_of(dtype), {loose}, [](const Array& a, const Array& b) {
-      Array e = exp(a - 1) * b;
-      return Arrays{sum(e, {-1}), max(a * b, {0, 2}, true), min(abs(a) + b, {1}), mean(e, {0, -1}, true),
-                    logsumexp(a * b, {-1}), softmax(a + b, 1), log_softmax(a * 2, -1), softmax(sum(e, {2}), 0)};
-    }, x, y);
+    check(
+        "reductions of producers " + name_of(dtype), {loose},
+        [](const Array& a, const Array& b) {
+          Array e = exp(a - 1) * b;
+          return Arrays{sum(e, {-1}),           max(a * b, {0, 2}, true), min(abs(a) + b, {1}),
+                        mean(e, {0, -1}, true), logsumexp(a * b, {-1}),   softmax(a + b, 1),
+                        log_softmax(a * 2, -1), softmax(sum(e, {2}), 0)};
+        },
+        x, y);
   }
 }
 
@@ -739,13 +839,20 @@ TEST_F(Differential, MatmulFollowedByElementwiseAndReshapeViews) {
   Tolerance tolerance;
   tolerance.absolute = 1e-4;
   tolerance.relative = 1e-5;
-  check("mlp layer", {tolerance}, [](const Array& input, const Array& weight, const Array& bias) {
-    Array hidden = relu(matmul(input, weight) + bias);
-    Array flat = reshape(hidden * 2, {-1});
-    Array back = reshape(flat, {10, 8});
-    return Arrays{hidden, flat + 1, sum(back, {0}), log_softmax(hidden, -1), reshape(reshape(input, {2, 64}), {128}),
-                  matmul(transpose(hidden), hidden)};
-  }, x, w, b);
+  check(
+      "mlp layer", {tolerance},
+      [](const Array& input, const Array& weight, const Array& bias) {
+        Array hidden = relu(matmul(input, weight) + bias);
+        Array flat = reshape(hidden * 2, {-1});
+        Array back = reshape(flat, {10, 8});
+        return Arrays{hidden,
+                      flat + 1,
+                      sum(back, {0}),
+                      log_softmax(hidden, -1),
+                      reshape(reshape(input, {2, 64}), {128}),
+                      matmul(transpose(hidden), hidden)};
+      },
+      x, w, b);
 }
 
 // Large enough that kernels are split across the thread pool.
@@ -762,31 +869,39 @@ TEST_F(Differential, LargeArraysSplitAcrossThreads) {
     Tolerance soft;
     soft.relative = (8 + 4 * std::sqrt(1031.0)) * epsilon(float_of(dtype));
     soft.absolute = std::numeric_limits<float>::denorm_min();
-    check("large " + name_of(dtype),
-          {{}, ulps(4, float_of(dtype)), sum_tolerance(x * x, {1}, 1031), sum_tolerance(abs(x), {0}, 257), any_zero_sign(),
-           soft, {}},
-          [](const Array& a, const Array& b, const Array& c) {
-            return Arrays{a * b + c, exp(a), sum(a * a, {1}), sum(a, {0}), max(a, {0, 1}), softmax(a, -1),
-                          argmax(a, 0)};
-          },
-          x, y, z);
+    check(
+        "large " + name_of(dtype),
+        {{},
+         ulps(4, float_of(dtype)),
+         sum_tolerance(x * x, {1}, 1031),
+         sum_tolerance(abs(x), {0}, 257),
+         any_zero_sign(),
+         soft,
+         {}},
+        [](const Array& a, const Array& b, const Array& c) {
+          return Arrays{a * b + c, exp(a), sum(a * a, {1}), sum(a, {0}), max(a, {0, 1}), softmax(a, -1), argmax(a, 0)};
+        },
+        x, y, z);
     Array indices = astype(array(std::vector<int64_t>{5, -1, 1030, 0, 77, 2000, -3000}, {7}), DType::i32);
-    check("large movement and indexing " + name_of(dtype), {}, [](const Array& a, const Array& i) {
-      return Arrays{transpose(a),
-                    slice(a, {1, 3}, {256, 1030}, {2, 3}),
-                    concatenate({a, a * 2}, 1),
-                    take(a, i, 1),
-                    take(a, i),
-                    flip(a, {0}),
-                    pad(a, {1, 2}, {3, 0}, 1),
-                    cumsum(a, 0),
-                    cumsum(a, 1),
-                    argmin(a, 1),
-                    dynamic_slice(a, {10, 20}, {200, 1000}),
-                    dynamic_update_slice(a, slice(a * 3, {0, 0}, {100, 500}), {50, 400}),
-                    scatter_add(a, i, take(a, i, 1), 1),
-                    scatter_add(a, i, take(a, i, 0) * 2, 0)};  // one row: its columns are split
-    }, x, indices);
+    check(
+        "large movement and indexing " + name_of(dtype), {},
+        [](const Array& a, const Array& i) {
+          return Arrays{transpose(a),
+                        slice(a, {1, 3}, {256, 1030}, {2, 3}),
+                        concatenate({a, a * 2}, 1),
+                        take(a, i, 1),
+                        take(a, i),
+                        flip(a, {0}),
+                        pad(a, {1, 2}, {3, 0}, 1),
+                        cumsum(a, 0),
+                        cumsum(a, 1),
+                        argmin(a, 1),
+                        dynamic_slice(a, {10, 20}, {200, 1000}),
+                        dynamic_update_slice(a, slice(a * 3, {0, 0}, {100, 500}), {50, 400}),
+                        scatter_add(a, i, take(a, i, 1), 1),
+                        scatter_add(a, i, take(a, i, 0) * 2, 0)};  // one row: its columns are split
+        },
+        x, indices);
   }
 }
 
@@ -797,24 +912,38 @@ TEST_F(Differential, LargeArraysSplitAcrossThreads) {
 // kernel that could overwrite the argument, or is itself an output.
 TEST_F(Differential, DonatedArgumentsStillReadThroughViews) {
   Array x = data({4, 40}, DType::f32, false), y = data({4, 40}, DType::i32, false);
-  check("view returned", {}, [](const Array& a) { return Arrays{reshape(a, {160}), a * 2}; }, x);
-  check("view read after a kernel", {}, [](const Array& a) {
-    Array view = reshape(a, {160});
-    Array doubled = a * 2;
-    return Arrays{doubled, view + 1};
-  }, x);
-  check("views and transposes", {}, [](const Array& a, const Array& b) {
-    Array view = reshape(a, {2, 80});
-    Array sum_of = a + astype(b, DType::f32);
-    return Arrays{sum_of, transpose(view), max(view, {1}), b * 3, reshape(b, {160}) - 1};
-  }, x, y);
+  check(
+      "view returned", {},
+      [](const Array& a) {
+        return Arrays{reshape(a, {160}), a * 2};
+      },
+      x);
+  check(
+      "view read after a kernel", {},
+      [](const Array& a) {
+        Array view = reshape(a, {160});
+        Array doubled = a * 2;
+        return Arrays{doubled, view + 1};
+      },
+      x);
+  check(
+      "views and transposes", {},
+      [](const Array& a, const Array& b) {
+        Array view = reshape(a, {2, 80});
+        Array sum_of = a + astype(b, DType::f32);
+        return Arrays{sum_of, transpose(view), max(view, {1}), b * 3, reshape(b, {160}) - 1};
+      },
+      x, y);
 }
 
 TEST_F(Differential, OneExecutableRunningOnManyThreads) {
   Array x = data({300, 700}, DType::f32, false), y = data({700}, DType::f32, false);
-  DifferentialCase test = trace_case("threads", [](const Array& a, const Array& b) {
-    return Arrays{maximum(a * b + 1, 0), max(a, {1}), transpose(a) - 1, a * 2};
-  }, x, y);
+  DifferentialCase test = trace_case(
+      "threads",
+      [](const Array& a, const Array& b) {
+        return Arrays{maximum(a * b + 1, 0), max(a, {1}), transpose(a) - 1, a * 2};
+      },
+      x, y);
   std::vector<Array> expected = detail::interpret(test.graph, test.arguments, test.captures);
   auto executable = cache::default_backend().compile(test.graph.shared());
   std::vector<std::string> failures(4);
@@ -829,36 +958,52 @@ TEST_F(Differential, OneExecutableRunningOnManyThreads) {
     });
   }
   for (std::thread& thread : threads) thread.join();
-  for (size_t t = 0; t < failures.size(); ++t) EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
+  for (size_t t = 0; t < failures.size(); ++t)
+    EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
 }
 
 TEST_F(Differential, OutputsThatAliasInputsOrAreLiterals) {
   Array x = data({2, 3}, DType::f32, false), n = data({4}, DType::i32, false);
-  check("aliases", {}, [](const Array& a, const Array& i) {
-    Array e = a * 2;
-    return Arrays{a, a, i, reshape(a, {3, 2}), e, e, stop_gradient(a), squeeze(expand_dims(i, 0))};
-  }, x, n);
-  check("literals", {}, [](const Array& a) {
-    return Arrays{full({}, 2.5f), zeros({2, 3}), full({3}, true), arange(5), ones_like(a), a + full({}, 1.0f)};
-  }, x);
+  check(
+      "aliases", {},
+      [](const Array& a, const Array& i) {
+        Array e = a * 2;
+        return Arrays{a, a, i, reshape(a, {3, 2}), e, e, stop_gradient(a), squeeze(expand_dims(i, 0))};
+      },
+      x, n);
+  check(
+      "literals", {},
+      [](const Array& a) {
+        return Arrays{full({}, 2.5f), zeros({2, 3}), full({3}, true), arange(5), ones_like(a), a + full({}, 1.0f)};
+      },
+      x);
   check("literal only", {}, []() { return Arrays{full({}, 7), full({2}, 1.5)}; });
 }
 
 TEST_F(Differential, ZeroSizeAndScalarGraphs) {
   for (DType dtype : all_dtypes) {
     Array empty = data({2, 0, 3}, dtype), single = data({}, dtype);
-    check("zero-size " + name_of(dtype), {}, [&](const Array& e, const Array& s) {
-      Arrays out = {maximum(e, s), reshape(e, {0, 6}), concatenate({e, e}, 1), transpose(e), max(maximum(e, s), {2}, true)};
-      if (dtype != DType::bool_) out.push_back(sum(e * s, {1}));
-      return out;
-    }, empty, single);
+    check(
+        "zero-size " + name_of(dtype), {},
+        [&](const Array& e, const Array& s) {
+          Arrays out = {maximum(e, s), reshape(e, {0, 6}), concatenate({e, e}, 1), transpose(e),
+                        max(maximum(e, s), {2}, true)};
+          if (dtype != DType::bool_) out.push_back(sum(e * s, {1}));
+          return out;
+        },
+        empty, single);
   }
 }
 
 TEST_F(Differential, CapturedArraysBecomeImplicitInputs) {
   Array captured = data({3, 4}, DType::f32, false), bias = data({4}, DType::f64, false);
   Array x = data({3, 4}, DType::f32, false);
-  check("captures", {}, [&](const Array& a) { return Arrays{a * captured + 1, astype(a, DType::f64) - bias, captured}; }, x);
+  check(
+      "captures", {},
+      [&](const Array& a) {
+        return Arrays{a * captured + 1, astype(a, DType::f64) - bias, captured};
+      },
+      x);
 }
 
 // Graph-level simplifications (identities, merged duplicates, folded
@@ -870,26 +1015,53 @@ TEST_F(Differential, AlgebraicIdentitiesKeepSignedZerosAndNaN) {
     Array x = astype(array(std::vector<double>{-0.0, 0.0, nan, inf, -inf, -1.5, 2.0, 1e-310}, {8}), dtype);
     std::vector<Tolerance> tolerances(22);
     tolerances[20] = ulps(4, dtype);  // exp(v) + exp(v): merged or not, exp is within a few ulps
-    check("float identities " + name_of(dtype), tolerances, [](const Array& v) {
-      Array m = reshape(v, {2, 4});
-      return Arrays{v * 1, 1 * v, v / 1, neg(neg(v)), astype(v, v.dtype()), reshape(v, {8}), v + 0.0, 0.0 + v,
-                    v - 0.0, v + -0.0, -0.0 + v, v * 0, v - v, v * -1, transpose(transpose(m)), transpose(m, {0, 1}),
-                    reshape(reshape(m, {4, 2}), {8}), broadcast_to(broadcast_to(v, {1, 8}), {3, 8}), maximum(v, v),
-                    v + v * 0, exp(v) + exp(v), stop_gradient(v) * 1};
-    }, x);
-    check("literal subgraphs " + name_of(dtype), {{}, {}, ulps(4, dtype), {}, {}}, [&](const Array& v) {
-      Array two = full({}, 2.0, dtype);
-      return Arrays{two * 3 + 1, v + two * 0.5, exp(two) * v, full({3}, 1.5, dtype) * 2, -full({}, 0.0, dtype)};
-    }, x);
+    check(
+        "float identities " + name_of(dtype), tolerances,
+        [](const Array& v) {
+          Array m = reshape(v, {2, 4});
+          return Arrays{v * 1,
+                        1 * v,
+                        v / 1,
+                        neg(neg(v)),
+                        astype(v, v.dtype()),
+                        reshape(v, {8}),
+                        v + 0.0,
+                        0.0 + v,
+                        v - 0.0,
+                        v + -0.0,
+                        -0.0 + v,
+                        v * 0,
+                        v - v,
+                        v * -1,
+                        transpose(transpose(m)),
+                        transpose(m, {0, 1}),
+                        reshape(reshape(m, {4, 2}), {8}),
+                        broadcast_to(broadcast_to(v, {1, 8}), {3, 8}),
+                        maximum(v, v),
+                        v + v * 0,
+                        exp(v) + exp(v),
+                        stop_gradient(v) * 1};
+        },
+        x);
+    check(
+        "literal subgraphs " + name_of(dtype), {{}, {}, ulps(4, dtype), {}, {}},
+        [&](const Array& v) {
+          Array two = full({}, 2.0, dtype);
+          return Arrays{two * 3 + 1, v + two * 0.5, exp(two) * v, full({3}, 1.5, dtype) * 2, -full({}, 0.0, dtype)};
+        },
+        x);
   }
   for (DType dtype : {DType::i32, DType::i64, DType::bool_}) {
     Array x = data({9}, dtype);
-    check("integer identities " + name_of(dtype), {}, [&](const Array& v) {
-      Arrays out = {v * 1, 1 * v, v + 0, 0 + v, astype(v, v.dtype()), maximum(v, v)};
-      if (dtype != DType::bool_) out.push_back(v - 0);
-      if (dtype != DType::bool_) out.push_back(neg(neg(v)));
-      return out;
-    }, x);
+    check(
+        "integer identities " + name_of(dtype), {},
+        [&](const Array& v) {
+          Arrays out = {v * 1, 1 * v, v + 0, 0 + v, astype(v, v.dtype()), maximum(v, v)};
+          if (dtype != DType::bool_) out.push_back(v - 0);
+          if (dtype != DType::bool_) out.push_back(neg(neg(v)));
+          return out;
+        },
+        x);
   }
 }
 
@@ -928,19 +1100,25 @@ TEST_F(Differential, GraphsDifferingInLiteralsOrShapesDoNotShareKernels) {
       std::ostringstream context;
       context.precision(17);
       context << "x * " << value << " + 1 " << name_of(dtype);
-      check(context.str(), {}, [&](const Array& v) { return Arrays{v * value + 1}; }, x);
+      check(
+          context.str(), {}, [&](const Array& v) { return Arrays{v * value + 1}; }, x);
     }
     for (double exponent : {1.5, 2.0, 0.5, 3.0, -1.0}) {
-      check("pow(x, " + std::to_string(exponent) + ") " + name_of(dtype), {ulps(4, dtype)},
-            [&](const Array& v) { return Arrays{pow(v, exponent)}; }, x);
+      check(
+          "pow(x, " + std::to_string(exponent) + ") " + name_of(dtype), {ulps(4, dtype)},
+          [&](const Array& v) { return Arrays{pow(v, exponent)}; }, x);
     }
   }
   for (DType dtype : all_dtypes) {
     for (const Shape& s : std::vector<Shape>{{5}, {2, 3}, {}, {1}, {3, 1, 2}, {0, 4}, {4, 4}}) {
-      Array x = data(s, dtype, false), y = data(s, dtype, false), row = data(s.empty() ? Shape{} : Shape{s.back()}, dtype, false);
-      check("shapes " + name_of(dtype) + shape_string(s), {}, [](const Array& a, const Array& b, const Array& r) {
-        return Arrays{maximum(a, b), minimum(maximum(a, b), r), maximum(a, r)};
-      }, x, y, row);
+      Array x = data(s, dtype, false), y = data(s, dtype, false),
+            row = data(s.empty() ? Shape{} : Shape{s.back()}, dtype, false);
+      check(
+          "shapes " + name_of(dtype) + shape_string(s), {},
+          [](const Array& a, const Array& b, const Array& r) {
+            return Arrays{maximum(a, b), minimum(maximum(a, b), r), maximum(a, r)};
+          },
+          x, y, row);
     }
   }
 }
@@ -950,8 +1128,10 @@ TEST_F(Differential, GraphsDifferingInLiteralsOrShapesDoNotShareKernels) {
 // exponents that agree in their first 9 significant digits are different.
 TEST_F(Differential, PowExponentsAgreeingInNineDigitsDoNotShareAKernel) {
   Array x = array({1.5, 2.75, 0.5}, {3});
-  check("pow(x, 1.5) f64", {ulps(4, DType::f64)}, [](const Array& v) { return Arrays{pow(v, 1.5)}; }, x);
-  check("pow(x, 1.500000001) f64", {ulps(4, DType::f64)}, [](const Array& v) { return Arrays{pow(v, 1.500000001)}; }, x);
+  check(
+      "pow(x, 1.5) f64", {ulps(4, DType::f64)}, [](const Array& v) { return Arrays{pow(v, 1.5)}; }, x);
+  check(
+      "pow(x, 1.500000001) f64", {ulps(4, DType::f64)}, [](const Array& v) { return Arrays{pow(v, 1.500000001)}; }, x);
 }
 
 // Compiled max/min reductions are vectorized, so among equal elements the one
@@ -960,12 +1140,19 @@ TEST_F(Differential, PowExponentsAgreeingInNineDigitsDoNotShareAKernel) {
 // a NaN anywhere must still give NaN.
 TEST_F(Differential, MaxMinReductionsOfSignedZerosAndNaNs) {
   Array x = array({-0.0f, 0.0f, 0.0f, -0.0f}, {2, 2});
-  check("max/min of signed zeros", {any_zero_sign()}, [](const Array& v) {
-    return Arrays{max(v, {1}), min(v, {1})};
-  }, x);
+  check(
+      "max/min of signed zeros", {any_zero_sign()},
+      [](const Array& v) {
+        return Arrays{max(v, {1}), min(v, {1})};
+      },
+      x);
   Array with_nan = array({1.0f, std::nanf(""), -2.0f, 3.0f, 5.0f, -1.0f}, {2, 3});
-  check("max/min with a NaN", {}, [](const Array& v) { return Arrays{max(v, {1}), min(v, {1}), max(v), min(v)}; },
-        with_nan);
+  check(
+      "max/min with a NaN", {},
+      [](const Array& v) {
+        return Arrays{max(v, {1}), min(v, {1}), max(v), min(v)};
+      },
+      with_nan);
 }
 
 // A reduction to one value over many elements runs in slices across threads
@@ -1001,11 +1188,17 @@ TEST_F(Differential, ReductionsToOneValueRunInSlicesAcrossThreads) {
     std::vector<double> values(static_cast<size_t>(shape_size(s)), 1.5);
     values[values.size() - 5] = std::nan("");
     Array with_nan = astype(array(values, s), dtype);
-    check("NaN in the last slice " + name_of(dtype), {}, [](const Array& a) { return Arrays{max(a), min(a)}; },
-          with_nan);
+    check(
+        "NaN in the last slice " + name_of(dtype), {},
+        [](const Array& a) {
+          return Arrays{max(a), min(a)};
+        },
+        with_nan);
   }
   Array small = data({200, 300}, DType::f32, false);
-  std::string plan = describe_plan(trace_case("small", [](const Array& a) { return sum(a); }, small).graph);
+  std::string plan = describe_plan(trace_case(
+                                       "small", [](const Array& a) { return sum(a); }, small)
+                                       .graph);
   EXPECT_EQ(plan.find("in slices"), std::string::npos) << plan;
 }
 
@@ -1025,14 +1218,16 @@ TEST_F(Differential, ReductionsOverMiddleAxesAccumulateRowByRow) {
       t.relative = 2 * epsilon(dtype);
       return t;
     };
-    check("middle axes " + name_of(dtype), {sum_tolerance(x, {1}, 200), {}, {}, sum_tolerance(y, {1, 2}, 20), {}},
-          [](const Array& a, const Array& b) {
-            return Arrays{sum(a, {1}), max(a, {1}), min(a, {1}, true), sum(b, {1, 2}), max(b, {-3, -2})};
-          },
-          x, y);
+    check(
+        "middle axes " + name_of(dtype), {sum_tolerance(x, {1}, 200), {}, {}, sum_tolerance(y, {1, 2}, 20), {}},
+        [](const Array& a, const Array& b) {
+          return Arrays{sum(a, {1}), max(a, {1}), min(a, {1}, true), sum(b, {1, 2}), max(b, {-3, -2})};
+        },
+        x, y);
   }
   Array x = data({64, 30, 32}, DType::f32, false, 0.5, 3);
-  auto normalized = trace_case("normalized", [](const Array& v) { return v / sum(v, 1, true); }, x);
+  auto normalized = trace_case(
+      "normalized", [](const Array& v) { return v / sum(v, 1, true); }, x);
   EXPECT_EQ(run_differential(normalized, {Tolerance{.relative = 1e-5}}), "") << describe_plan(normalized.graph);
 }
 
@@ -1043,10 +1238,21 @@ TEST_F(Differential, ReductionsOverMiddleAxesAccumulateRowByRow) {
 // `x + max(arange(5000))`.)
 TEST_F(Differential, SmallReductionsOfLargeLiteralProducersAreComputed) {
   Array x = array({1.0f, 2.0f}, {2});
-  check("sum(full({100, 100}, 2))", {}, [](const Array&) { return Arrays{sum(full({100, 100}, 2.0f))}; }, x);
-  check("x + max(arange(5000))", {}, [](const Array& v) { return Arrays{v + max(arange(5000))}; }, x);
+  check(
+      "sum(full({100, 100}, 2))", {},
+      [](const Array&) {
+        return Arrays{sum(full({100, 100}, 2.0f))};
+      },
+      x);
+  check(
+      "x + max(arange(5000))", {}, [](const Array& v) { return Arrays{v + max(arange(5000))}; }, x);
   // Past any bound on what is evaluated when compiling (here 4.4 million elements).
-  check("sum(full({2100, 2100}, 1))", {}, [](const Array&) { return Arrays{sum(full({2100, 2100}, 1))}; }, x);
+  check(
+      "sum(full({2100, 2100}, 1))", {},
+      [](const Array&) {
+        return Arrays{sum(full({2100, 2100}, 1))};
+      },
+      x);
 }
 
 }  // namespace

@@ -424,8 +424,8 @@ std::string compiled_assembly(const Graph& graph) {
 // Straight-line vector code: packed (ps/pd) arithmetic on ymm or zmm
 // registers, and no call of any kind (a call would spill every register).
 void expect_inline_vector_code(const std::string& assembly, const std::string& context) {
-  EXPECT_TRUE(std::regex_search(
-      assembly, std::regex("\\s(v(add|sub|mul|div)p[sd]|vfn?m(add|sub)[0-9]+p[sd])\\s+[^\\n]*%[yz]mm")))
+  EXPECT_TRUE(std::regex_search(assembly,
+                                std::regex("\\s(v(add|sub|mul|div)p[sd]|vfn?m(add|sub)[0-9]+p[sd])\\s+[^\\n]*%[yz]mm")))
       << context << ": no packed arithmetic on ymm/zmm registers";
   std::smatch call;
   EXPECT_FALSE(std::regex_search(assembly, call, std::regex("\\scall[q]?\\s[^\\n]*")))

@@ -14,24 +14,26 @@
 namespace kiln::testing {
 namespace {
 
-Array random_rows(const Shape& shape, uint32_t seed) {
-  return random::normal(random::key(seed), shape) * 3.0f;
-}
+Array random_rows(const Shape& shape, uint32_t seed) { return random::normal(random::key(seed), shape) * 3.0f; }
 
 // Row-wise results agree with the interpreter up to the vectorizer's
 // reassociation of the row sums and a few ulps of exp/log.
-Tolerance row_tolerance(int64_t columns) { return {.absolute = 1e-6, .relative = 4e-7 * std::sqrt(double(columns)) + 1e-6}; }
+Tolerance row_tolerance(int64_t columns) {
+  return {.absolute = 1e-6, .relative = 4e-7 * std::sqrt(double(columns)) + 1e-6};
+}
 
 int count_matches(const std::string& text, const std::string& pattern) {
   std::regex expression(pattern);
-  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), expression), std::sregex_iterator()));
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), expression), std::sregex_iterator()));
 }
 
 int groups_in(const std::string& plan) { return count_matches(plan, "row group of"); }
 
 TEST(RowGroups, SoftmaxRunsAsOneGroupAndStoresItsExponentialsOnce) {
   Array x = random_rows({64, 1024}, 1);
-  auto test = trace_case("softmax_rows", [](const Array& v) { return softmax(v, -1); }, x);
+  auto test = trace_case(
+      "softmax_rows", [](const Array& v) { return softmax(v, -1); }, x);
   std::string plan = describe_plan(test.graph);
   EXPECT_EQ(groups_in(plan), 1) << plan;
   EXPECT_NE(plan.find("row group of 64 rows, 6 steps"), std::string::npos) << plan;
@@ -47,7 +49,10 @@ TEST(RowGroups, RowWiseFunctionsMatchTheInterpreterAtAwkwardSizes) {
   const std::vector<std::pair<const char*, std::function<std::vector<Array>(const Array&)>>> functions = {
       {"softmax", [](const Array& v) { return std::vector<Array>{softmax(v, -1)}; }},
       {"log_softmax", [](const Array& v) { return std::vector<Array>{log_softmax(v, -1)}; }},
-      {"logsumexp and max", [](const Array& v) { return std::vector<Array>{logsumexp(v, -1), max(v, -1)}; }},
+      {"logsumexp and max",
+       [](const Array& v) {
+         return std::vector<Array>{logsumexp(v, -1), max(v, -1)};
+       }},
       {"layer norm",
        [](const Array& v) {
          Array centered = v - mean(v, -1, true);
@@ -70,12 +75,14 @@ TEST(RowGroups, KernelsReadingAcrossRowsAreNotGrouped) {
   // s = sum(x, 1) is added to every row as a row vector: each row of the sum
   // needs all of s, so the kernels must not run block by block.
   Array x = random_rows({512, 512}, 3);
-  auto across = trace_case("across_rows", [](const Array& v) { return sum(v + sum(v, 1), 1); }, x);
+  auto across = trace_case(
+      "across_rows", [](const Array& v) { return sum(v + sum(v, 1), 1); }, x);
   std::string plan = describe_plan(across.graph);
   EXPECT_EQ(groups_in(plan), 0) << plan;
   EXPECT_EQ(run_differential(across, {row_tolerance(512 * 512)}), "");
   // A reduction over the leading axis reads every row for each output.
-  auto columns = trace_case("column_sums", [](const Array& v) { return v / sum(v, 0); }, abs(x) + 0.5f);
+  auto columns = trace_case(
+      "column_sums", [](const Array& v) { return v / sum(v, 0); }, abs(x) + 0.5f);
   EXPECT_EQ(groups_in(describe_plan(columns.graph)), 0) << describe_plan(columns.graph);
   EXPECT_EQ(run_differential(columns, {row_tolerance(512)}), "");
 }
@@ -96,7 +103,8 @@ TEST(RowGroups, IndependentKernelsAreNotGrouped) {
 }
 
 TEST(RowGroups, SmallArraysRunKernelByKernel) {
-  auto test = trace_case("small_softmax", [](const Array& v) { return softmax(v, -1); }, random_rows({8, 16}, 4));
+  auto test = trace_case(
+      "small_softmax", [](const Array& v) { return softmax(v, -1); }, random_rows({8, 16}, 4));
   EXPECT_EQ(groups_in(describe_plan(test.graph)), 0);
   EXPECT_EQ(run_differential(test, {row_tolerance(16)}), "");
 }

@@ -9,15 +9,15 @@
 #include <random>
 #include <sstream>
 
-#include "cache/backend_choice.h"
 #include "backend/interp/interpreter.h"
+#include "cache/backend_choice.h"
 #include "ir/graph.h"
-#include "runtime/executable.h"
-#include "support/golden.h"
 #include "ops/apply.h"
 #include "ops/graph_text.h"
-#include "transform/verify.h"
+#include "runtime/executable.h"
+#include "support/golden.h"
 #include "transform/simplify.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {
@@ -538,36 +538,23 @@ class RandomFunction {
   Array next(const std::vector<Array>& pool) {
     const Array& a = any(pool);
     switch (pick(0, 13)) {
-      case 0:
-        return operand(pool) + operand(pool);
-      case 1:
-        return operand(pool) - operand(pool);
-      case 2:
-        return operand(pool) * operand(pool);
-      case 3:
-        return is_floating(a.dtype()) ? a / operand(pool) : a * operand(pool);
-      case 4:
-        return pick(0, 1) ? maximum(a, operand(pool)) : minimum(operand(pool), a);
-      case 5:
-        return pick(0, 1) ? -a : -(-a);
-      case 6:
-        return abs(a);
-      case 7:
-        return is_floating(a.dtype()) ? exp(a) : astype(a, dtype_);
+      case 0: return operand(pool) + operand(pool);
+      case 1: return operand(pool) - operand(pool);
+      case 2: return operand(pool) * operand(pool);
+      case 3: return is_floating(a.dtype()) ? a / operand(pool) : a * operand(pool);
+      case 4: return pick(0, 1) ? maximum(a, operand(pool)) : minimum(operand(pool), a);
+      case 5: return pick(0, 1) ? -a : -(-a);
+      case 6: return abs(a);
+      case 7: return is_floating(a.dtype()) ? exp(a) : astype(a, dtype_);
       case 8: {
         static const DType targets[] = {DType::f32, DType::f64, DType::i32, DType::i64};
         return astype(a, targets[pick(0, 3)]);
       }
-      case 9:
-        return a.ndim() == 0 ? a : reshape(reshape(a, {-1}), a.shape());
-      case 10:
-        return a.ndim() == 2 ? transpose(transpose(a)) : stop_gradient(a);
-      case 11:
-        return kiln::where(a > operand(pool), a, operand(pool));
-      case 12:
-        return full({}, number(), dtype_);
-      default:
-        return a * table_;
+      case 9: return a.ndim() == 0 ? a : reshape(reshape(a, {-1}), a.shape());
+      case 10: return a.ndim() == 2 ? transpose(transpose(a)) : stop_gradient(a);
+      case 11: return kiln::where(a > operand(pool), a, operand(pool));
+      case 12: return full({}, number(), dtype_);
+      default: return a * table_;
     }
   }
 
@@ -643,7 +630,8 @@ namespace {
 // result is verified, and a malformed graph is a loud failure naming the
 // transform; elsewhere the check costs nothing.
 TEST(Verifier, RunsAfterEveryTransformInTheTestBuild) {
-  Graph graph = make_graph("f", [](const Array& x) { return exp(x) + 1.0f; }, array({1.0f, 2.0f}));
+  Graph graph = make_graph(
+      "f", [](const Array& x) { return exp(x) + 1.0f; }, array({1.0f, 2.0f}));
   ir::Graph broken = graph.ir();
   broken.nodes.back().type.shape = {3};  // add of f32[2] operands claims f32[3]
   EXPECT_THROW(transform::verify(broken), std::logic_error);

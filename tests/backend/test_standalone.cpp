@@ -16,15 +16,15 @@
 #include <numeric>
 #include <random>
 
-#include "cache/backend_choice.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/standalone.h"
+#include "cache/backend_choice.h"
 #include "core/array_impl.h"
+#include "ops/apply.h"
 #include "ops/rules.h"
 #include "runtime/executable.h"
 #include "support/numpy_oracle.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace {

@@ -9,8 +9,8 @@
 #include "backend/llvm/kernel_cache.h"
 #include "cache/backend_choice.h"
 #include "cache/jit_function.h"
-#include "telemetry/telemetry.h"
 #include "support/errors.h"
+#include "telemetry/telemetry.h"
 
 namespace kiln {
 namespace {
@@ -61,7 +61,7 @@ TEST_F(Jit, JitCreatedInALoopCompilesOnce) {
     EXPECT_EQ(f(x).to_vector<float>(), (exp(x) * 2.0f).to_vector<float>());
   }
   EXPECT_EQ(global_compiles() - before, 1);
-  for (int i = 0; i < 10; ++i) jit(&affine)(x);
+  for (int i = 0; i < 10; ++i) jit (&affine)(x);
   EXPECT_EQ(global_compiles() - before, 2);
 }
 
@@ -334,7 +334,8 @@ TEST_F(Jit, RecompileLogExplains) {
   f(zeros({3}));
   std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("kiln: 'logged' compiles again (2nd compile): arg 0 dimension 0 changed: 2 -> 3"),
-            std::string::npos) << log;
+            std::string::npos)
+      << log;
 }
 
 TEST_F(Jit, RetraceCostIsReportedOnce) {
@@ -342,11 +343,13 @@ TEST_F(Jit, RetraceCostIsReportedOnce) {
   detail::set_retrace_report_share(0.0);  // timing is for benchmarks: make the report certain
   std::vector<Array> weights;
   for (int i = 0; i < 50; ++i) weights.push_back(array({static_cast<float>(i)}));
-  auto f = jit([&](const Array& x) {
-    Array total = x;
-    for (const Array& w : weights) total = total * w + 1.0f;  // many nodes: tracing dominates
-    return total;
-  }, {.name = "heavy"});
+  auto f = jit(
+      [&](const Array& x) {
+        Array total = x;
+        for (const Array& w : weights) total = total * w + 1.0f;  // many nodes: tracing dominates
+        return total;
+      },
+      {.name = "heavy"});
   ::testing::internal::CaptureStderr();
   for (int i = 0; i < 30; ++i) f(array({1.0f}));
   std::string log = ::testing::internal::GetCapturedStderr();
@@ -388,7 +391,8 @@ TEST_F(Jit, UnsupportedOptionsAreRefusedNotIgnored) {
 
 TEST_F(Jit, JitInsideATraceIsInlined) {
   auto inner = jit([](const Array& x) { return x * 2; });
-  Graph graph = make_graph("outer", [&](const Array& x) { return inner(x) + 1; }, array({1, 2}));
+  Graph graph = make_graph(
+      "outer", [&](const Array& x) { return inner(x) + 1; }, array({1, 2}));
   EXPECT_EQ(inner.stats().calls, 0);
   EXPECT_EQ(detail::interpret(graph, {array({1, 2})}, {})[0].to_vector<int32_t>(), (std::vector<int32_t>{3, 5}));
 }

@@ -22,7 +22,8 @@ void expect_error(Body body, const Expected& expected) {
     for (const std::string& fragment : expected.fragments)
       EXPECT_NE(message.find(fragment), std::string::npos) << "missing '" << fragment << "' in:\n" << message;
     EXPECT_NE(message.find("(at test_errors.cpp:" + std::to_string(expected.line) + ")"), std::string::npos)
-        << "missing the user's line " << expected.line << " in:\n" << message;
+        << "missing the user's line " << expected.line << " in:\n"
+        << message;
     EXPECT_NE(message.find("hint: "), std::string::npos) << "missing a hint in:\n" << message;
   }
 }

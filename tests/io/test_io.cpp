@@ -75,12 +75,9 @@ std::string numpy_literal(const Array& x) {
     for (int64_t v : x.to_vector<int64_t>()) text << v << ",";
   } else {
     for (double v : x.to_vector<double>()) {
-      if (std::isnan(v))
-        text << "float('nan'),";
-      else if (std::isinf(v))
-        text << (v > 0 ? "float('inf')," : "float('-inf'),");
-      else
-        text << v << ",";
+      if (std::isnan(v)) text << "float('nan'),";
+      else if (std::isinf(v)) text << (v > 0 ? "float('inf')," : "float('-inf'),");
+      else text << v << ",";
     }
   }
   text << "], dtype=" << testing::numpy_dtype(x.dtype()) << ").reshape((";

@@ -19,8 +19,8 @@ namespace kiln {
 namespace {
 
 using testing::all_close;
-using testing::expect_error;
 using testing::all_dtypes;
+using testing::expect_error;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
@@ -53,8 +53,7 @@ Array make(const std::vector<double>& values, const Shape& shape, DType dtype) {
       for (double x : values) v.push_back(static_cast<float>(x));
       return array(v, shape);
     }
-    case DType::f64:
-      break;
+    case DType::f64: break;
   }
   return array(values, shape);
 }
@@ -66,12 +65,9 @@ Array random_array(RandomArrays& random, const Shape& shape, DType dtype, double
   std::vector<double> values(static_cast<size_t>(shape_size(shape)));
   for (double& v : values) {
     v = real(random.engine());
-    if (dtype == DType::bool_)
-      v = random.engine()() & 1;
-    else if (!is_floating(dtype))
-      v = std::floor(v);
-    else if (ties)
-      v = std::round(v * 2) / 2;
+    if (dtype == DType::bool_) v = random.engine()() & 1;
+    else if (!is_floating(dtype)) v = std::floor(v);
+    else if (ties) v = std::round(v * 2) / 2;
   }
   return make(values, shape, dtype);
 }
@@ -80,10 +76,8 @@ Array random_array(RandomArrays& random, const Shape& shape, DType dtype, double
 std::string python_number(const Scalar& value, DType dtype) {
   std::ostringstream text;
   text.precision(17);
-  if (value.kind() == Scalar::Kind::floating)
-    text << value.as_double();
-  else
-    text << value.as_int();
+  if (value.kind() == Scalar::Kind::floating) text << value.as_double();
+  else text << value.as_int();
   std::string literal = text.str();
   if (dtype == DType::bool_) literal = value.as_double() != 0 ? "True" : "False";
   return numpy_dtype(dtype) + "(" + literal + ")";
@@ -96,7 +90,6 @@ void expect_same(const Array& actual, const Array& expected, const std::string& 
   EXPECT_EQ(actual.weak_type(), expected.weak_type()) << context;
   EXPECT_TRUE(all_close(actual, expected, 0, 0, context));
 }
-
 
 // ---- The promotion lattice -------------------------------------------------------
 
@@ -125,27 +118,19 @@ struct Type {
 
 Class class_of(DType dtype, bool weak) {
   switch (dtype) {
-    case DType::bool_:
-      return B;
-    case DType::i32:
-      return weak ? IW : I32;
-    case DType::i64:
-      return weak ? IW : I64;
-    case DType::f32:
-      return weak ? FW : F32;
-    case DType::f64:
-      return weak ? FW : F64;
+    case DType::bool_: return B;
+    case DType::i32: return weak ? IW : I32;
+    case DType::i64: return weak ? IW : I64;
+    case DType::f32: return weak ? FW : F32;
+    case DType::f64: return weak ? FW : F64;
   }
   return F64;
 }
 Class class_of(const Scalar& number) {
   switch (number.kind()) {
-    case Scalar::Kind::boolean:
-      return B;
-    case Scalar::Kind::integer:
-      return IW;
-    case Scalar::Kind::floating:
-      break;
+    case Scalar::Kind::boolean: return B;
+    case Scalar::Kind::integer: return IW;
+    case Scalar::Kind::floating: break;
   }
   return FW;
 }
@@ -268,16 +253,13 @@ const std::vector<BinaryCase>& binary_cases() {
 std::pair<DType, Type> binary_types(const BinaryCase& c, Class a, Class b) {
   Type joined = resolve(join_table[a][b]);
   switch (c.kind) {
-    case Kind::arithmetic:
-      return {joined.dtype, joined};
+    case Kind::arithmetic: return {joined.dtype, joined};
     case Kind::divide: {
       Type t = is_floating(joined.dtype) ? joined : Type{f32, joined.weak};
       return {t.dtype, t};
     }
-    case Kind::compare:
-      return {joined.dtype, {bool_, false}};
-    case Kind::logical:
-      break;
+    case Kind::compare: return {joined.dtype, {bool_, false}};
+    case Kind::logical: break;
   }
   return {bool_, {bool_, false}};
 }

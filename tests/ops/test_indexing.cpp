@@ -9,10 +9,10 @@
 #include <functional>
 #include <limits>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {
@@ -21,9 +21,9 @@ using testing::all_close;
 using testing::all_dtypes;
 using testing::eager_and_traced;
 using testing::expect_cases_match;
-using testing::OracleCase;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
+using testing::OracleCase;
 using testing::RandomArrays;
 
 constexpr DType index_dtypes[] = {i32, i64};
@@ -109,10 +109,8 @@ TEST(Indexing, TakeAlongAxisMatchesNumpy) {
     // Other axes equal, or 1 on either side (they broadcast, as in NumPy).
     Shape index_shape = shape;
     for (size_t d = 0; d < shape.size(); ++d) {
-      if (d == positive_axis)
-        index_shape[d] = random.integer(0, 4);
-      else if (random.integer(0, 3) == 0)
-        index_shape[d] = 1;
+      if (d == positive_axis) index_shape[d] = random.integer(0, 4);
+      else if (random.integer(0, 3) == 0) index_shape[d] = 1;
     }
     if (random.integer(0, 3) == 0) {
       size_t d = static_cast<size_t>(random.integer(0, rank - 1));
@@ -207,12 +205,9 @@ int64_t clamp_start(int64_t start, int64_t extent, int64_t size) {
 /// A start as a number or a 0-d array of either integer dtype.
 Operand random_start(RandomArrays& random, int64_t value) {
   switch (random.integer(0, 2)) {
-    case 0:
-      return Operand(value);
-    case 1:
-      return Operand(scalar(static_cast<int32_t>(value)));
-    default:
-      return Operand(scalar(value));
+    case 0: return Operand(value);
+    case 1: return Operand(scalar(static_cast<int32_t>(value)));
+    default: return Operand(scalar(value));
   }
 }
 
@@ -251,8 +246,8 @@ TEST(Indexing, DynamicSliceMatchesNumpy) {
     DType dtype = all_dtypes[trial % 5];
     Array x = random.uniform(random.shape(0, 4), dtype);
     RandomWindow window = random_window(random, x.shape());
-    std::string context = "dynamic_slice(" + describe(x) + ", " + shape_string(window.starts) + ", " +
-                          shape_string(window.sizes) + ")";
+    std::string context =
+        "dynamic_slice(" + describe(x) + ", " + shape_string(window.starts) + ", " + shape_string(window.sizes) + ")";
     Array actual = dynamic_slice(x, window.start_operands, window.sizes);
     // Traced with array starts: they are graph arguments, not literals.
     Array with_arrays = eager_and_traced(

@@ -6,10 +6,10 @@
 
 #include <functional>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {
@@ -26,16 +26,11 @@ using testing::expect_error;
 DType promoted(DType a, DType b) {
   auto rank = [](DType d) {
     switch (d) {
-      case DType::bool_:
-        return 0;
-      case DType::i32:
-        return 1;
-      case DType::i64:
-        return 2;
-      case DType::f32:
-        return 3;
-      case DType::f64:
-        return 4;
+      case DType::bool_: return 0;
+      case DType::i32: return 1;
+      case DType::i64: return 2;
+      case DType::f32: return 3;
+      case DType::f64: return 4;
     }
     return 4;
   };
@@ -51,14 +46,10 @@ std::pair<Shape, Shape> random_operand_shapes(RandomArrays& random) {
   Shape a_batch = batch, b_batch = random.broadcastable(batch);
   if (random.integer(0, 1)) std::swap(a_batch, b_batch);
   Shape a = a_batch, b = b_batch;
-  if (random.integer(0, 4) == 0)
-    a = {k};
-  else
-    a.insert(a.end(), {m, k});
-  if (random.integer(0, 4) == 0)
-    b = {k};
-  else
-    b.insert(b.end(), {k, n});
+  if (random.integer(0, 4) == 0) a = {k};
+  else a.insert(a.end(), {m, k});
+  if (random.integer(0, 4) == 0) b = {k};
+  else b.insert(b.end(), {k, n});
   return {a, b};
 }
 

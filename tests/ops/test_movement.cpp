@@ -8,11 +8,11 @@
 #include <limits>
 #include <numeric>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
+#include "ops/apply.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
-#include "ops/apply.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {
@@ -21,9 +21,9 @@ using testing::all_close;
 using testing::all_dtypes;
 using testing::eager_and_traced;
 using testing::expect_cases_match;
-using testing::OracleCase;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
+using testing::OracleCase;
 using testing::RandomArrays;
 
 std::string py_tuple(const std::vector<int64_t>& values) {
@@ -44,9 +44,7 @@ TEST(MovementOracle, Reshape) {
     Shape shape = rng.shape(0, 4, 4);
     Shape target = shape;
     switch (rng.integer(0, 5)) {
-      case 0:
-        std::reverse(target.begin(), target.end());
-        break;
+      case 0: std::reverse(target.begin(), target.end()); break;
       case 1:
         if (target.size() >= 2) {
           size_t a = static_cast<size_t>(rng.integer(0, static_cast<int64_t>(target.size()) - 2));
@@ -54,12 +52,8 @@ TEST(MovementOracle, Reshape) {
           target.erase(target.begin() + static_cast<std::ptrdiff_t>(a) + 1);
         }
         break;
-      case 2:
-        target.insert(target.begin() + rng.integer(0, static_cast<int64_t>(target.size())), 1);
-        break;
-      case 3:
-        target = {shape_size(shape)};
-        break;
+      case 2: target.insert(target.begin() + rng.integer(0, static_cast<int64_t>(target.size())), 1); break;
+      case 3: target = {shape_size(shape)}; break;
       case 4: {
         // -1 is well defined only while the other dimensions have elements.
         if (target.empty()) break;

@@ -14,10 +14,10 @@
 #include <limits>
 #include <set>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
 #include "ops/threefry.h"
 #include "support/errors.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {

@@ -10,11 +10,11 @@
 #include <functional>
 #include <limits>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
+#include "ops/apply.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
-#include "ops/apply.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {

@@ -11,7 +11,8 @@ namespace kiln::ops {
 TEST(Registry, EveryPrimitiveHasEveryRule) {
   for (int i = 0; i < ir::primitive_count; ++i) {
     auto op = static_cast<Primitive>(i);
-    for (const std::string& problem : rule_problems(rules(op))) ADD_FAILURE() << ir::primitive_name(op) << ": " << problem;
+    for (const std::string& problem : rule_problems(rules(op)))
+      ADD_FAILURE() << ir::primitive_name(op) << ": " << problem;
   }
 }
 
@@ -74,8 +75,9 @@ TEST(Registry, AWaiverMustSayWhy) {
 
   PrimitiveRules no_derivative = throwaway_row();
   no_derivative.no_derivative = "bool result";
-  EXPECT_EQ(joined(rule_problems(no_derivative)), "a derivative waiver but also a derivative rule; no native lowering "
-                                                  "(elementwise, but no scalar code) and no waiver; ");
+  EXPECT_EQ(joined(rule_problems(no_derivative)),
+            "a derivative waiver but also a derivative rule; no native lowering "
+            "(elementwise, but no scalar code) and no waiver; ");
 }
 
 TEST(Registry, CatchesEveryOtherMissingRule) {

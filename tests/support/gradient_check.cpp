@@ -56,9 +56,9 @@ bool close(double got, double expected, const DerivativeTolerance& t) {
     if (!floating) continue;
     if (!reverse[i].defined()) return ::testing::AssertionFailure() << "input " << i << " got no cotangent";
     if (reverse[i].shape() != inputs[i].shape() || reverse[i].dtype() != inputs[i].dtype())
-      return ::testing::AssertionFailure() << "input " << i << " cotangent is " << reverse[i].dtype()
-                                           << shape_string(reverse[i].shape()) << ", input is " << inputs[i].dtype()
-                                           << shape_string(inputs[i].shape());
+      return ::testing::AssertionFailure()
+             << "input " << i << " cotangent is " << reverse[i].dtype() << shape_string(reverse[i].shape())
+             << ", input is " << inputs[i].dtype() << shape_string(inputs[i].shape());
     std::vector<double> base = values(inputs[i]);
     std::vector<double> analytic = values(reverse[i]);
     for (size_t j = 0; j < base.size(); ++j) {

@@ -3,11 +3,11 @@
 // derivatives, and the two against each other (<c, J t> == <J^T c, t>).
 #pragma once
 
-#include <functional>
-#include <vector>
-
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+
+#include <functional>
+#include <vector>
 
 namespace kiln::testing {
 

@@ -7,16 +7,16 @@
 //   expect_close(kiln::tanh(x), oracle.result(id));
 #pragma once
 
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <kiln/kiln.h>
-
-#include "transform/verify.h"
 #include "ir/graph.h"
+#include "transform/verify.h"
 
 namespace kiln::testing {
 

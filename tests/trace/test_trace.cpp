@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
-#include "support/golden.h"
 #include "support/errors.h"
+#include "support/golden.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {
@@ -19,8 +19,8 @@ TEST(Trace, PrintsGraphWithSourceLines) {
   Array bias = array({0.5f, 0.5f, 0.5f});
   const int base = __LINE__;
   auto fn = [&](const Array& v) {
-    Array y = v * 2.0;            // +2: weak literal adopts f32
-    return tanh(y + bias) - 1;    // +3: bias is captured
+    Array y = v * 2.0;          // +2: weak literal adopts f32
+    return tanh(y + bias) - 1;  // +3: bias is captured
   };
   Graph graph = make_graph("scaled", fn, x);  // +5
   std::string expected = at_lines(
@@ -45,7 +45,8 @@ TEST(Trace, PrintsGraphWithSourceLines) {
 TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
   Array x = array({1.0, 2.0});
   Array table = array({10.0, 20.0});
-  Graph graph = make_graph("lookup", [&](const Array& v) { return v + table; }, x);
+  Graph graph = make_graph(
+      "lookup", [&](const Array& v) { return v + table; }, x);
   EXPECT_EQ(graph.num_arguments(), 1u);
   EXPECT_EQ(graph.num_captures(), 1u);
   for (const auto& node : graph.ir().nodes) EXPECT_NE(node.op, ir::Primitive::literal);
@@ -56,14 +57,16 @@ TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
 
 TEST(Trace, SameCaptureUsedTwiceIsOneInput) {
   Array w = array({2.0f});
-  Graph graph = make_graph("twice", [&](const Array& v) { return v * w + w; }, array({1.0f}));
+  Graph graph = make_graph(
+      "twice", [&](const Array& v) { return v * w + w; }, array({1.0f}));
   EXPECT_EQ(graph.num_captures(), 1u);
 }
 
 TEST(Trace, LiteralsDifferOnlyInValue) {
   Array x = array({1.0f, 2.0f});
   auto with = [&](double threshold) {
-    return make_graph("threshold", [&](const Array& v) { return maximum(v, threshold); }, x);
+    return make_graph(
+        "threshold", [&](const Array& v) { return maximum(v, threshold); }, x);
   };
   Graph a = with(0.5), b = with(0.75), c = with(0.5);
   EXPECT_EQ(a.structure_hash(), b.structure_hash());
@@ -72,13 +75,15 @@ TEST(Trace, LiteralsDifferOnlyInValue) {
   EXPECT_FALSE(a == b);
   EXPECT_TRUE(a == c);
   EXPECT_EQ(a.literal_hash(), c.literal_hash());
-  Graph other = make_graph("threshold", [&](const Array& v) { return minimum(v, 0.5); }, x);
+  Graph other = make_graph(
+      "threshold", [&](const Array& v) { return minimum(v, 0.5); }, x);
   EXPECT_NE(a.structure_hash(), other.structure_hash());
   EXPECT_FALSE(a.ir().structurally_equal(other.ir()));
 }
 
 TEST(Trace, CreationInsideATraceRecordsNodes) {
-  Graph graph = make_graph("made", [](const Array& v) { return v + arange(3); }, array({1, 2, 3}));
+  Graph graph = make_graph(
+      "made", [](const Array& v) { return v + arange(3); }, array({1, 2, 3}));
   EXPECT_EQ(graph.num_captures(), 0u);
   EXPECT_EQ(detail::interpret(graph, {array({1, 2, 3})}, {})[0].to_vector<int32_t>(), (std::vector<int32_t>{1, 3, 5}));
 }
@@ -93,13 +98,16 @@ TEST(Trace, EagerMatchesInterpreter) {
 
 TEST(Trace, TracerReportsItself) {
   Array seen;
-  make_graph("peek", [&](const Array& v) {
-    EXPECT_TRUE(v.is_tracer());
-    EXPECT_EQ(v.shape(), (Shape{2}));
-    EXPECT_EQ(v.dtype(), f32);
-    seen = v;
-    return v;
-  }, array({1.0f, 2.0f}));
+  make_graph(
+      "peek",
+      [&](const Array& v) {
+        EXPECT_TRUE(v.is_tracer());
+        EXPECT_EQ(v.shape(), (Shape{2}));
+        EXPECT_EQ(v.dtype(), f32);
+        seen = v;
+        return v;
+      },
+      array({1.0f, 2.0f}));
   EXPECT_TRUE(seen.is_tracer());
 }
 
@@ -107,11 +115,14 @@ TEST(Trace, ConcretizationErrorNamesFunctionAndLine) {
   Array x = array({1.0f, 2.0f});
   int line = 0;
   try {
-    make_graph("branchy", [&](const Array& v) {
-      line = __LINE__ + 1;
-      if ((v * 1).item<float>() > 0) return v;
-      return -v;
-    }, x);
+    make_graph(
+        "branchy",
+        [&](const Array& v) {
+          line = __LINE__ + 1;
+          if ((v * 1).item<float>() > 0) return v;
+          return -v;
+        },
+        x);
     FAIL() << "expected ConcretizationError";
   } catch (const ConcretizationError& error) {
     std::string message = error.what();
@@ -126,7 +137,13 @@ TEST(Trace, ConcretizationErrorNamesFunctionAndLine) {
 TEST(Trace, LeakedTracerErrorNamesWhereTheTraceBegan) {
   Array leaked;
   const int traced_at = __LINE__ + 1;
-  make_graph("leaky", [&](const Array& v) { leaked = v * 2; return v; }, array({1.0f}));
+  make_graph(
+      "leaky",
+      [&](const Array& v) {
+        leaked = v * 2;
+        return v;
+      },
+      array({1.0f}));
   const int used_at = __LINE__ + 2;
   try {
     Array y = leaked + 1;
@@ -144,26 +161,41 @@ TEST(Trace, LeakedTracerErrorNamesWhereTheTraceBegan) {
 
 TEST(Trace, LeakedTracerInsideAnotherTrace) {
   Array leaked;
-  make_graph("first", [&](const Array& v) { leaked = v; return v; }, array({1.0f}));
-  EXPECT_THROW(make_graph("second", [&](const Array& v) { return v + leaked; }, array({1.0f})), LeakedTracerError);
+  make_graph(
+      "first",
+      [&](const Array& v) {
+        leaked = v;
+        return v;
+      },
+      array({1.0f}));
+  EXPECT_THROW(make_graph(
+                   "second", [&](const Array& v) { return v + leaked; }, array({1.0f})),
+               LeakedTracerError);
 }
 
 TEST(Trace, NestedTraceLiftsOuterTracer) {
   Array x = array({1.0f, 2.0f});
   std::optional<Graph> inner;
-  Graph outer = make_graph("outer", [&](const Array& v) {
-    inner = make_graph("inner", [&](const Array& u) { return u * v; }, x);
-    return v;
-  }, x);
+  Graph outer = make_graph(
+      "outer",
+      [&](const Array& v) {
+        inner = make_graph(
+            "inner", [&](const Array& u) { return u * v; }, x);
+        return v;
+      },
+      x);
   EXPECT_EQ(inner->num_captures(), 1u);
   EXPECT_EQ(outer.num_captures(), 0u);
 }
 
 TEST(Trace, StructuredArgumentsAndResults) {
   std::map<std::string, Array> batch{{"x", array({1.0f, 2.0f})}, {"y", array({3.0f, 4.0f})}};
-  Graph graph = make_graph("structured", [](const std::map<std::string, Array>& b) {
-    return std::make_pair(b.at("x") + b.at("y"), b.at("x") * b.at("y"));
-  }, batch);
+  Graph graph = make_graph(
+      "structured",
+      [](const std::map<std::string, Array>& b) {
+        return std::make_pair(b.at("x") + b.at("y"), b.at("x") * b.at("y"));
+      },
+      batch);
   EXPECT_EQ(graph.num_arguments(), 2u);
   EXPECT_EQ(graph.ir().outputs.size(), 2u);
   auto outputs = detail::interpret(graph, {batch["x"], batch["y"]}, {});
@@ -171,7 +203,8 @@ TEST(Trace, StructuredArgumentsAndResults) {
 }
 
 TEST(Verifier, RejectsBrokenGraphs) {
-  Graph graph = make_graph("ok", [](const Array& v) { return exp(v) + 1; }, array({1.0f}));
+  Graph graph = make_graph(
+      "ok", [](const Array& v) { return exp(v) + 1; }, array({1.0f}));
   ir::Graph broken = graph.ir();
   broken.nodes[1].inputs = {5};  // used before defined
   EXPECT_THROW(transform::verify(broken), std::logic_error);

@@ -43,9 +43,7 @@ TEST(AutodiffApi, GradientsHaveTheArgumentsType) {
 }
 
 TEST(AutodiffApi, ArgnumsGiveATupleOverAllArguments) {
-  auto loss = [](const Array& w, const Array& x, const Array& labels) {
-    return sum(take(w, labels, 0) * x);
-  };
+  auto loss = [](const Array& w, const Array& x, const Array& labels) { return sum(take(w, labels, 0) * x); };
   Array w = array({1.0, 2.0, 3.0});
   Array x = array({0.5, 0.25});
   Array labels = array({2, 0});

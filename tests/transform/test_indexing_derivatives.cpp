@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "transform/verify.h"
 #include "ir/graph.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
+#include "transform/verify.h"
 
 namespace kiln {
 namespace {
@@ -251,12 +251,9 @@ TEST(IndexingDerivatives, DynamicSliceWithNumberStartsWritesBackAtTheClampedWind
 
 TEST(IndexingDerivatives, DynamicUpdateSliceMatchesFiniteDifferences) {
   const SliceCase cases[] = {
-      {{5, 4}, {1, 1}, {2, 3}, "in range"},
-      {{5, 4}, {9, -1}, {2, 3}, "clamped and negative starts"},
-      {{5, 4}, {-2, 0}, {3, 4}, "full-width update"},
-      {{2, 3, 4}, {1, 1, -3}, {1, 2, 2}, "3-d"},
-      {{4, 3}, {1, 1}, {0, 3}, "empty update"},
-      {{}, {}, {}, "0-d"},
+      {{5, 4}, {1, 1}, {2, 3}, "in range"},           {{5, 4}, {9, -1}, {2, 3}, "clamped and negative starts"},
+      {{5, 4}, {-2, 0}, {3, 4}, "full-width update"}, {{2, 3, 4}, {1, 1, -3}, {1, 2, 2}, "3-d"},
+      {{4, 3}, {1, 1}, {0, 3}, "empty update"},       {{}, {}, {}, "0-d"},
   };
   uint64_t seed = 100;
   for (const SliceCase& c : cases)

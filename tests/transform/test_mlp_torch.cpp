@@ -32,8 +32,10 @@ Array mlp_loss(const Mlp& p, const Array& x, const Array& labels) {
 
 Mlp make_params(DType dtype) {
   auto keys = random::split_keys(random::key(3), 6);
-  auto normal = [&](int k, Shape shape, double scale) { return astype(random::normal(keys[k], shape, f64) * scale, dtype); };
-  return {normal(0, {20, 16}, 0.3), normal(1, {16}, 0.1), normal(2, {16, 12}, 0.3),
+  auto normal = [&](int k, Shape shape, double scale) {
+    return astype(random::normal(keys[k], shape, f64) * scale, dtype);
+  };
+  return {normal(0, {20, 16}, 0.3), normal(1, {16}, 0.1),    normal(2, {16, 12}, 0.3),
           normal(3, {12}, 0.1),     normal(4, {12, 5}, 0.3), normal(5, {5}, 0.1)};
 }
 
@@ -45,10 +47,10 @@ TEST(MlpGradients, MatchPyTorch) {
   std::string directory = (std::filesystem::temp_directory_path() / "kiln-torch-XXXXXX").string();
   ASSERT_NE(mkdtemp(directory.data()), nullptr);
   std::map<std::string, Array> named{{"w1", params.w1}, {"b1", params.b1}, {"w2", params.w2}, {"b2", params.b2},
-                                     {"w3", params.w3}, {"b3", params.b3}, {"x", x},           {"labels", labels}};
+                                     {"w3", params.w3}, {"b3", params.b3}, {"x", x},          {"labels", labels}};
   for (const auto& [name, value] : named) save_npy(directory + "/" + name + ".npy", value);
-  std::string command = std::string("'") + KILN_TEST_PYTHON + "' '" + KILN_TEST_SOURCE_DIR + "/oracle/torch_mlp.py' '" +
-                        directory + "'";
+  std::string command =
+      std::string("'") + KILN_TEST_PYTHON + "' '" + KILN_TEST_SOURCE_DIR + "/oracle/torch_mlp.py' '" + directory + "'";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
 
   auto [loss, grads] = value_and_grad(mlp_loss)(params, x, labels);

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/apply.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace {

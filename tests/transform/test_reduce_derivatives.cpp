@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/apply.h"
 #include "ops/rules.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
-#include "ops/apply.h"
 
 namespace kiln {
 namespace {

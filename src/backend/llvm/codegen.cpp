@@ -155,7 +155,8 @@ class KernelEmitter {
     output_ = function_->getArg(3);
     for (size_t k = 0; k < kernel_.extra_roots.size(); ++k) extra_outputs_.push_back(function_->getArg(4 + k));
     unsigned first_leaf = 4 + static_cast<unsigned>(kernel_.extra_roots.size());
-    for (size_t k = 0; k < kernel_.leaves.size(); ++k) leaf_pointer_[kernel_.leaves[k]] = function_->getArg(first_leaf + k);
+    for (size_t k = 0; k < kernel_.leaves.size(); ++k)
+      leaf_pointer_[kernel_.leaves[k]] = function_->getArg(first_leaf + k);
     CompiledKernel result;
     if (kernel_.kind == Kernel::Kind::standalone) {
       result = emit_standalone(builder_, function_, graph_, root);
@@ -265,18 +266,21 @@ class KernelEmitter {
       for (ir::ValueId id : kernel_.region) body_cost += operation_cost(node(id).op);
       LoopHints hints{.fold_tail = body_cost >= 128};
       flat_blocks([&](llvm::Value* begin, llvm::Value* end) {
-        loop(begin, end, "i", [&](llvm::Value* i) {
-          flat_index_ = i;
-          index_.assign(space_.size(), i);
-          // Every output is computed before any is stored, so an output may
-          // share memory with a leaf read at the same index.
-          llvm::Value* main = value(kernel_.root);
-          std::vector<llvm::Value*> extras;
-          for (ir::ValueId extra : kernel_.extra_roots) extras.push_back(value(extra));
-          store(i, main, root.type.dtype);
-          for (size_t k = 0; k < extras.size(); ++k)
-            store_to(extra_outputs_[k], i, extras[k], node(kernel_.extra_roots[k]).type.dtype);
-        }, hints);
+        loop(
+            begin, end, "i",
+            [&](llvm::Value* i) {
+              flat_index_ = i;
+              index_.assign(space_.size(), i);
+              // Every output is computed before any is stored, so an output may
+              // share memory with a leaf read at the same index.
+              llvm::Value* main = value(kernel_.root);
+              std::vector<llvm::Value*> extras;
+              for (ir::ValueId extra : kernel_.extra_roots) extras.push_back(value(extra));
+              store(i, main, root.type.dtype);
+              for (size_t k = 0; k < extras.size(); ++k)
+                store_to(extra_outputs_[k], i, extras[k], node(kernel_.extra_roots[k]).type.dtype);
+            },
+            hints);
       });
       return result;
     }
@@ -412,8 +416,9 @@ class KernelEmitter {
     // Output elements [begin, end) cut where the outer index changes.
     segments(function_->getArg(0), function_->getArg(1), inner, "outer",
              [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
-               loop(low, high, "init",
-                    [&](llvm::Value* out) { store(out, element_.reduction_identity(reduction_of(root), dtype), dtype); });
+               loop(low, high, "init", [&](llvm::Value* out) {
+                 store(out, element_.reduction_identity(reduction_of(root), dtype), dtype);
+               });
                // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
                // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
                llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
@@ -440,7 +445,8 @@ class KernelEmitter {
     if (nan_seen_) {
       llvm::Value* seen = builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_);
       builder_.CreateStore(builder_.CreateOr(seen, builder_.CreateFCmpUNO(element, element)), nan_seen_);
-      builder_.CreateStore(element_.fast_extreme(reduction_of(root) == ops::Reduction::max, current, element), accumulator);
+      builder_.CreateStore(element_.fast_extreme(reduction_of(root) == ops::Reduction::max, current, element),
+                           accumulator);
       return;
     }
     builder_.CreateStore(element_.combine(reduction_of(root), root.type.dtype, current, element), accumulator);
@@ -511,10 +517,12 @@ class KernelEmitter {
     ir::ValueId id = static_cast<ir::ValueId>(&n - graph_.nodes.data());
     int slot = literal_slot(graph_, kernel_, id);
     if (slot < 0) return constant(n.attrs.scalar, n.type.dtype);
-    llvm::Value* address = builder_.CreateConstInBoundsGEP1_64(builder_.getInt64Ty(), constants_, static_cast<uint64_t>(slot));
+    llvm::Value* address =
+        builder_.CreateConstInBoundsGEP1_64(builder_.getInt64Ty(), constants_, static_cast<uint64_t>(slot));
     llvm::Value* bits = builder_.CreateLoad(builder_.getInt64Ty(), address);
     switch (n.type.dtype) {
-      case DType::f32: return builder_.CreateFPTrunc(builder_.CreateBitCast(bits, builder_.getDoubleTy()), builder_.getFloatTy());
+      case DType::f32:
+        return builder_.CreateFPTrunc(builder_.CreateBitCast(bits, builder_.getDoubleTy()), builder_.getFloatTy());
       case DType::f64: return builder_.CreateBitCast(bits, builder_.getDoubleTy());
       case DType::bool_: return builder_.CreateICmpNE(bits, builder_.getInt64(0));
       default: return builder_.CreateTrunc(bits, register_type(n.type.dtype));
@@ -548,7 +556,8 @@ class KernelEmitter {
     if (n.type.shape[static_cast<size_t>(axis)] != 1)
       position = flat_ ? flat_index_ : index_[static_cast<size_t>(axis) + space_.size() - n.type.shape.size()];
     llvm::Type* type = register_type(n.type.dtype);
-    return is_floating(n.type.dtype) ? builder_.CreateSIToFP(position, type) : builder_.CreateSExtOrTrunc(position, type);
+    return is_floating(n.type.dtype) ? builder_.CreateSIToFP(position, type)
+                                     : builder_.CreateSExtOrTrunc(position, type);
   }
 
   // Literals and positions depend on the kernel; every other instruction is the scalar emitter's.

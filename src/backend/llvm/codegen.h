@@ -19,8 +19,8 @@ using KernelFunction = void (*)(char** buffers, int64_t begin, int64_t end);
 struct CompiledKernel {
   KernelFunction function = nullptr;
   std::vector<uint64_t> constants;  // the literal values this use of the kernel passes
-  int64_t range = 0;            // iterations of the parallel loop
-  int64_t work_per_iteration = 1;  // elements touched per iteration, to decide on threading
+  int64_t range = 0;                // iterations of the parallel loop
+  int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading
 };
 
 /// Makes the next compiles generate every kernel afresh (cold-compile benchmarks).

@@ -10,6 +10,11 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
@@ -19,17 +24,11 @@
 #include <llvm/Transforms/Scalar/LoopRotation.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/InjectTLIMappings.h>
 #include <llvm/Transforms/Utils/LCSSA.h>
 #include <llvm/Transforms/Utils/LoopSimplify.h>
 #include <llvm/Transforms/Vectorize/LoopVectorize.h>
-#include <llvm/Support/DynamicLibrary.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/TargetSelect.h>
-#include <llvm/Support/raw_ostream.h>
-#include <llvm/Target/TargetMachine.h>
-#include <llvm/Transforms/Utils/Cloning.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,7 +50,8 @@ std::string error_text(llvm::Error error) {
 
 template <class T>
 T unwrap(llvm::Expected<T> value, const char* what) {
-  if (!value) throw std::runtime_error(std::string("kiln LLVM backend: ") + what + ": " + error_text(value.takeError()));
+  if (!value)
+    throw std::runtime_error(std::string("kiln LLVM backend: ") + what + ": " + error_text(value.takeError()));
   return std::move(*value);
 }
 // The passes kernels need, and no more: kernels are small loop nests, so a
@@ -115,9 +115,9 @@ Engine::Engine() : state_(std::make_unique<State>()) {
   state_->target = unwrap(builder.createTargetMachine(), "creating the target machine");
   state_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(), "creating the JIT");
   auto& library = state_->jit->getMainJITDylib();
-  library.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-                                  state_->jit->getDataLayout().getGlobalPrefix()),
-                              "searching the process for symbols"));
+  library.addGenerator(unwrap(
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
+      "searching the process for symbols"));
 }
 
 const std::string& Engine::cpu() const { return state_->cpu; }
@@ -138,7 +138,8 @@ void write_perf_map(const std::vector<std::string>& symbols, const std::vector<v
   const char* enabled = std::getenv("KILN_PERF_MAP");
   if (!enabled || std::string_view(enabled) != "1") return;
   std::vector<std::pair<uintptr_t, std::string>> kernels;
-  for (size_t k = 0; k < symbols.size(); ++k) kernels.emplace_back(reinterpret_cast<uintptr_t>(addresses[k]), symbols[k]);
+  for (size_t k = 0; k < symbols.size(); ++k)
+    kernels.emplace_back(reinterpret_cast<uintptr_t>(addresses[k]), symbols[k]);
   std::sort(kernels.begin(), kernels.end());
   std::ofstream map("/tmp/perf-" + std::to_string(getpid()) + ".map", std::ios::app);
   for (size_t k = 0; k < kernels.size(); ++k) {

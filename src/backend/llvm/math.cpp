@@ -32,7 +32,6 @@
 
 namespace kiln::llvm_backend {
 
-
 namespace {
 
 llvm::Value* constant(llvm::Type* type, double value) { return llvm::ConstantFP::get(type, value); }
@@ -99,7 +98,8 @@ llvm::Value* clamp(llvm::IRBuilder<>& b, llvm::Value* x, double lowest, double h
 
 // k = x / ln2 rounded to the nearest integer, as a float.
 llvm::Value* nearest_multiple_of_ln2(llvm::IRBuilder<>& b, llvm::Value* x) {
-  return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, constant(x->getType(), 0x1.71547652b82fep+0)));
+  return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven,
+                                b.CreateFMul(x, constant(x->getType(), 0x1.71547652b82fep+0)));
 }
 
 // 2^exponent from its bits, for an integer exponent (format.integer) within

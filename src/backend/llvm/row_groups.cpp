@@ -70,8 +70,8 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
     const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
     if (step.kind == Step::Kind::view) {
       const Shape& source = graph.nodes[static_cast<size_t>(node.inputs[0])].type.shape;
-      bool keeps_rows = !node.type.shape.empty() && node.type.shape[0] == group.rows && !source.empty() &&
-                        source[0] == group.rows;
+      bool keeps_rows =
+          !node.type.shape.empty() && node.type.shape[0] == group.rows && !source.empty() && source[0] == group.rows;
       return keeps_rows ? 0 : -1;
     }
     if (step.kind != Step::Kind::kernel) return -1;

@@ -135,15 +135,18 @@ llvm::Value* LlvmScalarEmitter::fast_extreme(bool largest, llvm::Value* accumula
 ScalarValue LlvmScalarEmitter::constant(double value, DType dtype) { return wrap(constant_value(value, dtype)); }
 
 ScalarValue LlvmScalarEmitter::add(ScalarValue a, ScalarValue b, DType dtype) {
-  return wrap(is_floating(dtype) ? builder_.CreateFAdd(unwrap(a), unwrap(b)) : builder_.CreateAdd(unwrap(a), unwrap(b)));
+  return wrap(is_floating(dtype) ? builder_.CreateFAdd(unwrap(a), unwrap(b))
+                                 : builder_.CreateAdd(unwrap(a), unwrap(b)));
 }
 
 ScalarValue LlvmScalarEmitter::sub(ScalarValue a, ScalarValue b, DType dtype) {
-  return wrap(is_floating(dtype) ? builder_.CreateFSub(unwrap(a), unwrap(b)) : builder_.CreateSub(unwrap(a), unwrap(b)));
+  return wrap(is_floating(dtype) ? builder_.CreateFSub(unwrap(a), unwrap(b))
+                                 : builder_.CreateSub(unwrap(a), unwrap(b)));
 }
 
 ScalarValue LlvmScalarEmitter::mul(ScalarValue a, ScalarValue b, DType dtype) {
-  return wrap(is_floating(dtype) ? builder_.CreateFMul(unwrap(a), unwrap(b)) : builder_.CreateMul(unwrap(a), unwrap(b)));
+  return wrap(is_floating(dtype) ? builder_.CreateFMul(unwrap(a), unwrap(b))
+                                 : builder_.CreateMul(unwrap(a), unwrap(b)));
 }
 
 ScalarValue LlvmScalarEmitter::div(ScalarValue a, ScalarValue b) {

@@ -72,12 +72,9 @@ llvm::Type* Emitter::bits_type(DType dtype) { return builder.getIntNTy(static_ca
 
 llvm::Type* Emitter::value_type(DType dtype) {
   switch (dtype) {
-    case DType::f32:
-      return builder.getFloatTy();
-    case DType::f64:
-      return builder.getDoubleTy();
-    default:
-      return bits_type(dtype);
+    case DType::f32: return builder.getFloatTy();
+    case DType::f64: return builder.getDoubleTy();
+    default: return bits_type(dtype);
   }
 }
 

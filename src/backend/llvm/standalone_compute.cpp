@@ -67,15 +67,9 @@ CompiledKernel emit_cumsum(Emitter& e) {
     llvm::Value* value = e.load(type, e.input_pointer(0), at);
     llvm::Value* sum = e.load(running_type, running, c);
     switch (dtype) {
-      case DType::bool_:
-        sum = b.CreateZExt(b.CreateICmpNE(b.CreateOr(sum, value), b.getInt8(0)), b.getInt8Ty());
-        break;
-      case DType::f32:
-        sum = b.CreateFAdd(sum, b.CreateFPExt(value, running_type));
-        break;
-      case DType::f64:
-        sum = b.CreateFAdd(sum, value);
-        break;
+      case DType::bool_: sum = b.CreateZExt(b.CreateICmpNE(b.CreateOr(sum, value), b.getInt8(0)), b.getInt8Ty()); break;
+      case DType::f32: sum = b.CreateFAdd(sum, b.CreateFPExt(value, running_type)); break;
+      case DType::f64: sum = b.CreateFAdd(sum, value); break;
       default:
         sum = b.CreateAdd(sum, value);  // wraps
         break;

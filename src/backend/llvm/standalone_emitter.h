@@ -7,10 +7,9 @@
 // every bit (NaN payloads, signed zeros) arrives unchanged.
 #pragma once
 
-#include <array>
-
 #include <llvm/IR/IRBuilder.h>
 
+#include <array>
 #include <vector>
 
 #include "backend/llvm/codegen.h"

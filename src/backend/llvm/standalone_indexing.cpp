@@ -43,10 +43,8 @@ llvm::Value* accumulate(Emitter& e, DType dtype, llvm::Value* a, llvm::Value* b)
       return e.builder.CreateZExt(either, e.builder.getInt8Ty());
     }
     case DType::f32:
-    case DType::f64:
-      return e.builder.CreateFAdd(a, b);
-    default:
-      return e.builder.CreateAdd(a, b);  // wraps, like the reference's unsigned sum
+    case DType::f64: return e.builder.CreateFAdd(a, b);
+    default: return e.builder.CreateAdd(a, b);  // wraps, like the reference's unsigned sum
   }
 }
 
