@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# The folders of src/ are layers (README.md, "Layout"): no include goes up one.
+python3 scripts/check_layers.py
+scripts/format.sh --check
 
 build=build/release
 options=(-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON)

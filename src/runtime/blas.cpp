@@ -20,9 +20,7 @@ void use_one_openblas_thread() {
 }
 }  // namespace
 
-bool blas_handles(const ir::Node& node) {
-  return node.op == ir::Primitive::matmul && is_floating(node.type.dtype);
-}
+bool blas_handles(const ir::Node& node) { return node.op == ir::Primitive::matmul && is_floating(node.type.dtype); }
 
 Array blas_matmul(const ir::Node& node, std::span<const Array> inputs) {
   return blas_matmul(node, inputs[0], false, inputs[1], false);

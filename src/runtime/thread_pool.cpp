@@ -92,7 +92,9 @@ class Pool {
   void work(int part) {
     uint64_t seen = 0;
     for (;;) {
-      auto fresh = [&] { return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+      auto fresh = [&] {
+        return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+      };
       if (!spin_until(fresh)) {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, fresh);

@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "runtime/executable.h"
+#include "runtime/step_program.h"
 
 namespace kiln::interp {
 
@@ -32,10 +33,8 @@ class Program {
 
  private:
   std::shared_ptr<const ir::Graph> graph_;
-  std::vector<Array> constants_;        // by node id; empty where not constant
-  std::vector<ir::ValueId> schedule_;   // nodes evaluated per run, in order
-  std::vector<Kernel> kernels_;         // by schedule position
-  std::vector<size_t> last_use_;        // by node id: last schedule position reading it
+  runtime::StepProgram program_;  // the nodes not folded, in graph order, and the folded constants
+  std::vector<Kernel> kernels_;   // by step
 };
 
 }  // namespace kiln::interp

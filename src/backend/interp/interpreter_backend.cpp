@@ -12,7 +12,9 @@ namespace {
 // Compiled graphs run matrix products through BLAS; everything else through
 // the reference kernels until a native backend takes over.
 Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return runtime::blas_matmul(node, inputs); }
-interp::Program::Kernel runtime_kernel(const ir::Node& node) { return runtime::blas_handles(node) ? &matmul_kernel : nullptr; }
+interp::Program::Kernel runtime_kernel(const ir::Node& node) {
+  return runtime::blas_handles(node) ? &matmul_kernel : nullptr;
+}
 
 class InterpretedGraph final : public Executable {
  public:

@@ -1,6 +1,9 @@
 // The native backend: simplify, plan, generate and link kernels, then run the
-// plan's steps. Compiling is a straight sequence of named steps; KILN_DUMP=dir
-// writes each one's result for a graph.
+// plan's steps through runtime::StepProgram, which owns liveness and the run
+// loop; what stays here is how each kind of step runs. Compiling is a straight
+// sequence of named steps; KILN_DUMP=dir writes each one's result for a graph.
+#include "backend/llvm/backend.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -9,14 +12,15 @@
 #include <mutex>
 #include <set>
 
-#include "backend/llvm/backend.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
-#include "ops/graph_text.h"
 #include "core/error_format.h"
+#include "ops/graph_text.h"
 #include "ops/rules.h"
 #include "runtime/blas.h"
 #include "runtime/executable.h"
+#include "runtime/folding.h"
+#include "runtime/step_program.h"
 #include "runtime/thread_pool.h"
 #include "telemetry/telemetry.h"
 #include "transform/simplify.h"
@@ -52,6 +56,45 @@ std::string dump_prefix(const ir::Graph& graph) {
   return std::string(directory) + "/" + name + "-" + std::to_string(counter.fetch_add(1));
 }
 
+// Every plan step as the runtime sees it: what it reads and defines, and for
+// a view, whose memory it shares.
+std::vector<runtime::ProgramStep> program_steps(const ir::Graph& graph, const Plan& plan) {
+  std::vector<runtime::ProgramStep> steps;
+  steps.reserve(plan.steps.size());
+  for (const Step& step : plan.steps) {
+    runtime::ProgramStep& described = steps.emplace_back();
+    described.reads = step_inputs(graph, plan, step);
+    described.defines = step.value;
+    if (step.kind == Step::Kind::view)
+      described.shares_memory_of = graph.nodes[static_cast<size_t>(step.value)].inputs[0];
+  }
+  return steps;
+}
+
+std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& node, std::vector<Array>& inputs) {
+  inputs.clear();
+  for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);
+  return inputs;
+}
+
+// Evaluates the constant steps with the reference kernels, once, by node id.
+// The plan bounds the work upstream of each, so no value larger than that
+// bound is needed; other literal-only values are skipped.
+std::vector<Array> fold_constants(const ir::Graph& graph, const Plan& plan) {
+  std::vector<Array> values(graph.nodes.size()), inputs, constants(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& node = graph.nodes[i];
+    bool computable = node.op != ir::Primitive::input && node.type.size() <= runtime::max_folding_work;
+    for (ir::ValueId input : node.inputs) computable = computable && values[static_cast<size_t>(input)].defined();
+    if (!computable) continue;
+    values[i] = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
+  }
+  for (const Step& step : plan.steps)
+    if (step.kind == Step::Kind::constant)
+      constants[static_cast<size_t>(step.value)] = values[static_cast<size_t>(step.value)];
+  return constants;
+}
+
 class CompiledGraph final : public runtime::Executable {
  public:
   explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph) {
@@ -66,76 +109,34 @@ class CompiledGraph final : public runtime::Executable {
       std::ofstream(dump + ".plan") << describe(*graph_, plan_);
     }
     kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
-    fold_constants();
+    std::vector<Array> constants = fold_constants(*graph_, plan_);
     report_reference_kernels(plan_.reference_primitives);
-    // A value is released after the last step that reads it; outputs never are.
-    last_use_.assign(graph_->nodes.size(), -1);
-    for (size_t s = 0; s < plan_.steps.size(); ++s) {
-      for (ir::ValueId input : inputs_of(plan_.steps[s])) last_use_[static_cast<size_t>(input)] = static_cast<int>(s);
-    }
-    for (ir::ValueId output : graph_->outputs) last_use_[static_cast<size_t>(output)] = static_cast<int>(plan_.steps.size());
-    step_of_.assign(graph_->nodes.size(), -1);
-    for (size_t s = 0; s < plan_.steps.size(); ++s) step_of_[static_cast<size_t>(plan_.steps[s].value)] = static_cast<int>(s);
+    program_ = runtime::StepProgram(*graph_, program_steps(*graph_, plan_), std::move(constants), "implicit inputs");
     group_at_.assign(plan_.steps.size(), -1);
-    for (size_t g = 0; g < plan_.row_groups.size(); ++g) group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
-    // A view shares its source's memory: the source lives as long as its views
-    // (chains of views handled by going backwards).
-    for (size_t s = plan_.steps.size(); s-- > 0;) {
-      const Step& step = plan_.steps[s];
-      if (step.kind != Step::Kind::view) continue;
-      auto source = static_cast<size_t>(graph_->nodes[static_cast<size_t>(step.value)].inputs[0]);
-      last_use_[source] = std::max(last_use_[source], last_use_[static_cast<size_t>(step.value)]);
-    }
+    for (size_t g = 0; g < plan_.row_groups.size(); ++g)
+      group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
   }
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated) const override {
-    const ir::Graph& graph = *graph_;
-    std::vector<Array> values(graph.nodes.size());
-    runtime::bind_inputs(values, graph, graph.arguments, arguments, "arguments");
-    runtime::bind_inputs(values, graph, graph.captures, implicit_inputs, "implicit inputs");
-    // Memory this call may overwrite: its own intermediates, and donated
-    // arguments whose buffer no other input shares.
-    std::vector<char> reusable(graph.nodes.size(), 0);
-    for (size_t k = 0; k < donated.size() && k < graph.arguments.size(); ++k) {
-      if (!donated[k]) continue;
-      const auto& buffer = arguments[k].impl()->buffer;
-      bool shared = false;
-      for (size_t j = 0; j < arguments.size(); ++j) shared |= j != k && arguments[j].impl()->buffer == buffer;
-      for (const Array& capture : implicit_inputs) shared |= capture.impl()->buffer == buffer;
-      reusable[static_cast<size_t>(graph.arguments[k])] = !shared;
-    }
     std::vector<Array> inputs;
     std::vector<char*> pointers;
-    for (size_t s = 0; s < plan_.steps.size();) {
-      size_t next = s + 1;
-      if (group_at_[s] >= 0) {
-        const RowGroup& group = plan_.row_groups[static_cast<size_t>(group_at_[s])];
-        run_row_group(group, values, reusable);
-        next = group.end_step;
-      } else {
-        run_step(s, values, reusable, inputs, pointers);
-      }
-      for (; s < next; ++s)
-        for (ir::ValueId input : inputs_of(plan_.steps[s]))
-          if (last_use_[static_cast<size_t>(input)] == static_cast<int>(s)) values[static_cast<size_t>(input)] = Array();
-    }
-    std::vector<Array> outputs;
-    outputs.reserve(graph.outputs.size());
-    for (ir::ValueId output : graph.outputs) {
-      // A folded constant is shared by every call: callers get their own copy
-      // (a caller may donate it).
-      const Array& value = values[static_cast<size_t>(output)];
-      bool shared = constants_[static_cast<size_t>(output)].defined();
-      outputs.push_back(shared ? detail::copy_of(value) : value);
-    }
-    return outputs;
+    return program_.run(arguments, implicit_inputs, donated,
+                        [&](size_t s, std::vector<Array>& values, const std::vector<char>& overwritable) -> size_t {
+                          if (group_at_[s] < 0) {
+                            run_step(s, values, overwritable, inputs, pointers);
+                            return s + 1;
+                          }
+                          const RowGroup& group = plan_.row_groups[static_cast<size_t>(group_at_[s])];
+                          run_row_group(group, values, overwritable);
+                          return group.end_step;
+                        });
   }
 
   std::string_view backend() const override { return "llvm"; }
 
  private:
-  void run_step(size_t s, std::vector<Array>& values, const std::vector<char>& reusable, std::vector<Array>& inputs,
+  void run_step(size_t s, std::vector<Array>& values, const std::vector<char>& overwritable, std::vector<Array>& inputs,
                 std::vector<char*>& pointers) const {
     const Step& step = plan_.steps[s];
     const ir::Node& node = graph_->nodes[static_cast<size_t>(step.value)];
@@ -143,7 +144,7 @@ class CompiledGraph final : public runtime::Executable {
     switch (step.kind) {
       case Step::Kind::kernel: {
         const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
-        prepare_kernel(s, values, reusable, nullptr, pointers);
+        prepare_kernel(s, values, overwritable, nullptr, pointers);
         if (plan_.kernels[static_cast<size_t>(step.kernel)].chunked) {
           run_chunked(compiled, node, pointers, result);
           break;
@@ -158,15 +159,9 @@ class CompiledGraph final : public runtime::Executable {
         result = runtime::blas_matmul(node, values[static_cast<size_t>(step.operand_a)], step.transpose_a,
                                       values[static_cast<size_t>(step.operand_b)], step.transpose_b);
         break;
-      case Step::Kind::view:
-        result = view_of(node, values);
-        break;
-      case Step::Kind::reference:
-        result = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
-        break;
-      case Step::Kind::constant:
-        result = constants_[static_cast<size_t>(step.value)];
-        break;
+      case Step::Kind::view: result = view_of(node, values); break;
+      case Step::Kind::reference: result = ops::rules(node.op).evaluate(node, gather(values, node, inputs)); break;
+      case Step::Kind::constant: result = program_.constant(step.value); break;
     }
   }
 
@@ -207,8 +202,8 @@ class CompiledGraph final : public runtime::Executable {
 
   // Allocates a kernel step's outputs (or writes in place) and lists the
   // buffers its function takes.
-  void prepare_kernel(size_t s, std::vector<Array>& values, const std::vector<char>& reusable, const RowGroup* group,
-                      std::vector<char*>& pointers) const {
+  void prepare_kernel(size_t s, std::vector<Array>& values, const std::vector<char>& overwritable,
+                      const RowGroup* group, std::vector<char*>& pointers) const {
     const Step& step = plan_.steps[s];
     const ir::Node& node = graph_->nodes[static_cast<size_t>(step.value)];
     const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
@@ -217,7 +212,7 @@ class CompiledGraph final : public runtime::Executable {
     // Every output may take over a dead leaf: writing where the loop just
     // read spares the cache a read for ownership of fresh lines.
     std::vector<ir::ValueId> taken;
-    result = in_place(kernel, node, values, reusable, s, group, taken);
+    result = in_place(kernel, node, values, overwritable, s, group, taken);
     if (!result.defined()) result = detail::allocate(node.type);
     pointers.clear();
     pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
@@ -225,7 +220,7 @@ class CompiledGraph final : public runtime::Executable {
     for (ir::ValueId extra : kernel.extra_roots) {
       Array& slot = values[static_cast<size_t>(extra)];
       const ir::Node& extra_node = graph_->nodes[static_cast<size_t>(extra)];
-      slot = in_place(kernel, extra_node, values, reusable, s, group, taken);
+      slot = in_place(kernel, extra_node, values, overwritable, s, group, taken);
       if (!slot.defined()) slot = detail::allocate(extra_node.type);
       pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
     }
@@ -236,7 +231,7 @@ class CompiledGraph final : public runtime::Executable {
   // Runs a row group: every output is allocated first, then each thread takes
   // a share of the rows and runs all the group's kernels over one block of
   // them before the next, so values pass between kernels through L1/L2.
-  void run_row_group(const RowGroup& group, std::vector<Array>& values, const std::vector<char>& reusable) const {
+  void run_row_group(const RowGroup& group, std::vector<Array>& values, const std::vector<char>& overwritable) const {
     std::vector<std::vector<char*>> buffers;
     std::vector<KernelFunction> functions;
     std::vector<int64_t> scales;
@@ -250,7 +245,7 @@ class CompiledGraph final : public runtime::Executable {
       int64_t scale = group.scale[s - group.first_step];
       const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
       buffers.emplace_back();
-      prepare_kernel(s, values, reusable, &group, buffers.back());
+      prepare_kernel(s, values, overwritable, &group, buffers.back());
       functions.push_back(compiled.function);
       scales.push_back(scale);
       work_per_row += compiled.work_per_iteration * scale;
@@ -264,7 +259,8 @@ class CompiledGraph final : public runtime::Executable {
     runtime::parallel_for(group.rows, work_per_row, [&](int64_t begin, int64_t end) {
       for (int64_t first = begin; first < end; first += block) {
         int64_t last = std::min(end, first + block);
-        for (size_t k = 0; k < functions.size(); ++k) functions[k](buffers[k].data(), first * scales[k], last * scales[k]);
+        for (size_t k = 0; k < functions.size(); ++k)
+          functions[k](buffers[k].data(), first * scales[k], last * scales[k]);
       }
     });
   }
@@ -277,21 +273,22 @@ class CompiledGraph final : public runtime::Executable {
   // possibly every row of values from before the group: those may be
   // overwritten only when no other kernel of the group reads them.
   Array in_place(const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
-                 const std::vector<char>& reusable, size_t position, const RowGroup* group,
+                 const std::vector<char>& overwritable, size_t position, const RowGroup* group,
                  std::vector<ir::ValueId>& taken) const {
     if (kernel.kind != Kernel::Kind::elementwise) return Array();
     for (ir::ValueId leaf : kernel.leaves) {
       auto id = static_cast<size_t>(leaf);
       if (std::find(taken.begin(), taken.end(), leaf) != taken.end()) continue;
-      if (group && (step_of_[id] < static_cast<int>(group->first_step) || step_of_[id] >= static_cast<int>(group->end_step)) &&
-          read_by_another_kernel(*group, position, leaf))
-        continue;
+      int producer = program_.defining_step(leaf);
+      bool outside_group =
+          group && (producer < static_cast<int>(group->first_step) || producer >= static_cast<int>(group->end_step));
+      if (outside_group && read_by_another_kernel(*group, position, leaf)) continue;
       const Array& value = values[id];
       const detail::ArrayImpl& impl = *value.impl();
       if (impl.type.dtype != node.type.dtype || impl.type.shape != node.type.shape) continue;
-      if (last_use_[id] != static_cast<int>(position) || !impl.buffer) continue;
+      if (program_.last_reading_step(leaf) != static_cast<int>(position) || !impl.buffer) continue;
       bool argument = graph_->nodes[id].op == ir::Primitive::input;
-      bool owned = argument ? reusable[id] != 0 : value.impl().use_count() == 1 && impl.buffer.use_count() == 1;
+      bool owned = argument ? overwritable[id] != 0 : value.impl().use_count() == 1 && impl.buffer.use_count() == 1;
       if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes) continue;
       taken.push_back(leaf);
       auto output = std::make_shared<detail::ArrayImpl>();
@@ -311,38 +308,11 @@ class CompiledGraph final : public runtime::Executable {
     return false;
   }
 
-  std::vector<ir::ValueId> inputs_of(const Step& step) const { return step_inputs(*graph_, plan_, step); }
-
-  // Evaluates constant steps with the reference kernels, once. The plan
-  // bounds the work upstream of each; other literal-only values are skipped.
-  void fold_constants() {
-    constants_.resize(graph_->nodes.size());
-    std::vector<Array> values(graph_->nodes.size()), inputs;
-    for (size_t i = 0; i < graph_->nodes.size(); ++i) {
-      const ir::Node& node = graph_->nodes[i];
-      bool computable = node.op != ir::Primitive::input && node.type.size() <= (int64_t{1} << 22);
-      for (ir::ValueId input : node.inputs) computable = computable && values[static_cast<size_t>(input)].defined();
-      if (!computable) continue;
-      values[i] = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
-    }
-    for (const Step& step : plan_.steps)
-      if (step.kind == Step::Kind::constant) constants_[static_cast<size_t>(step.value)] = values[static_cast<size_t>(step.value)];
-  }
-
-  static std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& node,
-                                       std::vector<Array>& inputs) {
-    inputs.clear();
-    for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);
-    return inputs;
-  }
-
   std::shared_ptr<const ir::Graph> graph_;
   Plan plan_;
   std::vector<CompiledKernel> kernels_;
-  std::vector<Array> constants_;  // by node id, for constant steps
-  std::vector<int> last_use_;
-  std::vector<int> step_of_;   // the step producing each value, -1 for inputs
-  std::vector<int> group_at_;  // per step: the row group starting there, or -1
+  runtime::StepProgram program_;  // the plan's steps, their liveness and the folded constants
+  std::vector<int> group_at_;     // per step: the row group starting there, or -1
 };
 
 class LlvmBackend final : public runtime::Backend {

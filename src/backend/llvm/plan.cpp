@@ -1,11 +1,12 @@
 // Fusion planning (see the header).
 #include "backend/llvm/plan.h"
 
-#include "backend/llvm/standalone.h"
-#include "ops/rules.h"
-
 #include <algorithm>
 #include <sstream>
+
+#include "backend/llvm/standalone.h"
+#include "ops/rules.h"
+#include "runtime/folding.h"
 
 namespace kiln::llvm_backend {
 
@@ -19,14 +20,10 @@ int operation_cost(Primitive op) { return ops::rules(op).cost; }
 
 std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, const Step& step) {
   switch (step.kind) {
-    case Step::Kind::kernel:
-      return plan.kernels[static_cast<size_t>(step.kernel)].leaves;
-    case Step::Kind::matmul:
-      return {step.operand_a, step.operand_b};
-    case Step::Kind::constant:
-      return {};
-    default:
-      return graph.nodes[static_cast<size_t>(step.value)].inputs;
+    case Step::Kind::kernel: return plan.kernels[static_cast<size_t>(step.kernel)].leaves;
+    case Step::Kind::matmul: return {step.operand_a, step.operand_b};
+    case Step::Kind::constant: return {};
+    default: return graph.nodes[static_cast<size_t>(step.value)].inputs;
   }
 }
 
@@ -103,7 +100,8 @@ void hoist_scalar_steps(const ir::Graph& graph, Plan& plan) {
 // parameter become one pass).
 void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
   std::vector<int> step_of(graph.nodes.size(), -1);  // the step producing each value
-  for (size_t s = 0; s < plan.steps.size(); ++s) step_of[static_cast<size_t>(plan.steps[s].value)] = static_cast<int>(s);
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    step_of[static_cast<size_t>(plan.steps[s].value)] = static_cast<int>(s);
   auto available_at = [&](ir::ValueId id, int step) {
     int producer = step_of[static_cast<size_t>(id)];
     return graph.nodes[static_cast<size_t>(id)].op == Primitive::input || (producer >= 0 && producer < step);
@@ -135,7 +133,8 @@ void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
       region.insert(region.end(), second.region.begin(), second.region.end());
       for (ir::ValueId leaf : second.leaves) {
         if (std::find(roots.begin(), roots.end(), leaf) != roots.end()) continue;
-        if (std::find(first.leaves.begin(), first.leaves.end(), leaf) == first.leaves.end()) first.leaves.push_back(leaf);
+        if (std::find(first.leaves.begin(), first.leaves.end(), leaf) == first.leaves.end())
+          first.leaves.push_back(leaf);
       }
       std::sort(region.begin(), region.end());
       region.erase(std::unique(region.begin(), region.end()), region.end());
@@ -220,38 +219,47 @@ void mark_chunked(const ir::Graph& graph, Plan& plan) {
   }
 }
 
-Plan plan_graph(const ir::Graph& graph) {
-  size_t count = graph.nodes.size();
-  Plan plan;
-  plan.materialized.assign(count, 0);
-  std::vector<int> uses(count, 0);
+namespace {
+std::vector<int> count_uses(const ir::Graph& graph) {
+  std::vector<int> uses(graph.nodes.size(), 0);
   for (const ir::Node& node : graph.nodes)
     for (ir::ValueId input : node.inputs) ++uses[static_cast<size_t>(input)];
+  return uses;
+}
 
-  auto materialize = [&](ir::ValueId id) { plan.materialized[static_cast<size_t>(id)] = 1; };
-  // Transposes read only by BLAS matmuls are folded into the call.
-  std::vector<int> matmul_uses(count, 0);
+// By node id: transposes read only by BLAS matmuls, which are folded into the
+// call (BLAS reads the operand transposed) unless stored anyway.
+std::vector<char> find_transposes_read_by_matmul(const ir::Graph& graph) {
+  size_t count = graph.nodes.size();
+  std::vector<int> uses = count_uses(graph), matmul_uses(count, 0);
   for (const ir::Node& node : graph.nodes)
     if (is_floating_matmul(node))
       for (ir::ValueId input : node.inputs) ++matmul_uses[static_cast<size_t>(input)];
-  auto absorbed = [&](ir::ValueId id) {
-    auto at = static_cast<size_t>(id);
-    return swaps_last_two_axes(graph.nodes[at]) && matmul_uses[at] == uses[at];
-  };
+  std::vector<char> absorbed(count, 0);
+  for (size_t i = 0; i < count; ++i) absorbed[i] = swaps_last_two_axes(graph.nodes[i]) && matmul_uses[i] == uses[i];
+  return absorbed;
+}
+
+// By node id: which values are stored in memory rather than computed inside
+// the kernels reading them.
+std::vector<char> choose_materialized(const ir::Graph& graph, const std::vector<char>& absorbed) {
+  size_t count = graph.nodes.size();
+  std::vector<char> materialized(count, 0);
+  std::vector<int> uses = count_uses(graph);
+  auto materialize = [&](ir::ValueId id) { materialized[static_cast<size_t>(id)] = 1; };
   for (ir::ValueId id : graph.outputs) materialize(id);
   std::vector<int> recompute_cost(count, 0);
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
-    bool elementwise = is_fusible_elementwise(node.op);
     if (node.op == Primitive::input) materialize(static_cast<ir::ValueId>(i));
-    if (!elementwise) {
+    if (!is_fusible_elementwise(node.op)) {
       // Reductions, views and every other step read their inputs from memory,
       // except that a reduction computes its elementwise producer in place.
-      bool skip = absorbed(static_cast<ir::ValueId>(i)) && !plan.materialized[i];
+      bool skip = absorbed[i] && !materialized[i];
       if (node.op != Primitive::input && !skip) materialize(static_cast<ir::ValueId>(i));
       if (skip) continue;  // its input is materialized by the matmul below
       for (ir::ValueId input : node.inputs) {
-        if (is_floating_matmul(node) && absorbed(input)) {
+        if (is_floating_matmul(node) && absorbed[static_cast<size_t>(input)]) {
           materialize(graph.nodes[static_cast<size_t>(input)].inputs[0]);
           continue;
         }
@@ -270,14 +278,17 @@ Plan plan_graph(const ir::Graph& graph) {
       constexpr int recompute_limit = 8;
       recompute_cost[i] = cheap(graph, static_cast<ir::ValueId>(i)) ? 0 : operation_cost(node.op);
       for (ir::ValueId input : node.inputs)
-        if (!plan.materialized[static_cast<size_t>(input)]) recompute_cost[i] += recompute_cost[static_cast<size_t>(input)];
+        if (!materialized[static_cast<size_t>(input)]) recompute_cost[i] += recompute_cost[static_cast<size_t>(input)];
       if (uses[i] > 1 && recompute_cost[i] > recompute_limit) materialize(static_cast<ir::ValueId>(i));
     }
   }
+  return materialized;
+}
 
-  // Values computed from literals alone (no input anywhere upstream).
-  // Folding evaluates everything upstream once; keep that bounded too.
-  constexpr int64_t max_folding_work = int64_t{1} << 22;
+// By node id: values computed from literals alone (no input or random number
+// anywhere upstream) whose folding stays within runtime::max_folding_work.
+std::vector<char> find_literal_only(const ir::Graph& graph) {
+  size_t count = graph.nodes.size();
   std::vector<char> literal_only(count, 0);
   std::vector<int64_t> folding_work(count, 0);
   for (size_t i = 0; i < count; ++i) {
@@ -288,82 +299,100 @@ Plan plan_graph(const ir::Graph& graph) {
       only = only && literal_only[static_cast<size_t>(input)];
       folding_work[i] += folding_work[static_cast<size_t>(input)];
     }
-    literal_only[i] = only && folding_work[i] <= max_folding_work;
+    literal_only[i] = only && folding_work[i] <= runtime::max_folding_work;
   }
+  return literal_only;
+}
 
-  std::vector<Primitive> reference;
-  for (size_t i = 0; i < count; ++i) {
-    if (!plan.materialized[i]) continue;
+void add_kernel_step(Plan& plan, Kernel kernel) {
+  plan.steps.push_back({Step::Kind::kernel, kernel.root, static_cast<int>(plan.kernels.size())});
+  plan.kernels.push_back(std::move(kernel));
+}
+
+Step matmul_step(const ir::Graph& graph, const Plan& plan, const std::vector<char>& absorbed, ir::ValueId id) {
+  const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
+  Step step{Step::Kind::matmul, id, -1, node.inputs[0], node.inputs[1], false, false};
+  for (int k = 0; k < 2; ++k) {
+    ir::ValueId input = node.inputs[static_cast<size_t>(k)];
+    if (!absorbed[static_cast<size_t>(input)] || plan.materialized[static_cast<size_t>(input)]) continue;
+    (k == 0 ? step.operand_a : step.operand_b) = graph.nodes[static_cast<size_t>(input)].inputs[0];
+    (k == 0 ? step.transpose_a : step.transpose_b) = true;
+  }
+  return step;
+}
+
+Kernel standalone_kernel(const ir::Node& node, ir::ValueId id) {
+  Kernel kernel;
+  kernel.kind = Kernel::Kind::standalone;
+  kernel.root = id;
+  kernel.region = {id};
+  kernel.leaves = node.inputs;
+  return kernel;
+}
+
+// An elementwise or reduce kernel computing `id` and every unmaterialized
+// elementwise value upstream of it; the materialized values it meets are its leaves.
+Kernel fused_kernel(const ir::Graph& graph, const Plan& plan, ir::ValueId id) {
+  Kernel kernel;
+  kernel.kind =
+      is_fusible_reduction(graph.nodes[static_cast<size_t>(id)].op) ? Kernel::Kind::reduce : Kernel::Kind::elementwise;
+  kernel.root = id;
+  std::vector<char> in_region(graph.nodes.size(), 0);
+  std::vector<ir::ValueId> stack{id};
+  in_region[static_cast<size_t>(id)] = 1;
+  while (!stack.empty()) {
+    ir::ValueId current = stack.back();
+    stack.pop_back();
+    for (ir::ValueId input : graph.nodes[static_cast<size_t>(current)].inputs) {
+      auto at = static_cast<size_t>(input);
+      if (in_region[at]) continue;
+      if (plan.materialized[at]) {
+        if (std::find(kernel.leaves.begin(), kernel.leaves.end(), input) == kernel.leaves.end())
+          kernel.leaves.push_back(input);
+        continue;
+      }
+      in_region[at] = 1;
+      stack.push_back(input);
+    }
+  }
+  for (size_t k = 0; k < in_region.size(); ++k)
+    if (in_region[k]) kernel.region.push_back(static_cast<ir::ValueId>(k));
+  std::sort(kernel.leaves.begin(), kernel.leaves.end());
+  return kernel;
+}
+
+// One step per materialized value that is not an input, in graph order.
+void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, const std::vector<char>& literal_only,
+                 Plan& plan) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
     auto id = static_cast<ir::ValueId>(i);
-    if (node.op == Primitive::input) continue;
+    if (!plan.materialized[i] || node.op == Primitive::input) continue;
+    bool fused = is_fusible_reduction(node.op) || is_fusible_elementwise(node.op);
     if (is_floating_matmul(node)) {
-      Step step{Step::Kind::matmul, id, -1, node.inputs[0], node.inputs[1], false, false};
-      for (int k = 0; k < 2; ++k) {
-        ir::ValueId input = node.inputs[static_cast<size_t>(k)];
-        if (!absorbed(input) || plan.materialized[static_cast<size_t>(input)]) continue;
-        (k == 0 ? step.operand_a : step.operand_b) = graph.nodes[static_cast<size_t>(input)].inputs[0];
-        (k == 0 ? step.transpose_a : step.transpose_b) = true;
-      }
-      plan.steps.push_back(step);
-      continue;
-    }
-    if (ops::rules(node.op).fusion == ops::Fusion::view) {
+      plan.steps.push_back(matmul_step(graph, plan, absorbed, id));
+    } else if (ops::rules(node.op).fusion == ops::Fusion::view) {
       plan.steps.push_back({Step::Kind::view, id, -1});
-      continue;
-    }
-    // Folding is limited to small values so an executable never holds large
-    // arrays derived from literals.
-    constexpr int64_t max_folded_elements = 4096;
-    if (literal_only[i] && node.type.size() <= max_folded_elements) {
+    } else if (literal_only[i] && node.type.size() <= runtime::max_folded_elements) {
       plan.steps.push_back({Step::Kind::constant, id, -1});
-      continue;
-    }
-    bool reduce = is_fusible_reduction(node.op);
-    if (!reduce && !is_fusible_elementwise(node.op) && standalone_supported(node)) {
-      Kernel kernel;
-      kernel.kind = Kernel::Kind::standalone;
-      kernel.root = id;
-      kernel.region = {id};
-      kernel.leaves = node.inputs;
-      plan.steps.push_back({Step::Kind::kernel, id, static_cast<int>(plan.kernels.size())});
-      plan.kernels.push_back(std::move(kernel));
-      continue;
-    }
-    if (!reduce && !is_fusible_elementwise(node.op)) {
+    } else if (!fused && standalone_supported(node)) {
+      add_kernel_step(plan, standalone_kernel(node, id));
+    } else if (!fused) {
       plan.steps.push_back({Step::Kind::reference, id, -1});
+      std::vector<Primitive>& reference = plan.reference_primitives;
       if (std::find(reference.begin(), reference.end(), node.op) == reference.end()) reference.push_back(node.op);
-      continue;
+    } else {
+      add_kernel_step(plan, fused_kernel(graph, plan, id));
     }
-    Kernel kernel;
-    kernel.kind = reduce ? Kernel::Kind::reduce : Kernel::Kind::elementwise;
-    kernel.root = id;
-    // Collect the region: non-materialized elementwise ancestors.
-    std::vector<char> in_region(count, 0);
-    std::vector<ir::ValueId> stack{id};
-    in_region[i] = 1;
-    while (!stack.empty()) {
-      ir::ValueId current = stack.back();
-      stack.pop_back();
-      for (ir::ValueId input : graph.nodes[static_cast<size_t>(current)].inputs) {
-        auto at = static_cast<size_t>(input);
-        if (in_region[at]) continue;
-        if (plan.materialized[at]) {
-          if (std::find(kernel.leaves.begin(), kernel.leaves.end(), input) == kernel.leaves.end())
-            kernel.leaves.push_back(input);
-          continue;
-        }
-        in_region[at] = 1;
-        stack.push_back(input);
-      }
-    }
-    for (size_t k = 0; k < count; ++k)
-      if (in_region[k]) kernel.region.push_back(static_cast<ir::ValueId>(k));
-    std::sort(kernel.leaves.begin(), kernel.leaves.end());
-    plan.steps.push_back({Step::Kind::kernel, id, static_cast<int>(plan.kernels.size())});
-    plan.kernels.push_back(std::move(kernel));
   }
-  plan.reference_primitives = std::move(reference);
+}
+}  // namespace
+
+Plan plan_graph(const ir::Graph& graph) {
+  Plan plan;
+  std::vector<char> absorbed = find_transposes_read_by_matmul(graph);
+  plan.materialized = choose_materialized(graph, absorbed);
+  build_steps(graph, absorbed, find_literal_only(graph), plan);
   hoist_scalar_steps(graph, plan);
   merge_flat_kernels(graph, plan);
   drop_unread_extra_roots(graph, plan);
@@ -394,8 +423,7 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
         out << (kernel.kind == Kernel::Kind::reduce       ? "reduce"
                 : kernel.kind == Kernel::Kind::standalone ? "standalone"
                                                           : "elementwise")
-            << " kernel of "
-            << kernel.region.size() << " nodes [";
+            << " kernel of " << kernel.region.size() << " nodes [";
         for (size_t k = 0; k < kernel.region.size(); ++k)
           out << (k ? " " : "") << ir::primitive_name(graph.nodes[static_cast<size_t>(kernel.region[k])].op);
         out << "] reading";

@@ -22,9 +22,9 @@ namespace kiln::llvm_backend {
 struct Kernel {
   // standalone: one non-fusible node whose leaves are its inputs, in order.
   enum class Kind { elementwise, reduce, standalone } kind = Kind::elementwise;
-  ir::ValueId root = -1;              // the value the kernel writes
-  std::vector<ir::ValueId> region;    // nodes computed inside, in graph order
-  std::vector<ir::ValueId> leaves;    // materialized values it reads, in parameter order
+  ir::ValueId root = -1;            // the value the kernel writes
+  std::vector<ir::ValueId> region;  // nodes computed inside, in graph order
+  std::vector<ir::ValueId> leaves;  // materialized values it reads, in parameter order
   // Flat elementwise kernels may write further values of the root's shape
   // computed in the same loop (sibling or consumer kernels merged into one).
   std::vector<ir::ValueId> extra_roots;
@@ -65,7 +65,7 @@ struct Plan {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
   std::vector<RowGroup> row_groups;  // in step order, disjoint
-  std::vector<char> materialized;  // by node id
+  std::vector<char> materialized;    // by node id
   /// Primitives that run their reference kernel: the native backend has no lowering for them.
   std::vector<ir::Primitive> reference_primitives;
 };
