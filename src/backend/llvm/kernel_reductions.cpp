@@ -1,0 +1,153 @@
+// Reduction kernels: plain loop nests, rows accumulated into the output,
+// and slices of a reduction to one value (see kernel_emitter.h).
+#include "backend/llvm/kernel_emitter.h"
+
+namespace kiln::llvm_backend {
+
+CompiledKernel KernelEmitter::emit_reduce(const ir::Node& root) {
+  const ir::Node& input = node(root.inputs[0]);
+  space_ = input.type.shape;
+  const std::vector<int64_t>& axes = root.attrs.ints;
+  std::vector<char> reduced(space_.size(), 0);
+  for (int64_t axis : axes) reduced[static_cast<size_t>(axis)] = 1;
+  std::vector<int64_t> kept_extents;
+  std::vector<size_t> kept_dims, reduced_dims;
+  for (size_t d = 0; d < space_.size(); ++d) {
+    if (reduced[d]) {
+      reduced_dims.push_back(d);
+    } else {
+      kept_dims.push_back(d);
+      kept_extents.push_back(space_[d]);
+    }
+  }
+  CompiledKernel result;
+  result.range = kernel_range(graph_, kernel_);
+  int64_t reduced_size = 1;
+  for (size_t d : reduced_dims) reduced_size *= space_[d];
+  result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
+  if (kernel_.chunked) return emit_chunked_reduction(root, result);
+  if (rows_accumulate(root, reduced_dims)) return emit_accumulating_rows(root, reduced_dims, result);
+
+  llvm::AllocaInst* accumulator = start_accumulator(root);
+  loop(function_->getArg(0), function_->getArg(1), "out", [&](llvm::Value* out) {
+    std::vector<llvm::Value*> kept = decompose(builder_, out, kept_extents);
+    index_.assign(space_.size(), nullptr);
+    for (size_t k = 0; k < kept_dims.size(); ++k) index_[kept_dims[k]] = kept[k];
+    reset_accumulator(root, accumulator);
+    emit_reduction_loops(root, reduced_dims, 0, accumulator);
+    store(out, accumulated(root, accumulator), root.type.dtype);
+  });
+  return result;
+}
+
+llvm::AllocaInst* KernelEmitter::start_accumulator(const ir::Node& root) {
+  DType dtype = root.type.dtype;
+  llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
+  ops::Reduction reduction = reduction_of(root);
+  bool extreme = is_floating(dtype) && (reduction == ops::Reduction::max || reduction == ops::Reduction::min);
+  nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
+  return entry.CreateAlloca(register_type(dtype));
+}
+
+void KernelEmitter::reset_accumulator(const ir::Node& root, llvm::AllocaInst* accumulator) {
+  builder_.CreateStore(element_.reduction_identity(reduction_of(root), root.type.dtype), accumulator);
+  if (nan_seen_) builder_.CreateStore(builder_.getFalse(), nan_seen_);
+}
+
+llvm::Value* KernelEmitter::accumulated(const ir::Node& root, llvm::AllocaInst* accumulator) {
+  llvm::Value* result = builder_.CreateLoad(register_type(root.type.dtype), accumulator);
+  if (!nan_seen_) return result;
+  return builder_.CreateSelect(builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_),
+                               llvm::ConstantFP::getNaN(result->getType()), result);
+}
+
+CompiledKernel KernelEmitter::emit_chunked_reduction(const ir::Node& root, CompiledKernel result) {
+  llvm::AllocaInst* accumulator = start_accumulator(root);
+  reset_accumulator(root, accumulator);
+  flat_ = true;
+  loop(function_->getArg(0), function_->getArg(1), "reduce",
+       [&](llvm::Value* i) {
+         flat_index_ = i;
+         accumulate(root, accumulator);
+       },
+       {.interleave = 4});
+  flat_ = false;
+  store(builder_.getInt64(0), accumulated(root, accumulator), root.type.dtype);
+  result.work_per_iteration = 1;
+  return result;
+}
+
+bool KernelEmitter::rows_accumulate(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
+  if (root.type.dtype == DType::bool_ || reduced_dims.empty()) return false;
+  size_t first = reduced_dims.front(), last = reduced_dims.back();
+  if (last - first + 1 != reduced_dims.size() || last + 1 == space_.size()) return false;
+  int64_t inner = 1;
+  for (size_t d = last + 1; d < space_.size(); ++d) inner *= space_[d];
+  if (inner == 0 || (first > 0 && inner < 16)) return false;
+  return reads_at_flat_index(graph_, kernel_);
+}
+
+CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
+                                                     CompiledKernel result) {
+  DType dtype = root.type.dtype;
+  llvm::Type* type = register_type(dtype);
+  int64_t rows = 1, inner = 1;
+  for (size_t d : reduced_dims) rows *= space_[d];
+  for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
+  llvm::Value* inner_size = builder_.getInt64(inner);
+  flat_ = true;
+  // Output elements [begin, end) cut where the outer index changes.
+  segments(function_->getArg(0), function_->getArg(1), inner, "outer",
+           [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
+             loop(low, high, "init",
+                  [&](llvm::Value* out) { store(out, element_.reduction_identity(reduction_of(root), dtype), dtype); });
+             // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
+             // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
+             llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
+             loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
+               llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
+               loop(low, high, "column", [&](llvm::Value* out) {
+                 memo_.clear();
+                 flat_index_ = builder_.CreateAdd(shift, out);
+                 llvm::Value* element = value(root.inputs[0]);
+                 llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
+                 llvm::Value* current = builder_.CreateLoad(type, address);
+                 builder_.CreateStore(element_.combine(reduction_of(root), dtype, current, element), address);
+               });
+             });
+           });
+  flat_ = false;
+  return result;
+}
+
+void KernelEmitter::accumulate(const ir::Node& root, llvm::AllocaInst* accumulator) {
+  memo_.clear();
+  llvm::Value* current = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
+  llvm::Value* element = value(root.inputs[0]);
+  if (nan_seen_) {
+    llvm::Value* seen = builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_);
+    builder_.CreateStore(builder_.CreateOr(seen, builder_.CreateFCmpUNO(element, element)), nan_seen_);
+    builder_.CreateStore(element_.fast_extreme(reduction_of(root) == ops::Reduction::max, current, element),
+                         accumulator);
+    return;
+  }
+  builder_.CreateStore(element_.combine(reduction_of(root), root.type.dtype, current, element), accumulator);
+}
+
+void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
+                                         llvm::AllocaInst* accumulator) {
+  if (level == dims.size()) return accumulate(root, accumulator);
+  size_t dim = dims[level];
+  // The innermost loop keeps four partial results: one chain of vector adds
+  // waits on each add's latency, four keep the loads streaming.
+  LoopHints hints{.interleave = level + 1 == dims.size() ? 4 : 1};
+  loop(
+      builder_.getInt64(0), builder_.getInt64(space_[dim]), "reduce",
+      [&](llvm::Value* counter) {
+        index_[dim] = counter;
+        emit_reduction_loops(root, dims, level + 1, accumulator);
+      },
+      hints);
+}
+
+}  // namespace kiln::llvm_backend
