@@ -22,6 +22,8 @@ class Array;
 namespace detail {
 struct ArrayImpl;
 void read_elements(const Array& array, DType as, void* out, int64_t count, const char* operation, Location where);
+/// The element count of `array`, or the error `operation` raises on an empty or donated handle.
+int64_t element_count(const Array& array, const char* operation, Location where);
 }  // namespace detail
 
 class Array {
@@ -30,13 +32,14 @@ class Array {
   Array() = default;
   explicit Array(std::shared_ptr<detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
 
-  DType dtype() const;
-  const Shape& shape() const;
-  int64_t shape(int64_t axis) const;  // negative axes count from the end
-  int64_t ndim() const;
-  int64_t size() const;
+  // The location is the caller's, for the error on an empty or donated handle.
+  DType dtype(Location where = Location::current()) const;
+  const Shape& shape(Location where = Location::current()) const;
+  int64_t shape(int64_t axis, Location where = Location::current()) const;  // negative axes count from the end
+  int64_t ndim(Location where = Location::current()) const;
+  int64_t size(Location where = Location::current()) const;
   /// True for arrays born from C++ numbers: they adopt the other operand's dtype.
-  bool weak_type() const;
+  bool weak_type(Location where = Location::current()) const;
   /// True for a placeholder recorded by a trace (inside jit, grad, ...).
   bool is_tracer() const;
   bool defined() const { return impl_ != nullptr; }
@@ -52,13 +55,13 @@ class Array {
   /// All elements in row-major order, converted to T.
   template <Element T>
   std::vector<T> to_vector(Location where = Location::current()) const {
-    std::vector<T> values(static_cast<size_t>(size()));
+    std::vector<T> values(static_cast<size_t>(detail::element_count(*this, "to_vector", where)));
     if constexpr (std::is_same_v<T, bool>) {
       std::unique_ptr<bool[]> flat(new bool[values.size()]);
-      detail::read_elements(*this, DType::bool_, flat.get(), size(), "to_vector", where);
+      detail::read_elements(*this, DType::bool_, flat.get(), std::ssize(values), "to_vector", where);
       for (size_t i = 0; i < values.size(); ++i) values[i] = flat[i];
     } else {
-      detail::read_elements(*this, dtype_of<T>(), values.data(), size(), "to_vector", where);
+      detail::read_elements(*this, dtype_of<T>(), values.data(), std::ssize(values), "to_vector", where);
     }
     return values;
   }

@@ -31,6 +31,13 @@ class DonatedArrayError : public Error {
   using Error::Error;
 };
 
+/// Memory for an array could not be had: the system refused the request, or
+/// its size is beyond what one array may hold (2^46 bytes).
+class AllocationError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A function recompiled more often than `JitOptions::recompile_limit` with
 /// `on_storm = OnStorm::Error`.
 class StormError : public Error {

@@ -34,10 +34,12 @@ class Argnums {
   Argnums(int index) : list_{index}, given_(true) {}
   Argnums(std::initializer_list<int> list) : list_(list), given_(true) {}
   bool given() const { return given_; }
-  bool contains(size_t index) const {
+  /// Whether argument `index` of `arity` is asked for; a negative entry
+  /// counts from the end, as in JAX (-1 is the last argument).
+  bool contains(size_t index, size_t arity) const {
     if (!given_) return index == 0;
     for (int i : list_)
-      if (i >= 0 && static_cast<size_t>(i) == index) return true;
+      if ((i >= 0 ? static_cast<size_t>(i) : arity - static_cast<size_t>(-i)) == index) return true;
     return false;
   }
   const std::vector<int>& list() const { return list_; }
@@ -66,9 +68,12 @@ std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunc
                                                                 const std::vector<char>& wanted,
                                                                 const std::string& name, Location where);
 std::shared_ptr<ReplayState> replay_graph(const TracedFunction& traced, std::vector<Array>& outputs);
-std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents);
+std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents, Location where);
 std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<Array>& tangents,
-                                std::vector<Array>& outputs);
+                                std::vector<Array>& outputs, Location where);
+/// Throws kiln::Error for argnums that are empty, repeated (also through a
+/// negative alias) or out of range for `arity` arguments.
+void check_argnums(const Argnums& argnums, size_t arity, const std::string& name, Location where);
 [[noreturn]] void raise_aux_mismatch(const std::string& name, bool has_aux, Location where);
 std::string location_text(Location where);
 
@@ -119,7 +124,8 @@ struct GradFunction {
     using Result = decltype(skeleton);
     if (IsPair<Result>::value != has_aux) raise_aux_mismatch(name, has_aux, where);
     std::vector<char> wanted;
-    for (size_t argument : traced.leaf_argument) wanted.push_back(argnums.contains(argument));
+    check_argnums(argnums, sizeof...(Args), name, where);
+    for (size_t argument : traced.leaf_argument) wanted.push_back(argnums.contains(argument, sizeof...(Args)));
     auto [outputs, cotangents] = differentiate(traced, wanted, name, where);
     size_t next = 0;
     Result value = fill_leaves(skeleton, outputs, next);
@@ -181,8 +187,9 @@ template <class Result, class... Args>
 struct Pullback {
   std::shared_ptr<ReplayState> state;
   std::tuple<Args...> primals;
+  Location where;  // of the vjp call
   std::tuple<Args...> operator()(const Result& cotangent) const {
-    std::vector<Array> cotangents = pull_back(*state, tree_leaves(cotangent));
+    std::vector<Array> cotangents = pull_back(*state, tree_leaves(cotangent), where);
     size_t index = 0;
     return std::apply([&](const auto&... p) { return std::tuple<Args...>{fill_leaves(p, cotangents, index)...}; },
                       primals);
@@ -206,7 +213,7 @@ struct vjp : std::pair<detail::ResultOf<F, Args...>, detail::Pullback<detail::Re
     std::shared_ptr<detail::ReplayState> state = detail::replay_graph(traced, outputs);
     size_t next = 0;
     this->first = detail::fill_leaves(skeleton, outputs, next);
-    this->second = {std::move(state), std::tuple<Args...>(primals...)};
+    this->second = {std::move(state), std::tuple<Args...>(primals...), where};
   }
 };
 template <class F, class... Args>
@@ -223,7 +230,7 @@ auto jvp(const F& fn, const std::tuple<Args...>& primals, const std::tuple<Args.
   using Result = decltype(skeleton);
   std::vector<Array> tangent_leaves = tree_leaves(tangents);
   std::vector<Array> outputs;
-  std::vector<Array> output_tangents = detail::push_forward(traced, tangent_leaves, outputs);
+  std::vector<Array> output_tangents = detail::push_forward(traced, tangent_leaves, outputs, where);
   size_t next = 0;
   Result value = detail::fill_leaves(skeleton, outputs, next);
   next = 0;

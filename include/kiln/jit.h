@@ -146,6 +146,7 @@ class JitCore {
 
 struct SignatureBuilder {
   CallArguments& out;
+  Location where;  // named by errors about an argument
   void array(const Array& a);
   void static_leaf(uint64_t hash, const std::string&);
   void key(uint64_t hash, const std::string&);
@@ -168,9 +169,14 @@ struct SignatureDescriber {
 
 /// A dynamic weakly typed 0-d array for a number passed as an Array parameter.
 Array weak_scalar(Scalar value);
-/// Marks the arrays of donated arguments as consumed by `function` (except
-/// those returned as outputs).
-void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function);
+/// Marks the arrays of donated arguments as consumed by `function`, jitted at
+/// `where` (except those returned as outputs).
+void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function,
+                  Location where);
+/// Throws kiln::Error for a donate_argnums entry that names no argument of a
+/// call with `arity` arguments, or names one twice.
+void check_donate_argnums(const std::vector<int>& donate_argnums, size_t arity, const std::string& function,
+                          Location where);
 bool tracing_active();
 
 /// Whether a callable carries state (captures) that can change between calls.
@@ -226,7 +232,8 @@ class Jitted {
  public:
   Jitted(F fn, JitOptions options, Location where)
       : fn_(std::make_shared<F>(std::move(fn))),
-        core_(std::make_shared<detail::JitCore>(std::move(options), is_stateful(), where)) {}
+        core_(std::make_shared<detail::JitCore>(std::move(options), is_stateful(), where)),
+        where_(where) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -257,11 +264,13 @@ class Jitted {
   }
 
   template <class... Args>
-  static detail::CallArguments flatten(const Args&... args) {
+  detail::CallArguments flatten(const Args&... args) const {
     detail::CallArguments arguments;
     arguments.signature.reserve(16 + 24 * sizeof...(Args));
     arguments.arrays.reserve(2 * sizeof...(Args));
-    detail::SignatureBuilder builder{arguments};
+    // A call has no location of its own (a default argument cannot follow the
+    // arguments); errors about them name the jitted function's line.
+    detail::SignatureBuilder builder{arguments, where_};
     ((arguments.signature.push_back('P'), TreeTraits<Args>::visit(args, builder)), ...);
     return arguments;
   }
@@ -298,6 +307,7 @@ class Jitted {
     using Result = std::remove_cvref_t<std::invoke_result_t<F&, const Args&...>>;
     // Inside another trace (jit under grad, nested jit) the function is inlined.
     if (detail::tracing_active()) return Result((*fn_)(args...));
+    if (!donated_.empty()) detail::check_donate_argnums(donated_, sizeof...(Args), name(), where_);
     detail::CallArguments arguments = flatten(args...);
     if (!donated_.empty()) arguments.donated = donated_leaves(args...);
     auto trace = make_trace(args...);
@@ -337,11 +347,12 @@ class Jitted {
             }()
           : (void)0),
      ...);
-    detail::mark_donated(consumed, outputs, core_->name());
+    detail::mark_donated(consumed, outputs, core_->name(), where_);
   }
 
   std::shared_ptr<F> fn_;
   std::shared_ptr<detail::JitCore> core_;
+  Location where_;
   std::vector<int> donated_;
 
   template <class G>

@@ -19,11 +19,14 @@ const char* shape_hint =
     "if this dimension varies between calls, pad to a few sizes (kiln::pad_to_bucket) or mark it dynamic "
     "(JitOptions::dynamic_dims)";
 
+// Every component that changed is one difference, so the closest entry (the
+// fewest differences) is the one that matches the call the most: after i32[2]
+// and i32[4], an f32[2] call differs from i32[2] in its dtype alone.
 void diff_arrays(const SignatureToken& a, const SignatureToken& b, std::vector<Difference>& out) {
-  if (a.dtype != b.dtype) {
+  if (a.dtype != b.dtype)
     out.push_back({b.path + " dtype changed: " + type_text(a) + " -> " + type_text(b),
                    "convert with astype before the call so the dtype stays the same"});
-  } else if (a.shape.size() != b.shape.size()) {
+  if (a.shape.size() != b.shape.size()) {
     out.push_back({b.path + " rank changed: " + type_text(a) + " -> " + type_text(b), shape_hint});
   } else if (a.shape != b.shape) {
     for (size_t d = 0; d < a.shape.size(); ++d)

@@ -18,8 +18,8 @@ void append(std::string& bytes, const T& value) {
 }  // namespace
 
 void SignatureBuilder::array(const Array& a) {
-  const ArrayImpl& impl = impl_of(a, "jit", Location::current());
-  if (impl.trace && !impl.trace->alive) raise_leaked(impl, "jit", Location::current());
+  const ArrayImpl& impl = impl_of(a, "jit", where);
+  if (impl.trace && !impl.trace->alive) raise_leaked(impl, "jit", where);
   out.signature.push_back('A');
   append(out.signature, impl.type.dtype);
   append(out.signature, impl.type.weak);
@@ -91,12 +91,30 @@ Array weak_scalar(Scalar value) {
   return result;
 }
 
-void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function) {
-  auto message = std::make_shared<const std::string>("jitted '" + function + "'");
+void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& outputs, const std::string& function,
+                  Location where) {
+  auto message =
+      std::make_shared<const std::string>("jitted '" + function + "' (jit at " + location_string(where) + ")");
   for (const Array& array : arrays) {
     bool returned = false;
     for (const Array& output : outputs) returned |= output.impl() == array.impl();
     if (!returned && array.impl() && !array.impl()->trace) array.impl()->donated_to = message;
+  }
+}
+
+void check_donate_argnums(const std::vector<int>& donate_argnums, size_t arity, const std::string& function,
+                          Location where) {
+  for (size_t i = 0; i < donate_argnums.size(); ++i) {
+    int index = donate_argnums[i];
+    if (index < 0 || static_cast<size_t>(index) >= arity)
+      raise("jit",
+            "donate_argnums of '" + function + "' names argument " + std::to_string(index) + ", but the call has " +
+                std::to_string(arity) + " argument" + (arity == 1 ? "" : "s"),
+            where, "donate_argnums counts the arguments from 0");
+    for (size_t j = 0; j < i; ++j)
+      if (donate_argnums[j] == index)
+        raise("jit", "donate_argnums of '" + function + "' names argument " + std::to_string(index) + " twice", where,
+              "list each donated argument once");
   }
 }
 

@@ -29,9 +29,60 @@ Buffer::~Buffer() {
   if (bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
 }
 
+namespace {
+// One array's largest size: the caching allocator's largest block, far below
+// where any element or byte count overflows.
+constexpr uint64_t max_array_bytes = allocator::max_block_bytes;
+
+// The bytes of `type`, or 0 with `why` set when they do not fit.
+uint64_t checked_bytes(const AbstractValue& type, std::string& why) {
+  uint64_t elements = 1;
+  for (int64_t extent : type.shape) {
+    if (extent < 0) {
+      why = "has a negative extent";
+      return 0;
+    }
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(extent), &elements) || elements > (uint64_t{1} << 62)) {
+      // A later zero extent would make the product 0, but every size
+      // computed on the way must fit too.
+      why = "has more elements than fit in a 64-bit count";
+      return 0;
+    }
+  }
+  uint64_t bytes = elements * dtype_size(type.dtype);
+  if (bytes > max_array_bytes) {
+    why = "needs " + std::to_string(bytes) + " bytes, more than one array may hold (2^46)";
+    return 0;
+  }
+  return bytes;
+}
+}  // namespace
+
+void check_fits(const AbstractValue& type, const char* operation, Location where) {
+  std::string why;
+  checked_bytes(type, why);
+  if (!why.empty())
+    raise<AllocationError>(operation, "the result " + type.to_string() + " " + why, where,
+                           "check the shape: an extent may have come from an uninitialized or overflowed value");
+}
+
+size_t bytes_needed(const AbstractValue& type) {
+  std::string why;
+  uint64_t bytes = checked_bytes(type, why);
+  if (!why.empty()) raise<AllocationError>("allocate", "an array " + type.to_string() + " " + why, Location());
+  return static_cast<size_t>(bytes);
+}
+
 Array allocate(AbstractValue type) {
+  size_t bytes = bytes_needed(type);
   auto impl = std::make_shared<ArrayImpl>();
-  impl->buffer = std::make_shared<Buffer>(static_cast<size_t>(type.size()) * dtype_size(type.dtype));
+  try {
+    impl->buffer = std::make_shared<Buffer>(bytes);
+  } catch (const std::bad_alloc&) {
+    raise<AllocationError>("allocate",
+                           "the system refused " + std::to_string(bytes) + " bytes for an array " + type.to_string(),
+                           Location(), "free arrays no longer needed, or work on smaller pieces");
+  }
   impl->type = std::move(type);
   return Array(std::move(impl));
 }
@@ -53,6 +104,10 @@ const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Loca
                                  *array.impl()->donated_to + " and may no longer be used",
                              where, "use the function's result instead, or remove the argument from donate_argnums");
   return *array.impl();
+}
+
+int64_t element_count(const Array& array, const char* operation, Location where) {
+  return impl_of(array, operation, where).type.size();
 }
 
 void read_elements(const Array& array, DType as, void* out, int64_t count, const char* operation, Location where) {
@@ -94,6 +149,7 @@ void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) 
 Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where) {
   for (int64_t extent : shape)
     if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
+  check_fits(AbstractValue{dtype, false, shape}, "array", where);
   if (count != shape_size(shape))
     raise("array",
           std::to_string(count) + " values do not fill shape " + shape_string(shape) + " (" +
@@ -106,20 +162,20 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
 
 }  // namespace detail
 
-DType Array::dtype() const { return detail::impl_of(*this, "dtype", Location::current()).type.dtype; }
-const Shape& Array::shape() const { return detail::impl_of(*this, "shape", Location::current()).type.shape; }
-int64_t Array::ndim() const { return static_cast<int64_t>(shape().size()); }
-int64_t Array::size() const { return shape_size(shape()); }
-bool Array::weak_type() const { return detail::impl_of(*this, "weak_type", Location::current()).type.weak; }
+DType Array::dtype(Location where) const { return detail::impl_of(*this, "dtype", where).type.dtype; }
+const Shape& Array::shape(Location where) const { return detail::impl_of(*this, "shape", where).type.shape; }
+int64_t Array::ndim(Location where) const { return static_cast<int64_t>(shape(where).size()); }
+int64_t Array::size(Location where) const { return shape_size(shape(where)); }
+bool Array::weak_type(Location where) const { return detail::impl_of(*this, "weak_type", where).type.weak; }
 bool Array::is_tracer() const { return impl_ && impl_->trace != nullptr; }
 
-int64_t Array::shape(int64_t axis) const {
-  int64_t rank = ndim();
+int64_t Array::shape(int64_t axis, Location where) const {
+  int64_t rank = ndim(where);
   if (axis < -rank || axis >= rank)
-    detail::raise("shape",
-                  "axis " + std::to_string(axis) + " is out of range for an array of shape " + shape_string(shape()),
-                  Location::current());
-  return shape()[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+    detail::raise(
+        "shape",
+        "axis " + std::to_string(axis) + " is out of range for an array of shape " + shape_string(shape(where)), where);
+  return shape(where)[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
 }
 
 namespace {
@@ -155,7 +211,9 @@ void print_nested(std::ostream& out, const T* data, const Shape& shape, size_t a
 
 std::ostream& operator<<(std::ostream& out, const Array& array) {
   if (!array.impl()) return out << "Array(empty)";
-  const detail::ArrayImpl& impl = *array.impl();
+  // A donated array's memory may hold another array's values now: printing
+  // it is a use like any other. (operator<< has no location to name.)
+  const detail::ArrayImpl& impl = detail::impl_of(array, "print", Location());
   if (impl.trace) return out << "Tracer(%" << impl.value << ": " << impl.type.to_string() << ")";
   std::ostringstream text;
   text.precision(7);

@@ -80,7 +80,17 @@ struct ArrayImpl {
 /// a trace on another thread); `operation` and `use` say where it was used.
 [[noreturn]] void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use);
 
-/// A fresh concrete array with uninitialized storage for `type`.
+/// Throws kiln::Error naming `operation`, the shape and `where` when `type`
+/// has a negative extent or more elements or bytes than one array may hold,
+/// so no size computed from it overflows.
+void check_fits(const AbstractValue& type, const char* operation, Location where);
+/// The bytes `type` needs; AllocationError when they do not fit (an unchecked
+/// type from an internal caller).
+size_t bytes_needed(const AbstractValue& type);
+
+/// A fresh concrete array with uninitialized storage for `type`. Throws
+/// AllocationError when the system refuses the memory ("[allocate]": the
+/// operation that asked adds its name, see ops::apply).
 Array allocate(AbstractValue type);
 /// A concrete array with its own copy of `array`'s storage.
 Array copy_of(const Array& array);

@@ -38,6 +38,7 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
   node.attrs = std::move(attrs);
   node.where = where;
   node.type = ops::rules(op).infer(node, std::span<const AbstractValue* const>(types, count));
+  check_fits(node.type, name, where);
 
   if (TraceState* trace = current_trace()) {
     node.inputs.reserve(count);
@@ -54,11 +55,20 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
     elements = std::max(elements, types[i]->size());
     arrays[i] = *inputs[i];
   }
-  if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements) : nullptr) {
-    auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
-    return compiler->run(arrays, build);
+  try {
+    if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements) : nullptr) {
+      auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
+      return compiler->run(arrays, build);
+    }
+    return ops::rules(op).evaluate(node, arrays);
+  } catch (const AllocationError& refused) {
+    if (std::string_view(refused.what()).find("[allocate]") != 0) throw;  // already names its operation
+    // The allocator names no operation or line: this is the user's.
+    std::string message = refused.what();
+    message = message.substr(0, message.find(" (at "));
+    raise<AllocationError>(name, message.substr(message.find("] ") + 2) + " computing " + node.type.to_string(), where,
+                           "free arrays no longer needed, or work on smaller pieces");
   }
-  return ops::rules(op).evaluate(node, arrays);
 }
 }  // namespace
 

@@ -46,7 +46,10 @@ std::vector<Array> StepProgram::bind(std::span<const Array> arguments, std::span
 }
 
 // An argument's buffer may also be another input's (the same array passed
-// twice, or captured): overwriting it would change what that input reads.
+// twice, or captured), or another live array's (a view of it, or the base it
+// is a view of): overwriting it would change what those read. Only a buffer
+// no other array refers to is taken over; other handles of the donated array
+// itself see DonatedArrayError after the call.
 std::vector<char> StepProgram::overwritable_arguments(std::span<const Array> arguments,
                                                       std::span<const Array> implicit_inputs,
                                                       std::span<const char> donated) const {
@@ -54,7 +57,7 @@ std::vector<char> StepProgram::overwritable_arguments(std::span<const Array> arg
   for (size_t k = 0; k < donated.size() && k < graph_->arguments.size(); ++k) {
     if (!donated[k]) continue;
     const auto& buffer = arguments[k].impl()->buffer;
-    bool shared = false;
+    bool shared = buffer.use_count() > 1;
     for (size_t j = 0; j < arguments.size(); ++j) shared |= j != k && arguments[j].impl()->buffer == buffer;
     for (const Array& capture : implicit_inputs) shared |= capture.impl()->buffer == buffer;
     overwritable[static_cast<size_t>(graph_->arguments[k])] = !shared;

@@ -1,5 +1,7 @@
 // The non-template half of include/kiln/grad.h: seeding, checking which
 // leaves may be differentiated, and running the passes of transform/autodiff.
+#include <algorithm>
+
 #include "core/error_format.h"
 #include "kiln/grad.h"
 #include "ops/apply.h"
@@ -65,20 +67,20 @@ std::shared_ptr<ReplayState> replay_graph(const TracedFunction& traced, std::vec
   return state;
 }
 
-std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents) {
+std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>& output_cotangents, Location where) {
   const ir::Graph& graph = *state.graph;
   if (output_cotangents.size() != graph.outputs.size())
     raise("vjp",
           "the cotangent has " + std::to_string(output_cotangents.size()) + " arrays, the value " +
               std::to_string(graph.outputs.size()),
-          Location::current(), "pass a cotangent with the value's structure");
+          where, "pass a cotangent with the value's structure");
   for (size_t k = 0; k < output_cotangents.size(); ++k) {
     const AbstractValue& expected = graph.nodes[static_cast<size_t>(graph.outputs[k])].type;
-    const AbstractValue& got = impl_of(output_cotangents[k], "vjp", Location::current()).type;
+    const AbstractValue& got = impl_of(output_cotangents[k], "vjp", where).type;
     if (got.shape != expected.shape || got.dtype != expected.dtype)
       raise("vjp",
             "cotangent " + std::to_string(k) + " is " + got.to_string() + " but the value is " + expected.to_string(),
-            Location::current(), "pass a cotangent of the value's shape and dtype");
+            where, "pass a cotangent of the value's shape and dtype");
   }
   std::vector<Array> cotangents = transform::backward(state.replay, output_cotangents);
   for (size_t k = 0; k < cotangents.size(); ++k)
@@ -88,25 +90,49 @@ std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>&
 }
 
 std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<Array>& tangents,
-                                std::vector<Array>& outputs) {
+                                std::vector<Array>& outputs, Location where) {
   const ir::Graph& graph = traced.graph->ir();
   if (tangents.size() != traced.leaves.size())
     raise("jvp",
           "got " + std::to_string(tangents.size()) + " tangent arrays for " + std::to_string(traced.leaves.size()) +
               " primal arrays",
-          Location::current(), "pass tangents with the primals' structure");
+          where, "pass tangents with the primals' structure");
   for (size_t k = 0; k < tangents.size(); ++k) {
     const AbstractValue& primal = traced.leaves[k].impl()->type;
-    const AbstractValue& tangent = impl_of(tangents[k], "jvp", Location::current()).type;
-    if (is_floating(primal.dtype) && (tangent.shape != primal.shape || tangent.dtype != primal.dtype))
+    const AbstractValue& tangent = impl_of(tangents[k], "jvp", where).type;
+    // An integer primal's tangent is zero, but a wrong one is still a mistake worth naming.
+    if (tangent.shape != primal.shape || tangent.dtype != primal.dtype)
       raise("jvp",
             "tangent " + std::to_string(k) + " is " + tangent.to_string() + " but its primal is " + primal.to_string(),
-            Location::current(), "pass tangents of the primals' shapes and dtypes");
+            where, "pass tangents of the primals' shapes and dtypes");
   }
   std::vector<Array> result = transform::forward(graph, traced.leaves, implicit_inputs(traced), tangents, outputs);
   for (size_t k = 0; k < result.size(); ++k)
     if (!result[k].defined()) result[k] = zeros_like(outputs[k]);
   return result;
+}
+
+void check_argnums(const Argnums& argnums, size_t arity, const std::string& name, Location where) {
+  if (!argnums.given()) return;
+  const std::vector<int>& list = argnums.list();
+  std::string listed = "{";
+  for (size_t i = 0; i < list.size(); ++i) listed += (i ? ", " : "") + std::to_string(list[i]);
+  listed += "}";
+  std::string context =
+      "argnums " + listed + " of " + name + " with " + std::to_string(arity) + " argument" + (arity == 1 ? "" : "s");
+  if (list.empty()) raise("grad", context + " names no argument", where, "name at least one argument, e.g. {0}");
+  std::vector<size_t> seen;
+  for (int index : list) {
+    auto signed_arity = static_cast<int64_t>(arity);
+    if (index >= signed_arity || index < -signed_arity)
+      raise("grad", context + ": " + std::to_string(index) + " is out of range", where,
+            "argnums count from 0, or from the end with negative numbers (-1 is the last)");
+    auto position = static_cast<size_t>(index >= 0 ? index : signed_arity + index);
+    if (std::find(seen.begin(), seen.end(), position) != seen.end())
+      raise("grad", context + " names argument " + std::to_string(position) + " twice", where,
+            "list each argument once");
+    seen.push_back(position);
+  }
 }
 
 }  // namespace kiln::detail

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <vector>
 
 #include "core/array_impl.h"
+#include "support/errors.h"
 
 namespace kiln {
 namespace {
@@ -75,6 +77,90 @@ TEST(Buffers, DeadIntermediateHoldsALaterValue) {
   std::vector<float> got = f(x).to_vector<float>();
   EXPECT_NEAR(got[100], t * t - t, 1e-5);
   EXPECT_EQ(x.to_vector<float>()[0], 0.5f);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+using testing::expect_error;
+
+auto donating_step() {
+  return jit([](const Array& params, const Array& grads) { return params - grads * 0.5f; },
+             {.name = "donating_step", .donate_argnums = {0}});
+}
+
+// Every array that can still observe a donated buffer keeps its values: the
+// buffer is taken over only when nothing else refers to it.
+TEST(Donation, AViewOfADonatedArrayKeepsItsValues) {
+  auto step = donating_step();
+  Array params = full({4096}, 1.0f), grads = full({4096}, 2.0f);
+  Array view = reshape(params, {64, 64});
+  Array updated = step(params, grads);
+  EXPECT_EQ(updated.to_vector<float>()[3], 0.0f);
+  EXPECT_EQ(sum(view).item<float>(), 4096.0f);
+  EXPECT_NE(data_of(updated), data_of(view));
+}
+
+TEST(Donation, ADonatedViewLeavesItsBaseIntact) {
+  auto step = donating_step();
+  Array base = full({64, 64}, 1.0f), grads = full({4096}, 2.0f);
+  Array view = reshape(base, {4096});
+  Array updated = step(view, grads);
+  EXPECT_EQ(updated.to_vector<float>()[0], 0.0f);
+  EXPECT_EQ(sum(base).item<float>(), 4096.0f);
+  EXPECT_EQ(sum(expand_dims(base, 0)).item<float>(), 4096.0f);
+}
+
+TEST(Donation, EveryUseOfADonatedArrayRaisesNamingTheLine) {
+  auto step = donating_step();
+  Array params = full({4096}, 1.0f), grads = full({4096}, 2.0f);
+  Array copy = params;  // a second handle of the same array
+  step(params, grads);
+  for (const Array* handle : {&params, &copy}) {
+    const Array& donated = *handle;
+    expect_error(__LINE__, [&] { (void)(donated + 1); }, {"[add]", "donated to jitted 'donating_step'"});
+    expect_error(__LINE__, [&] { (void)donated.to_vector<float>(); }, {"[to_vector]", "f32[4096]"});
+    expect_error(__LINE__, [&] { (void)reshape(donated, {64, 64}); }, {"[reshape]", "donated"});
+    expect_error(__LINE__, [&] { (void)donated.shape(); }, {"[shape]", "donated"});
+    expect_error(__LINE__, [&] { (void)sum(donated).item<float>(); }, {"[sum]", "donated"});
+    EXPECT_THROW(
+        {
+          std::ostringstream text;
+          text << donated;
+        },
+        DonatedArrayError);
+  }
+  Array scalar_param = full({1}, 1.0f);
+  auto scalar_step = jit([](const Array& p) { return p * 2.0f; }, {.name = "scalar_step", .donate_argnums = {0}});
+  scalar_step(scalar_param);
+  expect_error(__LINE__, [&] { (void)scalar_param.item<float>(); }, {"[item]", "donated to jitted 'scalar_step'"});
+}
+
+TEST(Donation, ASecondCallWithADonatedArrayNamesTheFunctionAndItsLine) {
+  auto step = donating_step();
+  Array params = full({4096}, 1.0f), grads = full({4096}, 2.0f);
+  step(params, grads);
+  try {
+    step(params, grads);
+    ADD_FAILURE() << "a second call with a donated array did not throw";
+  } catch (const DonatedArrayError& error) {
+    std::string text = error.what();
+    EXPECT_NE(text.find("donated to jitted 'donating_step' (jit at test_buffers.cpp:"), std::string::npos) << text;
+    EXPECT_EQ(text.find("signature.cpp"), std::string::npos) << text;
+  }
+}
+
+TEST(Donation, DonateArgnumsOutOfRangeOrRepeatedRaise) {
+  auto out_of_range = jit([](const Array& x) { return x + 1; }, {.name = "one_argument", .donate_argnums = {1}});
+  expect_error(__LINE__ - 1, [&] { out_of_range(full({4}, 1.0f)); },
+               {"[jit]", "donate_argnums of 'one_argument' names argument 1, but the call has 1 argument"});
+  auto negative = jit([](const Array& x) { return x + 1; }, {.name = "negative", .donate_argnums = {-1}});
+  expect_error(__LINE__ - 1, [&] { negative(full({4}, 1.0f)); }, {"names argument -1"});
+  auto twice = jit([](const Array& x) { return x + 1; }, {.name = "twice", .donate_argnums = {0, 0}});
+  expect_error(__LINE__ - 1, [&] { twice(full({4}, 1.0f)); }, {"names argument 0 twice"});
 }
 
 }  // namespace

@@ -149,6 +149,16 @@ TEST_F(Jit, MissingMapKeyIsNamed) {
   EXPECT_NE(explanation.find("hint:"), std::string::npos) << explanation;
 }
 
+TEST_F(Jit, ExplanationComparesWithTheClosestEntry) {
+  auto f = jit([](const Array& x) { return x + 1; });
+  f(array({1, 2}));
+  f(array({1, 2, 3, 4}));
+  f(array({1.0f, 2.0f}));  // differs from i32[2] in its dtype alone, from i32[4] in dtype and length
+  std::string explanation = f.last_miss_explanation();
+  EXPECT_NE(explanation.find("dtype changed: i32[2] -> f32[2]"), std::string::npos) << explanation;
+  EXPECT_EQ(explanation.find("i32[4]"), std::string::npos) << explanation;
+}
+
 TEST_F(Jit, ShapeChangeNamesArgumentPathDimensionOldAndNew) {
   auto f = jit([](const Array& w, const std::map<std::string, Array>& batch) { return sum(batch.at("tokens")) * w; });
   Array w = array({1.0f});

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -275,19 +277,41 @@ TEST(Allocator, OversizedRequestsThrowBadAlloc) {
   EXPECT_EQ(allocator::stats().live_bytes, before.live_bytes);
 }
 
-TEST(Allocator, RequestsTheSystemRefusesThrowBadAlloc) {
+// In a child process whose address space is capped (so the system must
+// refuse, whatever its overcommit policy), a huge request throws bad_alloc
+// and leaves the allocator's accounting as it was; an array that large is an
+// AllocationError naming the operation, the shape and the bytes.
+TEST(AllocatorDeathTest, RequestsTheSystemRefusesThrowBadAlloc) {
   // ASan aborts on allocations past its own maximum instead of failing them.
   if (!allocator::caching_enabled()) GTEST_SKIP() << "sanitizer allocators abort on huge requests";
-  allocator::Stats before = allocator::stats();
-  // 32 TiB: refused unless the system overcommits without limit, in which
-  // case the untouched mapping costs nothing and is returned at once.
-  constexpr size_t bytes = size_t{1} << 45;
-  try {
-    void* block = allocator::allocate(bytes);
-    allocator::deallocate(block, bytes);
-  } catch (const std::bad_alloc&) {
-  }
-  EXPECT_EQ(allocator::stats().live_bytes, before.live_bytes);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto refused = [] {
+    rlimit limit{size_t{8} << 30, size_t{8} << 30};  // 8 GiB of address space
+    if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(2);
+    allocator::Stats before = allocator::stats();
+    constexpr size_t bytes = size_t{1} << 40;
+    try {
+      allocator::allocate(bytes);
+      std::_Exit(3);  // granted past the cap
+    } catch (const std::bad_alloc&) {
+    }
+    if (allocator::stats().live_bytes != before.live_bytes) std::_Exit(4);
+    try {
+      Array huge = zeros({int64_t{1} << 38});  // 1 TiB of f32
+      std::_Exit(5);
+    } catch (const AllocationError& error) {
+      std::string text = error.what();
+      bool named = text.find("f32[274877906944]") != std::string::npos &&
+                   text.find("1099511627776 bytes") != std::string::npos &&
+                   text.find("test_allocator.cpp") != std::string::npos && text.find("[allocate]") == std::string::npos;
+      if (!named) {
+        std::fprintf(stderr, "%s\n", text.c_str());
+        std::_Exit(6);
+      }
+    }
+    std::_Exit(0);
+  };
+  EXPECT_EXIT(refused(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Allocator, BufferKeepsSmallArraysInline) {

@@ -609,6 +609,7 @@ TEST(Io, SavingATracerIsAConcretizationError) {
           return t;
         },
         x);
+    ADD_FAILURE() << "saving a traced value did not throw";
   } catch (const ConcretizationError& error) {
     EXPECT_NE(std::string(error.what()).find("'weights' f32[2]"), std::string::npos) << error.what();
   }

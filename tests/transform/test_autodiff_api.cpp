@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "support/errors.h"
 #include "support/numpy_oracle.h"
 
 namespace kiln {
@@ -162,6 +163,51 @@ TEST(AutodiffApi, DerivativeNodesNameTheUsersLines) {
   for (const char* internal : {"autodiff.cpp", "differentiate.cpp", "unary.cpp", "binary.cpp", "reduce.cpp"})
     EXPECT_EQ(printed.find(internal), std::string::npos) << internal << "\n" << printed;
   EXPECT_NE(printed.find("test_autodiff_api.cpp"), std::string::npos) << printed;
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+using testing::expect_error;
+
+Array two_argument_loss(const Array& a, const Array& b) { return sum(a * b); }
+
+TEST(AutodiffApi, ArgnumsAreValidatedAndNegativeOnesCountFromTheEnd) {
+  Array a = array({1.0, 2.0}), b = array({3.0, 4.0});
+  auto [ga, gb] = grad(two_argument_loss, {-1})(a, b);
+  EXPECT_FALSE(ga.defined());
+  EXPECT_EQ(gb.to_vector<double>(), (std::vector<double>{1.0, 2.0}));
+  auto out_of_range = grad(two_argument_loss, {2});
+  expect_error(__LINE__ - 1, [&] { out_of_range(a, b); },
+               {"[grad]", "argnums {2}", "with 2 arguments", "2 is out of range"});
+  auto too_negative = value_and_grad(two_argument_loss, {-3});
+  expect_error(__LINE__ - 1, [&] { too_negative(a, b); }, {"-3 is out of range"});
+  auto repeated = grad(two_argument_loss, {1, -1});
+  expect_error(__LINE__ - 1, [&] { repeated(a, b); }, {"argnums {1, -1}", "names argument 1 twice"});
+  auto empty = grad(two_argument_loss, std::initializer_list<int>{});
+  expect_error(__LINE__ - 1, [&] { empty(a, b); }, {"names no argument"});
+}
+
+TEST(AutodiffApi, TangentsMustMatchTheirPrimals) {
+  auto f = [](const Array& x, const Array& n) { return x * astype(n, f64); };
+  Array x = array({1.0, 2.0}), n = array({3, 4});
+  auto primals = std::tuple{x, n};
+  auto long_tangent = std::tuple{array({1.0, 1.0, 1.0}), zeros_like(n)};
+  auto float_tangent = std::tuple{ones_like(x), array({0.0})};
+  expect_error(__LINE__, [&] { jvp(f, primals, long_tangent); },
+               {"[jvp]", "tangent 0 is f64[3] but its primal is f64[2]"});
+  expect_error(__LINE__, [&] { jvp(f, primals, float_tangent); }, {"tangent 1 is f64[1] but its primal is i32[2]"});
+  auto [value, tangent] = jvp(f, primals, std::tuple{ones_like(x), zeros_like(n)});
+  EXPECT_EQ(tangent.to_vector<double>(), (std::vector<double>{3.0, 4.0}));
+}
+
+TEST(AutodiffApi, PullbackErrorsNameTheVjpLine) {
+  auto [y, pullback] = vjp([](const Array& v) { return v * 2.0; }, array({1.0, 2.0}));
+  expect_error(__LINE__ - 1, [&] { pullback(array({1.0})); },
+               {"[vjp]", "cotangent 0 is f64[1] but the value is f64[2]"});
 }
 
 }  // namespace

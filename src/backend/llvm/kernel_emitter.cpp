@@ -205,11 +205,14 @@ llvm::Value* KernelEmitter::constant(const Scalar& scalar, DType dtype) {
 llvm::Value* KernelEmitter::compute(const ir::Node& n) {
   const ops::PrimitiveRules& row = ops::rules(n.op);
   KILN_CHECK(row.lower != nullptr, "a fused kernel holds a primitive without scalar code");
-  std::vector<ops::ScalarValue> operands;
-  std::vector<DType> dtypes;
-  for (ir::ValueId input : n.inputs) {
-    operands.push_back(LlvmScalarEmitter::wrap(value(input)));
-    dtypes.push_back(node(input).type.dtype);
+  std::vector<ops::ScalarValue> operands(n.inputs.size());
+  std::vector<DType> dtypes(n.inputs.size());
+  // Operands are emitted last to first: the order the measured kernels were
+  // tuned with (W1 over 2^24 floats ran 10% slower emitted first to last,
+  // LLVM keeping more values live across tanh's and the logistic's bodies).
+  for (size_t k = n.inputs.size(); k-- > 0;) {
+    operands[k] = LlvmScalarEmitter::wrap(value(n.inputs[k]));
+    dtypes[k] = node(n.inputs[k]).type.dtype;
   }
   return LlvmScalarEmitter::unwrap(row.lower(element_, n, operands, dtypes));
 }

@@ -48,6 +48,15 @@ class KernelEmitter {
  private:
   const ir::Node& node(ir::ValueId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   static ops::Reduction reduction_of(const ir::Node& root) { return ops::rules(root.op).reduction; }
+  // f32 sums and products accumulate in f64, like the reference kernels: an
+  // f32 accumulator loses everything past 2^24 (the sum of 2^32 ones would
+  // stall at 2^24), an f64 one stays within N * 2^-53 relative before the
+  // final rounding to f32, which is the half ulp that dominates.
+  static DType accumulation_dtype(const ir::Node& root) {
+    ops::Reduction reduction = reduction_of(root);
+    bool widened = reduction == ops::Reduction::sum || reduction == ops::Reduction::product;
+    return root.type.dtype == DType::f32 && widened ? DType::f64 : root.type.dtype;
+  }
 
   llvm::Type* memory_type(DType dtype) { return dtype == DType::bool_ ? builder_.getInt8Ty() : register_type(dtype); }
   llvm::Type* register_type(DType dtype) { return element_.register_type(dtype); }
@@ -133,6 +142,10 @@ class KernelEmitter {
 
   CompiledKernel emit_reduce(const ir::Node& root);
 
+  // Columns of a widened (f64) row accumulation handled at once: their
+  // accumulators, 2 KiB, stay in L1 while the rows stream through.
+  static constexpr int64_t widened_tile = 256;
+
   // The accumulator lives in a stack slot; mem2reg turns it into registers.
   // Floating max/min track "a NaN was seen" separately, so the comparison
   // itself can be a plain, vectorizable max/min reduction.
@@ -161,6 +174,9 @@ class KernelEmitter {
 
   CompiledKernel emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
                                         CompiledKernel result);
+
+  CompiledKernel emit_widened_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
+                                   CompiledKernel result);
 
   void accumulate(const ir::Node& root, llvm::AllocaInst* accumulator);
 

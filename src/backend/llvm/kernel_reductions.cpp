@@ -46,16 +46,17 @@ llvm::AllocaInst* KernelEmitter::start_accumulator(const ir::Node& root) {
   ops::Reduction reduction = reduction_of(root);
   bool extreme = is_floating(dtype) && (reduction == ops::Reduction::max || reduction == ops::Reduction::min);
   nan_seen_ = extreme ? entry.CreateAlloca(builder_.getInt1Ty()) : nullptr;
-  return entry.CreateAlloca(register_type(dtype));
+  return entry.CreateAlloca(register_type(accumulation_dtype(root)));
 }
 
 void KernelEmitter::reset_accumulator(const ir::Node& root, llvm::AllocaInst* accumulator) {
-  builder_.CreateStore(element_.reduction_identity(reduction_of(root), root.type.dtype), accumulator);
+  builder_.CreateStore(element_.reduction_identity(reduction_of(root), accumulation_dtype(root)), accumulator);
   if (nan_seen_) builder_.CreateStore(builder_.getFalse(), nan_seen_);
 }
 
 llvm::Value* KernelEmitter::accumulated(const ir::Node& root, llvm::AllocaInst* accumulator) {
-  llvm::Value* result = builder_.CreateLoad(register_type(root.type.dtype), accumulator);
+  llvm::Value* sum = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
+  llvm::Value* result = element_.convert_value(sum, accumulation_dtype(root), root.type.dtype);
   if (!nan_seen_) return result;
   return builder_.CreateSelect(builder_.CreateLoad(builder_.getInt1Ty(), nan_seen_),
                                llvm::ConstantFP::getNaN(result->getType()), result);
@@ -89,6 +90,7 @@ bool KernelEmitter::rows_accumulate(const ir::Node& root, const std::vector<size
 
 CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
                                                      CompiledKernel result) {
+  if (accumulation_dtype(root) != root.type.dtype) return emit_widened_rows(root, reduced_dims, result);
   DType dtype = root.type.dtype;
   llvm::Type* type = register_type(dtype);
   int64_t rows = 1, inner = 1;
@@ -120,6 +122,52 @@ CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const
   return result;
 }
 
+// As emit_accumulating_rows, with f64 accumulators: the output's columns go
+// by tiles of widened_tile, whose accumulators live on the stack while every
+// row of the tile is added, then are rounded once into the output.
+CompiledKernel KernelEmitter::emit_widened_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
+                                                CompiledKernel result) {
+  DType dtype = root.type.dtype, wide = accumulation_dtype(root);
+  llvm::Type* wide_type = register_type(wide);
+  int64_t rows = 1, inner = 1;
+  for (size_t d : reduced_dims) rows *= space_[d];
+  for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
+  llvm::Value* inner_size = builder_.getInt64(inner);
+  llvm::Value* tile_accumulators = [&] {
+    llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
+    return entry.CreateAlloca(wide_type, entry.getInt64(widened_tile));
+  }();
+  flat_ = true;
+  segments(function_->getArg(0), function_->getArg(1), inner, "outer",
+           [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
+             llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
+             segments(low, high, widened_tile, "tile", [&](llvm::Value*, llvm::Value* first, llvm::Value* last) {
+               auto slot = [&](llvm::Value* out) {
+                 return builder_.CreateInBoundsGEP(wide_type, tile_accumulators, builder_.CreateSub(out, first));
+               };
+               llvm::Value* identity = element_.reduction_identity(reduction_of(root), wide);
+               loop(first, last, "init", [&](llvm::Value* out) { builder_.CreateStore(identity, slot(out)); });
+               loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
+                 llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
+                 loop(first, last, "column", [&](llvm::Value* out) {
+                   memo_.clear();
+                   flat_index_ = builder_.CreateAdd(shift, out);
+                   llvm::Value* element = element_.convert_value(value(root.inputs[0]), dtype, wide);
+                   llvm::Value* address = slot(out);
+                   llvm::Value* current = builder_.CreateLoad(wide_type, address);
+                   builder_.CreateStore(element_.combine(reduction_of(root), wide, current, element), address);
+                 });
+               });
+               loop(first, last, "round", [&](llvm::Value* out) {
+                 llvm::Value* total = builder_.CreateLoad(wide_type, slot(out));
+                 store(out, element_.convert_value(total, wide, dtype), dtype);
+               });
+             });
+           });
+  flat_ = false;
+  return result;
+}
+
 void KernelEmitter::accumulate(const ir::Node& root, llvm::AllocaInst* accumulator) {
   memo_.clear();
   llvm::Value* current = builder_.CreateLoad(accumulator->getAllocatedType(), accumulator);
@@ -131,7 +179,9 @@ void KernelEmitter::accumulate(const ir::Node& root, llvm::AllocaInst* accumulat
                          accumulator);
     return;
   }
-  builder_.CreateStore(element_.combine(reduction_of(root), root.type.dtype, current, element), accumulator);
+  DType wide = accumulation_dtype(root);
+  element = element_.convert_value(element, root.type.dtype, wide);
+  builder_.CreateStore(element_.combine(reduction_of(root), wide, current, element), accumulator);
 }
 
 void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
