@@ -1,6 +1,7 @@
 // Array handles, buffers, element access and printing.
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "core/allocator.h"
@@ -49,21 +50,25 @@ uint64_t checked_bytes(const AbstractValue& type, std::string& why) {
       return 0;
     }
   }
-  uint64_t bytes = elements * dtype_size(type.dtype);
-  if (bytes > max_array_bytes) {
-    why = "needs " + std::to_string(bytes) + " bytes, more than one array may hold (2^46)";
+  uint64_t bytes = 0;
+  bool overflowed = __builtin_mul_overflow(elements, uint64_t{dtype_size(type.dtype)}, &bytes);
+  if (overflowed || bytes > max_array_bytes) {
+    why = overflowed ? "needs more than 2^64 bytes, more than one array may hold (2^46)"
+                     : "needs " + std::to_string(bytes) + " bytes, more than one array may hold (2^46)";
     return 0;
   }
   return bytes;
 }
 }  // namespace
 
-void check_fits(const AbstractValue& type, const char* operation, Location where) {
+void check_fits(const AbstractValue& type, const char* operation, Location where, std::string_view inputs) {
   std::string why;
   checked_bytes(type, why);
   if (!why.empty())
-    raise<AllocationError>(operation, "the result " + type.to_string() + " " + why, where,
-                           "check the shape: an extent may have come from an uninitialized or overflowed value");
+    raise<AllocationError>(operation,
+                           "the result " + type.to_string() +
+                               (inputs.empty() ? std::string() : " (from " + std::string(inputs) + ")") + " " + why,
+                           where, "check the shape: an extent may have come from an uninitialized or overflowed value");
 }
 
 size_t bytes_needed(const AbstractValue& type) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kiln/array.h"
 
@@ -83,7 +84,8 @@ struct ArrayImpl {
 /// Throws kiln::Error naming `operation`, the shape and `where` when `type`
 /// has a negative extent or more elements or bytes than one array may hold,
 /// so no size computed from it overflows.
-void check_fits(const AbstractValue& type, const char* operation, Location where);
+/// `inputs` (optional) says what the result was made from.
+void check_fits(const AbstractValue& type, const char* operation, Location where, std::string_view inputs = {});
 /// The bytes `type` needs; AllocationError when they do not fit (an unchecked
 /// type from an internal caller).
 size_t bytes_needed(const AbstractValue& type);

@@ -181,10 +181,12 @@ AbstractValue infer_broadcast(const Node& node, std::span<const AbstractValue* c
     ok = extent == 1 || extent == target[target.size() - 1 - i];
   }
   for (int64_t extent : target) ok = ok && extent >= 0;
-  if (!ok || !checked_size(target))
+  if (!ok)
     detail::raise("broadcast_to", "cannot broadcast " + x.to_string() + " to shape " + shape_string(target), node.where,
                   "each trailing dimension must equal the target's or be 1");
-  return {x.dtype, x.weak, target};
+  AbstractValue result{x.dtype, x.weak, target};
+  detail::check_fits(result, "broadcast_to", node.where, x.to_string());
+  return result;
 }
 
 Array evaluate_broadcast(const Node& node, std::span<const Array> inputs) {

@@ -91,3 +91,27 @@ TEST(Errors, TracedErrorsNameTheLineInsideTheFunction) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Shapes whose element or byte count does not fit are errors, never a crash
+// or a broken array; each names the operation, the shape and the line.
+// clang-format off
+TEST(Errors, AbsurdShapesAreAllocationErrors) {
+  const int64_t huge = int64_t{1} << 62;
+  expect_error<AllocationError>([&] { zeros({huge}); }, {{"f32[4611686018427387904]", "more than one array may hold"}, __LINE__});
+  expect_error<AllocationError>([&] { full({huge / 2, 4}, 1.0f); }, {{"[broadcast_to]", "f32[2305843009213693952,4]", "64-bit count"}, __LINE__});
+  expect_error<AllocationError>([&] { zeros({huge, huge, 0}); }, {{"more elements than fit in a 64-bit count"}, __LINE__});
+  expect_error<AllocationError>([&] { broadcast_to(a23, {huge, 2, 3}); }, {{"[broadcast_to]", "f32[4611686018427387904,2,3]"}, __LINE__});
+  Array one = zeros({1});
+  expect_error<AllocationError>([&] { pad(one, {huge}, {0}); }, {{"[pad]", "f32[4611686018427387905]"}, __LINE__});
+  std::vector<float> two = {1, 2};
+  expect_error<AllocationError>([&] { array(two, {huge, huge}); }, {{"[array]", "more elements than fit"}, __LINE__});
+  auto jitted = jit([](const Array& x) { return broadcast_to(x, {int64_t{1} << 62}); });
+  expect_error<AllocationError>([&] { jitted(one); }, {{"[broadcast_to]", "f32[4611686018427387904]"}, __LINE__ - 1});
+}
+// clang-format on
+
+}  // namespace
+}  // namespace kiln
