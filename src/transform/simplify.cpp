@@ -107,59 +107,61 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
   const std::vector<ValueId>& in = node.inputs;
   bool floating = is_floating(node.type.dtype);
   auto replaced_if = [&](bool holds, ValueId id) -> Outcome { return holds ? same_as(nodes, node, id) : Outcome{}; };
-  Outcome outcome;
-  switch (node.op) {
-    // Additive zeros, kept only where exact for every x: IEEE gives
-    // -0.0 + (+0.0) = +0.0, so for floats x + 0.0 is not x (XLA folds it
-    // anyway; kiln keeps it), while x + (-0.0) and x - (+0.0) are x for every
-    // x, -0.0 and NaN included. Integers and bool have a single zero.
-    case Primitive::add:
-      outcome = replaced_if(is_literal(nodes, in[1], 0, floating), in[0]);
-      if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 0, floating), in[1]);
-      return outcome;
-    case Primitive::sub: return replaced_if(is_literal(nodes, in[1], 0, false), in[0]);
-    // Multiplying or dividing by one is exact (bool: x and true).
-    case Primitive::mul:
-      outcome = replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
-      if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 1, false), in[1]);
-      return outcome;
-    case Primitive::div: return replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
-    // Negation flips the sign bit (wraps for integers), twice is nothing.
-    case Primitive::neg: {
-      const Node& inner = producer(nodes, in[0]);
-      return inner.op == Primitive::neg ? same_as(nodes, node, inner.inputs[0]) : Outcome{};
-    }
-    // Same type in and out: dtype and weak flag for convert, shape for the others.
-    case Primitive::convert: return same_as(nodes, node, in[0]);
-    case Primitive::reshape:
-    case Primitive::broadcast: {
-      outcome = same_as(nodes, node, in[0]);
-      if (outcome.kind != Outcome::none) return outcome;
-      // Reshapes keep row-major order, so only the last one matters; a
-      // broadcast of a broadcast goes straight to the final shape (each
-      // extent of the inner input is 1 or already the final one).
-      const Node& inner = producer(nodes, in[0]);
-      if (inner.op != node.op) return {};
-      node.inputs[0] = inner.inputs[0];
-      return {Outcome::rewritten};
-    }
-    case Primitive::transpose: {
-      const std::vector<int64_t>& perm = node.attrs.ints;
-      bool identity = true;
-      for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == static_cast<int64_t>(a);
-      if (identity) return same_as(nodes, node, in[0]);
-      // Output axis a of the outer transpose is inner axis perm[a], which is
-      // axis inner_perm[perm[a]] of the inner transpose's input.
-      const Node& inner = producer(nodes, in[0]);
-      if (inner.op != Primitive::transpose) return {};
-      std::vector<int64_t> composed(perm.size());
-      for (size_t a = 0; a < perm.size(); ++a) composed[a] = inner.attrs.ints[static_cast<size_t>(perm[a])];
-      node.inputs[0] = inner.inputs[0];
-      node.attrs.ints = std::move(composed);
-      return {Outcome::rewritten};
-    }
-    default: return {};
+  // Rewrites exist for a few primitives only; every other node stays as it is.
+  // (An if-chain rather than a switch: kiln keeps no default: branches in
+  // switches over primitives.)
+  const Primitive op = node.op;
+  // Additive zeros, kept only where exact for every x: IEEE gives
+  // -0.0 + (+0.0) = +0.0, so for floats x + 0.0 is not x (XLA folds it
+  // anyway; kiln keeps it), while x + (-0.0) and x - (+0.0) are x for every
+  // x, -0.0 and NaN included. Integers and bool have a single zero.
+  if (op == Primitive::add) {
+    Outcome outcome = replaced_if(is_literal(nodes, in[1], 0, floating), in[0]);
+    if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 0, floating), in[1]);
+    return outcome;
   }
+  if (op == Primitive::sub) return replaced_if(is_literal(nodes, in[1], 0, false), in[0]);
+  // Multiplying or dividing by one is exact (bool: x and true).
+  if (op == Primitive::mul) {
+    Outcome outcome = replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
+    if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 1, false), in[1]);
+    return outcome;
+  }
+  if (op == Primitive::div) return replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
+  // Negation flips the sign bit (wraps for integers), twice is nothing.
+  if (op == Primitive::neg) {
+    const Node& inner = producer(nodes, in[0]);
+    return inner.op == Primitive::neg ? same_as(nodes, node, inner.inputs[0]) : Outcome{};
+  }
+  // Same type in and out: dtype and weak flag for convert, shape for the others.
+  if (op == Primitive::convert) return same_as(nodes, node, in[0]);
+  if (op == Primitive::reshape || op == Primitive::broadcast) {
+    Outcome outcome = same_as(nodes, node, in[0]);
+    if (outcome.kind != Outcome::none) return outcome;
+    // Reshapes keep row-major order, so only the last one matters; a
+    // broadcast of a broadcast goes straight to the final shape (each
+    // extent of the inner input is 1 or already the final one).
+    const Node& inner = producer(nodes, in[0]);
+    if (inner.op != node.op) return {};
+    node.inputs[0] = inner.inputs[0];
+    return {Outcome::rewritten};
+  }
+  if (op == Primitive::transpose) {
+    const std::vector<int64_t>& perm = node.attrs.ints;
+    bool identity = true;
+    for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == static_cast<int64_t>(a);
+    if (identity) return same_as(nodes, node, in[0]);
+    // Output axis a of the outer transpose is inner axis perm[a], which is
+    // axis inner_perm[perm[a]] of the inner transpose's input.
+    const Node& inner = producer(nodes, in[0]);
+    if (inner.op != Primitive::transpose) return {};
+    std::vector<int64_t> composed(perm.size());
+    for (size_t a = 0; a < perm.size(); ++a) composed[a] = inner.attrs.ints[static_cast<size_t>(perm[a])];
+    node.inputs[0] = inner.inputs[0];
+    node.attrs.ints = std::move(composed);
+    return {Outcome::rewritten};
+  }
+  return {};
 }
 
 // Everything that makes two nodes compute the same value: primitive, type,
