@@ -22,10 +22,11 @@ Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes att
 /// `where`), a concrete array otherwise. The value is rounded to `dtype`.
 Array literal(Scalar value, DType dtype, bool weak, Location where);
 
-/// Inside a derivative rule, the operations it records take the location of
-/// the node being differentiated — the user's line — instead of the rule's
-/// own, so rules read like the math (`seed * (1 - y) * (1 + y)`) without
-/// passing a location to every operand. Scopes nest.
+/// While a derivative rule runs (the autodiff passes open the scope), the
+/// operations it records take the location of the node being differentiated —
+/// the user's line — instead of the rule's own, so rules read like the math
+/// (`seed * (1 - y) * (1 + y)`) without passing a location to every operand.
+/// Scopes nest.
 class LocationScope {
  public:
   explicit LocationScope(Location where);

@@ -178,7 +178,6 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
 /// The partial derivative with respect to `operand` times the seed (a
 /// cotangent or a tangent): elementwise, so each operand's Jacobian is
 /// diagonal and vjp and jvp share it. Empty where the operand gets nothing.
-/// Operations record the differentiated node's line (LocationScope).
 template <Primitive op>
 Array scaled_by_partial(std::span<const Array> inputs, const Array& output, size_t operand, const Array& seed) {
   if constexpr (op == Primitive::select) {
@@ -222,7 +221,6 @@ Array scaled_by_partial(std::span<const Array> inputs, const Array& output, size
 
 template <Primitive op>
 std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
-  detail::LocationScope scope(node.where);
   std::vector<Array> result;
   for (size_t k = 0; k < inputs.size(); ++k) result.push_back(scaled_by_partial<op>(inputs, output, k, cotangent));
   return result;
@@ -230,7 +228,6 @@ std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Ar
 
 template <Primitive op>
 Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
-  detail::LocationScope scope(node.where);
   Array total;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!tangents[k].defined()) continue;  // a zero tangent adds nothing

@@ -118,7 +118,7 @@ Array matmul_jvp(const Node& node, std::span<const Array> inputs, const Array&, 
   Array through_b = tangents[1].defined() ? product(inputs[0], tangents[1], node.where) : Array();
   if (!through_a.defined()) return through_b;
   if (!through_b.defined()) return through_a;
-  return add(Operand(through_a, node.where), Operand(through_b, node.where));
+  return through_a + through_b;
 }
 
 }  // namespace

@@ -455,7 +455,7 @@ std::vector<Array> vjp_pad(const Node& node, std::span<const Array> inputs, cons
   auto add_sum = [&](int64_t begin, int64_t end, size_t axis) {
     if (begin == end) return;
     Array part = kiln::sum(slice_axis(interior, axis, begin, end, node.where), Axes::all(), false, node.where);
-    padding = padding.defined() ? kiln::add(Operand(padding, node.where), Operand(part, node.where)) : part;
+    padding = padding.defined() ? padding + part : part;
   };
   for (size_t a = 0; a < rank; ++a) {
     int64_t lo = ints[a], end = lo + in_shape[a];

@@ -429,10 +429,9 @@ Array product_of_others(const Array& x, const std::vector<int64_t>& axes, Locati
 /// cotangent of max/min is split equally among ties, as in JAX.
 Array extreme_weights(const Node& node, const Array& x, const Array& output) {
   const AbstractValue& type = type_of(x, node.where);
-  Array mask = convert_to(equal(Operand(x, node.where), Operand(expand_reduced(output, node, type.shape), node.where)),
-                          type.dtype, type.weak, node.where);
+  Array mask = convert_to(x == expand_reduced(output, node, type.shape), type.dtype, type.weak, node.where);
   Array counts = reduce(Primitive::reduce_sum, mask, node.attrs.ints, true, node.where);
-  return div(Operand(mask, node.where), Operand(counts, node.where));
+  return mask / counts;
 }
 
 std::vector<Array> reduce_sum_vjp(const Node& node, std::span<const Array> inputs, const Array&,
@@ -448,25 +447,25 @@ std::vector<Array> reduce_prod_vjp(const Node& node, std::span<const Array> inpu
                                    const Array& cotangent) {
   Array spread = expand_reduced(cotangent, node, type_of(inputs[0], node.where).shape);
   Array others = product_of_others(inputs[0], node.attrs.ints, node.where);
-  return {mul(Operand(spread, node.where), Operand(others, node.where))};
+  return {spread * others};
 }
 
 Array reduce_prod_jvp(const Node& node, std::span<const Array> inputs, const Array&, std::span<const Array> tangents) {
   Array others = product_of_others(inputs[0], node.attrs.ints, node.where);
-  Array terms = mul(Operand(tangents[0], node.where), Operand(others, node.where));
+  Array terms = tangents[0] * others;
   return apply_with_ints(Primitive::reduce_sum, terms, node.attrs.ints, node.where);
 }
 
 std::vector<Array> extreme_vjp(const Node& node, std::span<const Array> inputs, const Array& output,
                                const Array& cotangent) {
   Array spread = expand_reduced(cotangent, node, type_of(inputs[0], node.where).shape);
-  return {mul(Operand(spread, node.where), Operand(extreme_weights(node, inputs[0], output), node.where))};
+  return {spread * extreme_weights(node, inputs[0], output)};
 }
 
 Array extreme_jvp(const Node& node, std::span<const Array> inputs, const Array& output,
                   std::span<const Array> tangents) {
   Array weights = extreme_weights(node, inputs[0], output);
-  Array terms = mul(Operand(tangents[0], node.where), Operand(weights, node.where));
+  Array terms = tangents[0] * weights;
   return apply_with_ints(Primitive::reduce_sum, terms, node.attrs.ints, node.where);
 }
 

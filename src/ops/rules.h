@@ -40,8 +40,10 @@ struct PrimitiveRules {
   /// Attribute text for printed IR ("axes=[0,1]"); null prints nothing.
   std::string (*describe)(const Node& node) = nullptr;
 
-  // Derivative rules, written with the public ops (passing node.where) so the
-  // derivative graph traces, compiles and differentiates again like user code.
+  // Derivative rules, written with the public ops so the derivative graph
+  // traces, compiles and differentiates again like user code. The autodiff
+  // passes run each rule under a LocationScope of the node, so every
+  // operation a rule records names the user's line without passing it.
   // Only floating inputs and outputs carry derivatives.
 
   /// Reverse mode: one cotangent per input given the output's cotangent; an

@@ -91,7 +91,6 @@ T reference(T x) {
 /// The derivative as a product: the seed (cotangent or tangent) times f'(x),
 /// written with the output y where that is cheaper or more accurate. An
 /// elementwise function has a diagonal Jacobian, so vjp and jvp share it.
-/// Operations record the differentiated node's line (LocationScope).
 template <Primitive op>
 Array derivative(const Array& x, const Array& y, const Array& seed) {
   if constexpr (op == Primitive::neg) return -seed;
@@ -197,7 +196,6 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
 
 template <Primitive op>
 std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
-  detail::LocationScope scope(node.where);
   if constexpr (op == Primitive::stop_gradient) {
     return {Array()};
   } else if constexpr (op == Primitive::convert) {
@@ -212,7 +210,6 @@ std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Ar
 
 template <Primitive op>
 Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
-  detail::LocationScope scope(node.where);
   if constexpr (op == Primitive::stop_gradient) return zeros_like(output);
   else if constexpr (op == Primitive::convert)
     return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);

@@ -76,6 +76,8 @@ std::vector<Array> backward(const Replay& replay, std::span<const Array> output_
     }
     inputs.clear();
     for (ir::ValueId input : node.inputs) inputs.push_back(replay.values[static_cast<size_t>(input)]);
+    // Every operation the rule records names the differentiated node's line.
+    detail::LocationScope scope(node.where);
     std::vector<Array> contributions = rules.vjp(node, inputs, replay.values[i], cotangents[i]);
     for (size_t k = 0; k < node.inputs.size() && k < contributions.size(); ++k) {
       size_t id = static_cast<size_t>(node.inputs[k]);
@@ -116,6 +118,7 @@ std::vector<Array> forward(const ir::Graph& graph, std::span<const Array> argume
       if (rules.no_derivative) continue;
       missing_rule(node, "jvp");
     }
+    detail::LocationScope scope(node.where);
     derivative[i] = rules.jvp(node, inputs, values[i], input_tangents);
   }
   outputs.clear();
