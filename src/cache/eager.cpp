@@ -26,7 +26,9 @@ bool native_backend() {
   return native;
 }
 
-bool wants(int64_t elements) { return elements >= compiled_threshold && native_backend(); }
+bool wants(int64_t elements, bool native_rounding) {
+  return (native_rounding || elements >= compiled_threshold) && native_backend();
+}
 
 Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
   std::vector<Array> placeholders;

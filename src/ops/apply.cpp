@@ -56,7 +56,8 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
     arrays[i] = *inputs[i];
   }
   try {
-    if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements) : nullptr) {
+    bool native_rounding = ops::native_differs_from_reference(ops::rules(op), node.type.dtype);
+    if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements, native_rounding) : nullptr) {
       auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
       return compiler->run(arrays, build);
     }
@@ -99,9 +100,9 @@ LocationScope::~LocationScope() { scoped_location = previous_; }
 
 void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }
 
-const EagerCompiler* eager_compiler_for(int64_t elements) {
+const EagerCompiler* eager_compiler_for(int64_t elements, bool native_rounding) {
   const EagerCompiler* compiler = installed_compiler.load(std::memory_order_acquire);
-  return compiler && compiler->wants(elements) ? compiler : nullptr;
+  return compiler && compiler->wants(elements, native_rounding) ? compiler : nullptr;
 }
 
 Scalar scalar_as(Scalar value, DType dtype) {

@@ -47,15 +47,18 @@ class LocationScope {
 /// KILN_BACKEND=interp, eager operations run their reference kernels.
 struct EagerCompiler {
   /// Whether an operation producing or reading `elements` values is worth a
-  /// trace and a cache lookup.
-  bool (*wants)(int64_t elements) = nullptr;
+  /// trace and a cache lookup. `native_rounding`: the operation's native code
+  /// rounds differently from its reference kernel (ops::native_differs_from_reference);
+  /// eager results must not depend on the size or on jit, so such an
+  /// operation is compiled at every size.
+  bool (*wants)(int64_t elements, bool native_rounding) = nullptr;
   /// Traces `build` on placeholders for `inputs` and runs the compiled graph.
   Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) = nullptr;
 };
 void install_eager_compiler(const EagerCompiler* compiler);
 /// The installed compiler if it wants an eager operation over `elements`
 /// values, else null.
-const EagerCompiler* eager_compiler_for(int64_t elements);
+const EagerCompiler* eager_compiler_for(int64_t elements, bool native_rounding = false);
 
 /// Rounds a number to what `dtype` can hold (f32 rounding, integer truncation).
 Scalar scalar_as(Scalar value, DType dtype);

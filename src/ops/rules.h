@@ -74,6 +74,18 @@ struct PrimitiveRules {
   const char* no_native_lowering = nullptr;
 };
 
+/// Whether the native code of `row` on `dtype` values can round differently
+/// from its reference kernel: kiln's vector math (exp, log, tanh, pow, ...:
+/// cost above 1) against libm, and floating sums and products, which the
+/// native code adds in several partial sums. Eager operations compile those at
+/// every size, and constant folding leaves them to the kernels, so a result
+/// never depends on the size of an array or on jit.
+inline bool native_differs_from_reference(const PrimitiveRules& row, DType dtype) {
+  if (!is_floating(dtype)) return false;
+  if (row.fusion == Fusion::elementwise) return row.cost > 1;
+  return row.fusion == Fusion::reduction && (row.reduction == Reduction::sum || row.reduction == Reduction::product);
+}
+
 /// What a row lacks: one line per missing rule ("no vjp rule and no
 /// waiver"), empty when complete. The registry test runs it on every row.
 std::vector<std::string> rule_problems(const PrimitiveRules& row);

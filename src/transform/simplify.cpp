@@ -78,6 +78,9 @@ Outcome same_as(const Nodes& nodes, const Node& node, ValueId id) {
 // broadcast of a literal is cheaper to recompute than to store).
 bool fold(const Nodes& nodes, Node& node) {
   if (node.op == Primitive::literal || node.inputs.empty() || !node.type.shape.empty()) return false;
+  // The reference kernel (libm) would give another value than the compiled
+  // vector math gives the same operation on an input.
+  if (ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype)) return false;
   std::vector<Array> values;
   for (ValueId id : node.inputs) {
     const Node& input = producer(nodes, id);

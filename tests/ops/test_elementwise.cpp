@@ -21,6 +21,7 @@ namespace {
 using testing::all_close;
 using testing::all_dtypes;
 using testing::expect_error;
+using testing::native_rtol;
 using testing::numpy_dtype;
 using testing::NumpyOracle;
 using testing::RandomArrays;
@@ -714,7 +715,7 @@ TEST(Elementwise, TracedMatchesEager) {
       Array eager = c.kiln(x), traced = traced_unary(c, x);
       std::string context = std::string(c.name) + " traced " + std::string(dtype_name(dtype));
       EXPECT_EQ(traced.dtype(), eager.dtype()) << context;
-      EXPECT_TRUE(all_close(traced, eager, 0, 0, context));
+      EXPECT_TRUE(all_close(traced, eager, native_rtol(eager.dtype()), 0, context));
     }
   }
   for (const BinaryCase& c : binary_cases()) {
@@ -730,13 +731,13 @@ TEST(Elementwise, TracedMatchesEager) {
             "f", [&](const Array& p, const Array& q) { return c.kiln(p, q); }, a, b);
         Array traced = detail::interpret(graph, {a, b}, {}).at(0), eager = c.kiln(a, b);
         EXPECT_EQ(traced.dtype(), eager.dtype()) << context;
-        EXPECT_TRUE(all_close(traced, eager, 0, 0, context));
+        EXPECT_TRUE(all_close(traced, eager, native_rtol(eager.dtype()), 0, context));
         // C++ numbers inside the trace become literals with the same promotion.
         Graph with_number = make_graph(
             "g", [&](const Array& p) { return c.kiln(p, 2); }, a);
         Array traced_number = detail::interpret(with_number, {a}, {}).at(0), eager_number = c.kiln(a, 2);
         EXPECT_EQ(traced_number.dtype(), eager_number.dtype()) << context;
-        EXPECT_TRUE(all_close(traced_number, eager_number, 0, 0, context + " with 2"));
+        EXPECT_TRUE(all_close(traced_number, eager_number, native_rtol(eager_number.dtype()), 0, context + " with 2"));
       }
     }
   }

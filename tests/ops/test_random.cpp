@@ -17,6 +17,7 @@
 #include "ir/graph.h"
 #include "ops/threefry.h"
 #include "support/errors.h"
+#include "support/numpy_oracle.h"
 #include "transform/verify.h"
 
 namespace kiln {
@@ -24,7 +25,9 @@ namespace {
 
 constexpr int64_t samples = 100000;
 
+using testing::all_close;
 using testing::expect_error;
+using testing::native_rtol;
 
 struct Moments {
   double mean = 0, variance = 0, min = 0, max = 0;
@@ -116,7 +119,9 @@ TEST(Random, SameKeySameNumbersEagerAndTraced) {
   for (size_t i = 0; i < first.size(); ++i) {
     EXPECT_EQ(first[i].dtype(), traced[i].dtype()) << i;
     EXPECT_EQ(first[i].to_vector<double>(), second[i].to_vector<double>()) << i;
-    EXPECT_EQ(first[i].to_vector<double>(), traced[i].to_vector<double>()) << i;
+    // The interpreter is the libm oracle: normal's log and cos within its bound.
+    EXPECT_TRUE(all_close(traced[i], first[i], native_rtol(first[i].dtype()), 0, "draw " + std::to_string(i)));
+    EXPECT_TRUE(all_close(jit(draw)(key)[i], first[i], 0, 0, "compiled draw " + std::to_string(i)));
   }
   std::string text = graph.to_string();
   EXPECT_NE(text.find("random_bits"), std::string::npos) << text;

@@ -55,6 +55,12 @@ std::string NumpyOracle::error(int id) const {
   return text.str();
 }
 
+double native_rtol(DType dtype) {
+  if (dtype == DType::f32) return 8 * std::ldexp(1.0, -24);
+  if (dtype == DType::f64) return 8 * std::ldexp(1.0, -53);
+  return 0;
+}
+
 double default_rtol(DType dtype) {
   switch (dtype) {
     case DType::f32: return 2e-5;

@@ -293,7 +293,10 @@ std::vector<char> find_literal_only(const ir::Graph& graph) {
   std::vector<int64_t> folding_work(count, 0);
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
-    bool only = node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random;
+    // Vector math is left to the kernels: folded by the reference kernel
+    // (libm), it would differ from the same value computed from an input.
+    bool only = node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random &&
+                !ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype);
     folding_work[i] = node.type.size();
     for (ir::ValueId input : node.inputs) {
       only = only && literal_only[static_cast<size_t>(input)];
