@@ -101,7 +101,7 @@ TEST(MatmulOracle, Float32WithinToleranceOfNumpyFloat32) {
     cases.push_back({oracle.add("np.matmul(a, b)", {a, b}), matmul(a, b)});
   }
   oracle.run();
-  for (auto& [id, actual] : cases) EXPECT_TRUE(all_close(actual, *oracle.result(id), 1e-5, 1e-4, "f32 matmul"));
+  for (auto& [id, actual] : cases) EXPECT_TRUE(all_close(actual, oracle.expected(id), 1e-5, 1e-4, "f32 matmul"));
 }
 
 TEST(MatmulOracle, IntegersWrapAndBoolIsOrOfAnds) {

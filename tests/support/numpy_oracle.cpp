@@ -48,6 +48,13 @@ std::optional<Array> NumpyOracle::result(int id) const {
   return load_npy(path);
 }
 
+Array NumpyOracle::expected(int id) const {
+  std::optional<Array> value = result(id);
+  if (!value)
+    throw std::runtime_error("the NumPy oracle has no result for case " + std::to_string(id) + ": " + error(id));
+  return *value;
+}
+
 std::string NumpyOracle::error(int id) const {
   std::ifstream in(directory_ + "/err_" + std::to_string(id) + ".txt");
   std::stringstream text;

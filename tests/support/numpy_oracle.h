@@ -31,8 +31,12 @@ class NumpyOracle {
   int add(const std::string& expression, const std::vector<Array>& inputs);
   /// Evaluates every queued case in one Python process.
   void run();
-  /// The result of case `id`, or nullopt if NumPy raised.
+  /// The result of case `id`, or nullopt if NumPy raised. The rule: never
+  /// dereference it unchecked; use expected() unless the test is that NumPy raised.
   std::optional<Array> result(int id) const;
+  /// The result of case `id`; throws (failing the test with NumPy's error)
+  /// when NumPy raised or wrote nothing.
+  Array expected(int id) const;
   /// NumPy's error text for case `id` (empty if it succeeded).
   std::string error(int id) const;
 
