@@ -59,6 +59,7 @@ void register_for_threads(int threads) {
   torch::Tensor tx = torch::randn({batch_size, inputs}), ty = torch::randint(0, classes, {batch_size});
   kiln::bench::add("torch mlp step" + suffix, [=] {
     torch::set_num_threads(threads);
+    kiln::bench::OpenBlasThreads blas(threads);  // libtorch's products run on this same OpenBLAS
     optimizer->zero_grad();
     torch::Tensor value = torch::nn::functional::cross_entropy(model->forward(tx), ty);
     value.backward();

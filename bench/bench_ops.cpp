@@ -57,7 +57,11 @@ void add(const Workload& w) {
   auto tensors = std::make_shared<std::vector<torch::Tensor>>();
   for (const Array& x : w.inputs) tensors->push_back(to_torch(x));
   auto torch_body = w.torch_body;
-  kiln::bench::add(w.name + " libtorch", [=] { benchmark::DoNotOptimize(torch_body(*tensors)); });
+  kiln::bench::add(w.name + " libtorch", [=] {
+    // libtorch's matrix products run on the OpenBLAS kiln keeps at one thread.
+    kiln::bench::OpenBlasThreads blas(torch::get_num_threads());
+    benchmark::DoNotOptimize(torch_body(*tensors));
+  });
 }
 
 Array normal(int seed, kiln::Shape shape) { return kiln::random::normal(kiln::random::key(seed), std::move(shape)); }

@@ -6,11 +6,15 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <thread>
+
+extern "C" int openblas_get_num_threads();
+extern "C" void openblas_set_num_threads(int);
 
 namespace kiln::bench {
 
@@ -121,6 +125,59 @@ void absolute(const std::string& label, double seconds_min, double seconds_media
               const std::string& unit) {
   std::printf("%-58s median %.3f us (min %.3f us) per %s  goal <= %.3f us  %s\n", label.c_str(), seconds_median * 1e6,
               seconds_min * 1e6, unit.c_str(), goal_seconds * 1e6, seconds_median <= goal_seconds ? "MET" : "NOT MET");
+}
+
+OpenBlasThreads::OpenBlasThreads(int threads) : previous_(openblas_get_num_threads()) {
+  openblas_set_num_threads(threads);
+}
+OpenBlasThreads::~OpenBlasThreads() { openblas_set_num_threads(previous_); }
+
+// Workers wait for a new generation number, run their slice and count down;
+// both sides spin (yielding), as kiln's pool polls between kernels.
+struct HandLoopPool::State {
+  int threads = 1;
+  std::vector<std::thread> workers;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> remaining{0};
+  std::atomic<bool> stop{false};
+  int64_t n = 0;
+  const std::function<void(int64_t, int64_t)>* body = nullptr;
+};
+
+HandLoopPool::HandLoopPool(int threads) : state_(new State) {
+  state_->threads = std::max(1, threads);
+  for (int t = 1; t < state_->threads; ++t)
+    state_->workers.emplace_back([state = state_, t] {
+      uint64_t seen = 0;
+      for (;;) {
+        uint64_t now = state->generation.load(std::memory_order_acquire);
+        while (now == seen && !state->stop.load(std::memory_order_relaxed)) {
+          std::this_thread::yield();
+          now = state->generation.load(std::memory_order_acquire);
+        }
+        if (state->stop.load()) return;
+        seen = now;
+        int64_t n = state->n;
+        (*state->body)(n * t / state->threads, n * (t + 1) / state->threads);
+        state->remaining.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    });
+}
+
+HandLoopPool::~HandLoopPool() {
+  state_->stop.store(true);
+  for (std::thread& worker : state_->workers) worker.join();
+  delete state_;
+}
+
+void HandLoopPool::run(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+  if (state_->threads == 1) return body(0, n);
+  state_->n = n;
+  state_->body = &body;
+  state_->remaining.store(state_->threads - 1, std::memory_order_relaxed);
+  state_->generation.fetch_add(1, std::memory_order_acq_rel);
+  body(0, n / state_->threads);
+  while (state_->remaining.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
 }  // namespace kiln::bench

@@ -3,6 +3,7 @@
 // call plus each ratio next to its goal.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,38 @@ bool ran(const std::string& name);
 /// goal: `max_time_ratio` is the largest acceptable ratio of the medians.
 void compare(const std::string& label, const std::string& ours, const std::string& theirs, double max_time_ratio,
              const std::string& goal_text);
+/// kiln sets OpenBLAS to one thread process-wide (its pool splits products
+/// itself), and Debian's libtorch calls that same OpenBLAS: a peer's row holds
+/// one of these while it runs so its products get the threads the row names.
+/// Switching costs nanoseconds (measured 7 ns a pair).
+class OpenBlasThreads {
+ public:
+  explicit OpenBlasThreads(int threads);
+  ~OpenBlasThreads();
+  OpenBlasThreads(const OpenBlasThreads&) = delete;
+  OpenBlasThreads& operator=(const OpenBlasThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+/// A fixed set of worker threads made once, for the hand-written loops of
+/// "all threads" rows: spawning threads per call would charge the peer
+/// tens of microseconds kiln's own pool does not pay.
+class HandLoopPool {
+ public:
+  explicit HandLoopPool(int threads);
+  ~HandLoopPool();
+  HandLoopPool(const HandLoopPool&) = delete;
+  HandLoopPool& operator=(const HandLoopPool&) = delete;
+  /// Runs body(begin, end) over [0, n) in one slice per thread; returns when all are done.
+  void run(int64_t n, const std::function<void(int64_t, int64_t)>& body);
+
+ private:
+  struct State;
+  State* state_;
+};
+
 /// Prints an absolute figure against an absolute goal (seconds per unit).
 void absolute(const std::string& label, double seconds_min, double seconds_median, double goal_seconds,
               const std::string& unit);

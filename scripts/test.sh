@@ -2,6 +2,7 @@
 # Installs what kiln needs, builds it and runs the whole test suite with ctest.
 #   scripts/test.sh              Release build
 #   scripts/test.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer build
+#   scripts/test.sh --thread     ThreadSanitizer build, the concurrency tests only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,6 +17,15 @@ if [ "${1:-}" = "--sanitize" ]; then
   options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
+selection=()
+if [ "${1:-}" = "--thread" ]; then
+  build=build/thread
+  options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE_THREAD=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_EXAMPLES=OFF)
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+  # jit from many threads, the thread pool under parallel kernels, the caches
+  # and the allocator shared between threads.
+  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.')
+fi
 cmake -S . -B "$build" -G Ninja "${options[@]}"
 cmake --build "$build"
-ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)"
+ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" "${selection[@]}"
