@@ -263,9 +263,21 @@ void JitFunction::Candidate::lift(const std::vector<bool>& sites) {
   key = lifted.graph == traced ? cache::graph_key(*traced, structure) : cache::graph_key(*lifted.graph);
 }
 
+namespace {
+// Arrays the function made from host data are no state it reads: a function
+// whose captures are all such constants is cached by signature like a
+// captureless one (its constants are in the graph's key).
+bool only_constants_captured(const ir::Graph& graph) {
+  for (ir::ValueId capture : graph.captures)
+    if (graph.nodes[static_cast<size_t>(capture)].attrs.ints[1] != ir::constant_input) return false;
+  return true;
+}
+}  // namespace
+
 JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced,
                                          FunctionRef<SignatureDescription()> describe) {
-  bool by_signature = signature_mode() && (traced.captures.empty() || options_.captures == Captures::Constant);
+  bool by_signature =
+      signature_mode() && (only_constants_captured(traced.graph.ir()) || options_.captures == Captures::Constant);
   Candidate candidate{traced.graph.shared(), traced.graph.ir().structure_hash(), {}, 0};
 
   std::unique_lock lock(mutex_);

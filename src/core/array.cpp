@@ -151,6 +151,13 @@ void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) 
                            "a member or a by-reference capture");
 }
 
+namespace {
+thread_local std::shared_ptr<TraceContext> active_trace_context;
+}  // namespace
+
+const std::shared_ptr<TraceContext>& active_trace() { return active_trace_context; }
+void set_active_trace(std::shared_ptr<TraceContext> context) { active_trace_context = std::move(context); }
+
 Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where) {
   for (int64_t extent : shape)
     if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
@@ -162,6 +169,7 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
           where, "pass exactly as many values as the shape holds");
   Array result = allocate(AbstractValue{dtype, false, std::move(shape)});
   if (count > 0) std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
+  result.impl()->made_during = active_trace();
   return result;
 }
 

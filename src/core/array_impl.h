@@ -66,6 +66,10 @@ struct ArrayImpl {
   int32_t value = -1;                   // tracers: node id in the trace's graph
   // Set when the array was donated to a jitted call: the message for a later use.
   std::shared_ptr<const std::string> donated_to;
+  // Concrete arrays made from host data while a trace was active: that trace.
+  // Inside it (or an enclosing one) the array is a constant of the graph, not
+  // state the function reads.
+  std::shared_ptr<TraceContext> made_during;
 
   template <class T>
   const T* data() const {
@@ -76,6 +80,11 @@ struct ArrayImpl {
     return static_cast<T*>(buffer->data());
   }
 };
+
+/// The innermost trace active on this thread, as the trace layer reports it
+/// (set_active_trace), so that arrays made from host data remember it.
+const std::shared_ptr<TraceContext>& active_trace();
+void set_active_trace(std::shared_ptr<TraceContext> context);
 
 /// Throws LeakedTracerError for a tracer whose trace ended (or that belongs to
 /// a trace on another thread); `operation` and `use` say where it was used.

@@ -25,6 +25,12 @@ namespace kiln::ir {
 using ValueId = int32_t;
 using detail::AbstractValue;
 
+/// What an input node stands for (its attrs.ints[1]): an argument, a captured
+/// array, a lifted literal, or a constant — an array the function made from
+/// host data while tracing, bound like a capture but part of the graph's key
+/// through the hash of its contents (attrs.ints[2]).
+inline constexpr int64_t argument_input = 0, capture_input = 1, lifted_input = 2, constant_input = 3;
+
 /// Static parameters of a node; the meaning of each field per primitive is
 /// listed in primitives.def.
 struct Attributes {

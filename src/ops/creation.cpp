@@ -21,7 +21,7 @@ Array evaluate_input(const Node& node, std::span<const Array>) {
 }
 
 std::string describe_input(const Node& node) {
-  static const char* kinds[] = {"arg ", "capture ", "lifted "};
+  static const char* kinds[] = {"arg ", "capture ", "lifted ", "constant "};
   return kinds[node.attrs.ints[1]] + std::to_string(node.attrs.ints[0]);
 }
 

@@ -1,6 +1,8 @@
 // Trace contexts, implicit inputs and leak detection.
 #include "trace/trace.h"
 
+#include <xxhash.h>
+
 #include "core/error_format.h"
 #include "ir/dead_code.h"
 #include "kiln/graph.h"
@@ -37,6 +39,11 @@ ir::ValueId TraceState::value_of(const Array& array, const char* operation, Loca
   node.op = ir::Primitive::input;
   node.type = impl.type;
   node.attrs.ints = {static_cast<int64_t>(graph.captures.size()), 1};
+  if (!impl.trace && made_within(impl.made_during.get())) {
+    const Buffer& buffer = *impl.buffer;
+    node.attrs.ints[1] = ir::constant_input;
+    node.attrs.ints.push_back(static_cast<int64_t>(XXH3_64bits(buffer.data(), buffer.bytes())));
+  }
   node.where = use;
   auto id = static_cast<ir::ValueId>(graph.nodes.size());
   graph.nodes.push_back(std::move(node));
@@ -44,6 +51,13 @@ ir::ValueId TraceState::value_of(const Array& array, const char* operation, Loca
   captured.push_back(array);
   capture_ids.emplace(&impl, id);
   return id;
+}
+
+bool TraceState::made_within(const TraceContext* context) const {
+  // Every TraceContext is a TraceState: the trace layer makes them all.
+  for (auto* trace = static_cast<const TraceState*>(context); trace; trace = trace->enclosing.get())
+    if (trace == this) return true;
+  return false;
 }
 
 Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner) {
@@ -63,14 +77,17 @@ TraceSession::TraceSession(std::string name, Location where) : state_(std::make_
   state_->graph.nodes.reserve(64);  // most traces are longer than a handful of nodes
   state_->where = where;
   state_->parent = current_trace();
+  if (!trace_stack.empty()) state_->enclosing = trace_stack.back();
   state_->thread = std::this_thread::get_id();
   trace_stack.push_back(state_);
+  set_active_trace(state_);
 }
 
 TraceSession::~TraceSession() {
   state_->alive = false;
   // Sessions nest strictly (RAII), so this one is on top of the stack.
   if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
+  set_active_trace(trace_stack.empty() ? nullptr : trace_stack.back());
 }
 
 Array TraceSession::argument(const Array& example) {
@@ -89,6 +106,7 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
     state_->graph.outputs.push_back(state_->value_of(output, "trace output", state_->where));
   state_->alive = false;
   if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
+  set_active_trace(trace_stack.empty() ? nullptr : trace_stack.back());
   // The tracers keep the state alive for leak reports, which need only the name.
   auto graph = std::make_shared<ir::Graph>(std::move(state_->graph));
   ir::eliminate_dead_nodes(*graph);

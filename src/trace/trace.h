@@ -17,6 +17,10 @@ namespace kiln::detail {
 struct TraceState : TraceContext {
   ir::Graph graph;
   TraceState* parent = nullptr;  // the trace that was active when this one began
+  // The same, owned: arrays made during this trace keep it (made_during), and
+  // asking whether that trace is nested in another walks these links after
+  // the traces have ended.
+  std::shared_ptr<TraceState> enclosing;
   std::thread::id thread;
   // Arrays read by the function without being arguments, in graph order.
   std::vector<Array> captured;
@@ -24,11 +28,16 @@ struct TraceState : TraceContext {
   std::unordered_map<const ArrayImpl*, ir::ValueId> capture_ids;
 
   /// The value id of `array` inside this trace: its own tracers directly;
-  /// concrete arrays and tracers of enclosing traces become implicit inputs.
+  /// concrete arrays and tracers of enclosing traces become implicit inputs
+  /// (captures), except arrays made from host data during this trace or one
+  /// nested in it, which are constants: implicit inputs marked as such, their
+  /// contents part of the graph's key.
   ir::ValueId value_of(const Array& array, const char* operation, Location use);
   /// Appends a node whose type is already inferred and returns the tracer
   /// for its result.
   Array record(ir::Node node, const std::shared_ptr<TraceState>& owner);
+  /// Whether `context` is this trace or one nested in it.
+  bool made_within(const TraceContext* context) const;
 };
 
 /// The innermost active trace on this thread, or null.

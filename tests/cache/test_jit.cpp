@@ -149,6 +149,35 @@ TEST_F(Jit, MissingMapKeyIsNamed) {
   EXPECT_NE(explanation.find("hint:"), std::string::npos) << explanation;
 }
 
+// An array a function builds from host data while tracing is a constant of
+// its graph (compared by its contents), not state it reads: a captureless
+// function with one traces once per signature.
+TEST_F(Jit, ArraysBuiltInsideAreConstantsNotCaptures) {
+  static int captureless_traces = 0;  // static: a capture would make the function stateful
+  auto g = jit([](const Array& x) {
+    ++captureless_traces;
+    return x + array({2.0f, 3.0f});
+  });
+  captureless_traces = 0;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(g(array({1.0f, 1.0f})).to_vector<float>(), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(captureless_traces, 1);
+  EXPECT_EQ(g.stats().compiles, 1);
+  Graph graph = g.lower(array({1.0f, 1.0f}));
+  EXPECT_NE(graph.to_string().find("input constant 0"), std::string::npos) << graph.to_string();
+  EXPECT_EQ(graph.num_captures(), 1u);
+  // Constants with other contents are other graphs.
+  static float offset = 2.0f;
+  auto h = jit([](const Array& x) { return x + array({offset, offset}); }, {.captures = Captures::Retrace});
+  EXPECT_EQ(h(array({1.0f, 1.0f})).to_vector<float>()[0], 3.0f);
+  offset = 5.0f;
+  EXPECT_EQ(h(array({1.0f, 1.0f})).to_vector<float>()[0], 6.0f);
+  EXPECT_EQ(h.stats().compiles, 2);
+  // An array made outside the trace and read inside stays a capture.
+  Array outside = array({2.0f, 3.0f});
+  auto k = jit([&outside](const Array& x) { return x + outside; });
+  EXPECT_NE(k.lower(array({1.0f, 1.0f})).to_string().find("input capture 0"), std::string::npos);
+}
+
 TEST_F(Jit, ExplanationComparesWithTheClosestEntry) {
   auto f = jit([](const Array& x) { return x + 1; });
   f(array({1, 2}));
