@@ -84,6 +84,10 @@ TraceSession::TraceSession(std::string name, Location where) : state_(std::make_
 }
 
 TraceSession::~TraceSession() {
+  // Captured arrays may remember this trace (made_during): dropping them here
+  // breaks that cycle, so ended traces are freed once no tracer refers to them.
+  state_->captured.clear();
+  state_->capture_ids.clear();
   state_->alive = false;
   // Sessions nest strictly (RAII), so this one is on top of the stack.
   if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
