@@ -103,9 +103,10 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
       KernelEmitter emitter(*module, graph, plan.kernels[k], symbols.back());
       kernels[k] = emitter.emit();
     }
-    std::vector<void*> addresses = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
+    Engine::Linked linked = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
     for (size_t m = 0; m < missing.size(); ++m) {
-      kernels[missing[m]].function = reinterpret_cast<KernelFunction>(addresses[m]);
+      kernels[missing[m]].function = reinterpret_cast<KernelFunction>(linked.addresses[m]);
+      kernels[missing[m]].code = linked.code;
       kernels[missing[m]] = remember_compiled_kernel(keys[missing[m]], kernels[missing[m]]);
     }
   }
@@ -116,6 +117,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     const CompiledKernel& cached = compiled[source[k]];
     kernels[k].function = cached.function;
+    kernels[k].code = cached.code;
     kernels[k].constants.clear();
     for (ir::ValueId id : plan.kernels[k].region) {
       const ir::Node& node = graph.nodes[static_cast<size_t>(id)];

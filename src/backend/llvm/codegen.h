@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ using KernelFunction = void (*)(char** buffers, int64_t begin, int64_t end);
 
 struct CompiledKernel {
   KernelFunction function = nullptr;
+  // The linked module holding `function`: the last holder (an executable or
+  // the kernel cache) to let go unlinks it, so compiled code is bounded like
+  // the caches that hold it.
+  std::shared_ptr<const void> code;
   std::vector<uint64_t> constants;  // the literal values this use of the kernel passes
   int64_t range = 0;                // iterations of the parallel loop
   int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading

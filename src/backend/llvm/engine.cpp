@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -92,6 +93,7 @@ struct Engine::State {
   std::unique_ptr<llvm::TargetMachine> target;
   std::string cpu;
   size_t modules = 0;
+  std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
 };
 
 Engine& Engine::instance() {
@@ -99,7 +101,7 @@ Engine& Engine::instance() {
   return engine;
 }
 
-Engine::Engine() : state_(std::make_unique<State>()) {
+Engine::Engine() : state_(std::make_shared<State>()) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // Vectorized loops call glibc's vector math (_ZGVdN8v_expf, ...): make it
@@ -121,6 +123,7 @@ Engine::Engine() : state_(std::make_unique<State>()) {
 }
 
 const std::string& Engine::cpu() const { return state_->cpu; }
+size_t Engine::linked_modules() const { return state_->linked.load(); }
 
 std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::LLVMContext& context) const {
   auto module = std::make_unique<llvm::Module>(name, context);
@@ -149,8 +152,8 @@ void write_perf_map(const std::vector<std::string>& symbols, const std::vector<v
 }
 }  // namespace
 
-std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                                   const std::vector<std::string>& symbols, const std::string& dump_prefix) {
+Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                               const std::vector<std::string>& symbols, const std::string& dump_prefix) {
   // One compile at a time: the optimizer and code generator share the target
   // machine, whose subtarget cache is not safe to use from several threads.
   std::lock_guard lock(state_->mutex);
@@ -208,8 +211,14 @@ std::vector<void*> Engine::compile(std::unique_ptr<llvm::Module> module, std::un
   for (const std::string& symbol : symbols)
     addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
   ++state_->modules;
+  ++state_->linked;
   write_perf_map(symbols, addresses);
-  return addresses;
+  auto code = std::shared_ptr<const void>(nullptr, [state = state_, tracker = std::move(tracker)](const void*) {
+    std::lock_guard lock(state->mutex);
+    llvm::consumeError(tracker->remove());
+    --state->linked;
+  });
+  return {std::move(addresses), std::move(code)};
 }
 
 }  // namespace kiln::llvm_backend

@@ -18,17 +18,27 @@ class Engine {
 
   /// A fresh module configured for the host target.
   std::unique_ptr<llvm::Module> new_module(const std::string& name, llvm::LLVMContext& context) const;
+  struct Linked {
+    std::vector<void*> addresses;  // of the symbols asked for, in order
+    // Keeps the module linked; the last copy's release unlinks it and frees
+    // its memory (without this, every module ever compiled stayed mapped:
+    // a long-running process ran out of mappings after ~45,000 graphs).
+    std::shared_ptr<const void> code;
+  };
   /// Optimizes, compiles and links `module`, then returns the addresses of
   /// `symbols`. Thread-safe. If `dump_prefix` is set, writes its optimized IR
   /// (.ll) and assembly (.s) there.
-  std::vector<void*> compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                             const std::vector<std::string>& symbols, const std::string& dump_prefix = "");
+  Linked compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                 const std::vector<std::string>& symbols, const std::string& dump_prefix = "");
   const std::string& cpu() const;
+  /// Modules linked now (compiled and not yet unlinked).
+  size_t linked_modules() const;
 
  private:
   Engine();
   struct State;
-  std::unique_ptr<State> state_;
+  // Shared with every linked module, which must unlink before the JIT goes.
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace kiln::llvm_backend

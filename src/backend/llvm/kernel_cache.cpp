@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "backend/llvm/engine.h"
 #include "kiln/jit.h"
 
 namespace kiln::llvm_backend {
@@ -84,6 +85,7 @@ CompiledKernel remember_compiled_kernel(const std::string& key, const CompiledKe
 }
 void clear_kernel_cache() { instance().clear(); }
 size_t kernel_cache_size() { return instance().size(); }
+size_t linked_modules() { return Engine::instance().linked_modules(); }
 void set_kernel_cache_limit(size_t limit) { instance().set_limit(limit); }
 
 }  // namespace kiln::llvm_backend

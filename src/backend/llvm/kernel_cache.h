@@ -21,6 +21,8 @@ CompiledKernel remember_compiled_kernel(const std::string& key, const CompiledKe
 void clear_kernel_cache();
 
 size_t kernel_cache_size();
+/// Compiled modules still linked: those some executable or cache entry holds.
+size_t linked_modules();
 /// At most `limit` kernels are kept (the least recently used go first); 0 keeps none.
 void set_kernel_cache_limit(size_t limit);
 
