@@ -36,6 +36,14 @@ class DonatedArrayError : public Error {
 class AllocationError : public Error {
  public:
   using Error::Error;
+  /// `refusal`: what the allocator was refused ("the system refused N bytes
+  /// for an array f32[...]"), for the operation that asked to name itself.
+  AllocationError(const std::string& message, std::string refusal) : Error(message), refusal_(std::move(refusal)) {}
+  /// Empty once an operation has named itself in the message.
+  const std::string& refusal() const { return refusal_; }
+
+ private:
+  std::string refusal_;
 };
 
 /// A function recompiled more often than `JitOptions::recompile_limit` with

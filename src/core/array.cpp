@@ -71,22 +71,20 @@ void check_fits(const AbstractValue& type, const char* operation, Location where
                            where, "check the shape: an extent may have come from an uninitialized or overflowed value");
 }
 
-size_t bytes_needed(const AbstractValue& type) {
+Array allocate(AbstractValue type) {
   std::string why;
   uint64_t bytes = checked_bytes(type, why);
-  if (!why.empty()) raise<AllocationError>("allocate", "an array " + type.to_string() + " " + why, Location());
-  return static_cast<size_t>(bytes);
-}
-
-Array allocate(AbstractValue type) {
-  size_t bytes = bytes_needed(type);
+  std::string refusal = why.empty()
+                            ? "the system refused " + std::to_string(bytes) + " bytes for an array " + type.to_string()
+                            : "an array " + type.to_string() + " " + why;
   auto impl = std::make_shared<ArrayImpl>();
   try {
-    impl->buffer = std::make_shared<Buffer>(bytes);
+    if (!why.empty()) throw std::bad_alloc();
+    impl->buffer = std::make_shared<Buffer>(static_cast<size_t>(bytes));
   } catch (const std::bad_alloc&) {
-    raise<AllocationError>("allocate",
-                           "the system refused " + std::to_string(bytes) + " bytes for an array " + type.to_string(),
-                           Location(), "free arrays no longer needed, or work on smaller pieces");
+    throw AllocationError(
+        format_error("allocate", refusal, Location(), "free arrays no longer needed, or work on smaller pieces"),
+        refusal);
   }
   impl->type = std::move(type);
   return Array(std::move(impl));

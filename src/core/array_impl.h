@@ -95,13 +95,9 @@ void set_active_trace(std::shared_ptr<TraceContext> context);
 /// so no size computed from it overflows.
 /// `inputs` (optional) says what the result was made from.
 void check_fits(const AbstractValue& type, const char* operation, Location where, std::string_view inputs = {});
-/// The bytes `type` needs; AllocationError when they do not fit (an unchecked
-/// type from an internal caller).
-size_t bytes_needed(const AbstractValue& type);
-
 /// A fresh concrete array with uninitialized storage for `type`. Throws
-/// AllocationError when the system refuses the memory ("[allocate]": the
-/// operation that asked adds its name, see ops::apply).
+/// AllocationError when the memory cannot be had; its refusal() lets the
+/// operation that asked name itself (ops::apply does).
 Array allocate(AbstractValue type);
 /// A concrete array with its own copy of `array`'s storage.
 Array copy_of(const Array& array);

@@ -63,11 +63,9 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
     }
     return ops::rules(op).evaluate(node, arrays);
   } catch (const AllocationError& refused) {
-    if (std::string_view(refused.what()).find("[allocate]") != 0) throw;  // already names its operation
-    // The allocator names no operation or line: this is the user's.
-    std::string message = refused.what();
-    message = message.substr(0, message.find(" (at "));
-    raise<AllocationError>(name, message.substr(message.find("] ") + 2) + " computing " + node.type.to_string(), where,
+    if (refused.refusal().empty()) throw;  // an inner operation named itself already
+    // The allocator knows no operation or line: this one is the user's.
+    raise<AllocationError>(name, refused.refusal() + " computing " + node.type.to_string(), where,
                            "free arrays no longer needed, or work on smaller pieces");
   }
 }

@@ -19,7 +19,6 @@
 #include "ops/rules.h"
 #include "runtime/blas.h"
 #include "runtime/executable.h"
-#include "runtime/folding.h"
 #include "runtime/step_program.h"
 #include "runtime/thread_pool.h"
 #include "telemetry/telemetry.h"
@@ -77,18 +76,20 @@ std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& 
   return inputs;
 }
 
-// Evaluates the constant steps with the reference kernels, once, by node id.
-// The plan bounds the work upstream of each, so no value larger than that
-// bound is needed; other literal-only values are skipped.
+// Evaluates the constant steps with the reference kernels, once, by node id:
+// the values upstream of them and nothing else (the plan made them
+// literal-only and bounded the work upstream of each).
 std::vector<Array> fold_constants(const ir::Graph& graph, const Plan& plan) {
+  std::vector<char> needed(graph.nodes.size(), 0);
+  for (const Step& step : plan.steps)
+    if (step.kind == Step::Kind::constant) needed[static_cast<size_t>(step.value)] = 1;
+  for (size_t i = graph.nodes.size(); i-- > 0;)
+    if (needed[i])
+      for (ir::ValueId input : graph.nodes[i].inputs) needed[static_cast<size_t>(input)] = 1;
   std::vector<Array> values(graph.nodes.size()), inputs, constants(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const ir::Node& node = graph.nodes[i];
-    bool computable = node.op != ir::Primitive::input && node.type.size() <= runtime::max_folding_work;
-    for (ir::ValueId input : node.inputs) computable = computable && values[static_cast<size_t>(input)].defined();
-    if (!computable) continue;
-    values[i] = ops::rules(node.op).evaluate(node, gather(values, node, inputs));
-  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (needed[i])
+      values[i] = ops::rules(graph.nodes[i].op).evaluate(graph.nodes[i], gather(values, graph.nodes[i], inputs));
   for (const Step& step : plan.steps)
     if (step.kind == Step::Kind::constant)
       constants[static_cast<size_t>(step.value)] = values[static_cast<size_t>(step.value)];

@@ -70,8 +70,6 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
 
 }  // namespace
 
-void forget_compiled_kernels() { clear_kernel_cache(); }
-
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
                                             const std::string& dump_prefix) {
   static std::atomic<uint64_t> next_module{0};

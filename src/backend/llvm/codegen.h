@@ -28,9 +28,6 @@ struct CompiledKernel {
   int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading
 };
 
-/// Makes the next compiles generate every kernel afresh (cold-compile benchmarks).
-void forget_compiled_kernels();
-
 /// Generates, optimizes and links every kernel of `plan` as one module.
 /// `dump_prefix` (optional) receives the optimized IR and assembly.
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
