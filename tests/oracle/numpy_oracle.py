@@ -13,6 +13,7 @@ import numpy as np
 
 
 def main(directory):
+    loaded = {}  # an input shared by several cases is read once
     with open(os.path.join(directory, "cases.txt")) as cases:
         for line in cases:
             line = line.rstrip("\n")
@@ -22,7 +23,9 @@ def main(directory):
             names = [name for name in inputs.split(",") if name]
             scope = {"np": np}
             for letter, name in zip("abcdefghijklmnopqrstuvwxyz", names):
-                scope[letter] = np.load(os.path.join(directory, name))
+                if name not in loaded:
+                    loaded[name] = np.load(os.path.join(directory, name))
+                scope[letter] = loaded[name]
             try:
                 with np.errstate(all="ignore"):
                     result = np.asarray(eval(expression, scope))

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -26,8 +27,16 @@ int NumpyOracle::add(const std::string& expression, const std::vector<Array>& in
   if (ran_) throw std::logic_error("NumpyOracle::add after run");
   std::string names;
   for (const Array& input : inputs) {
-    std::string name = "in_" + std::to_string(inputs_++) + ".npy";
-    save_npy(directory_ + "/" + name, input);
+    auto same = std::find_if(saved_.begin(), saved_.end(),
+                             [&](const auto& saved) { return saved.first.impl() == input.impl(); });
+    std::string name;
+    if (same != saved_.end()) {
+      name = same->second;
+    } else {
+      name = "in_" + std::to_string(inputs_++) + ".npy";
+      save_npy(directory_ + "/" + name, input);
+      saved_.emplace_back(input, name);
+    }
     names += (names.empty() ? "" : ",") + name;
   }
   cases_ += std::to_string(count_) + "\t" + expression + "\t" + names + "\n";

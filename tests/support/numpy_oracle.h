@@ -28,6 +28,7 @@ class NumpyOracle {
   NumpyOracle& operator=(const NumpyOracle&) = delete;
 
   /// Queues `expression` (Python; inputs are a, b, c, ...; `np` is NumPy).
+  /// An array passed to several cases is written (and read by NumPy) once.
   int add(const std::string& expression, const std::vector<Array>& inputs);
   /// Evaluates every queued case in one Python process.
   void run();
@@ -46,6 +47,7 @@ class NumpyOracle {
   int count_ = 0;
   int inputs_ = 0;
   bool ran_ = false;
+  std::vector<std::pair<Array, std::string>> saved_;  // kept alive so identity holds
 };
 
 /// Same shape; integers and bool exactly equal; floats within
