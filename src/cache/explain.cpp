@@ -103,18 +103,13 @@ std::vector<size_t> changed_literals(const ir::Graph& cached, const ir::Graph& c
 std::vector<Difference> diff_graphs(const ir::Graph& cached, const ir::Graph& current) {
   std::vector<Difference> out;
   if (cached.structurally_equal(current)) {
-    std::vector<size_t> changed = changed_literals(cached, current);
-    size_t ordinal = 0;
-    for (size_t i = 0; i < current.nodes.size(); ++i) {
-      if (current.nodes[i].op != ir::Primitive::literal) continue;
-      if (std::find(changed.begin(), changed.end(), ordinal) != changed.end())
-        out.push_back({"the number used at " + detail::location_string(current.nodes[i].where) +
-                           " changed: " + cached.nodes[i].attrs.scalar.to_string() + " -> " +
-                           current.nodes[i].attrs.scalar.to_string(),
-                       "numbers that change between calls are lifted to runtime inputs after their 2nd value; "
-                       "to avoid even that compile, pass the number as an argument (an Array parameter)"});
-      ++ordinal;
-    }
+    // Literals inside loop bodies and branches count too, at their own lines.
+    std::vector<const ir::Node*> before = cached.literal_nodes(), now = current.literal_nodes();
+    for (size_t k : changed_literals(cached, current))
+      out.push_back({"the number used at " + detail::location_string(now[k]->where) +
+                         " changed: " + before[k]->attrs.scalar.to_string() + " -> " + now[k]->attrs.scalar.to_string(),
+                     "numbers that change between calls are lifted to runtime inputs after their 2nd value; "
+                     "to avoid even that compile, pass the number as an argument (an Array parameter)"});
     return out;
   }
   // Captured arrays whose type changed (a capture replaced by a different shape).
@@ -142,6 +137,9 @@ std::vector<Difference> diff_graphs(const ir::Graph& cached, const ir::Graph& cu
                      "traced code; pass it as an argument"});
       return out;
     }
+    // The same control node over bodies that differ: the difference is inside.
+    for (size_t k = 0; k < a.bodies.size() && k < b.bodies.size(); ++k)
+      if (!a.bodies[k]->structurally_equal(*b.bodies[k])) return diff_graphs(*a.bodies[k], *b.bodies[k]);
   }
   out.push_back({"the traced graph has " + std::to_string(current.nodes.size()) +
                      " nodes (cached: " + std::to_string(cached.nodes.size()) + ")",

@@ -124,7 +124,8 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
             "' (begun at " + location_string(trace.where) + ")",
         where,
         "a traced value is known only when the compiled code runs: use kiln::where for a data-dependent "
-        "choice, or pass the value as a static (non-Array) argument");
+        "choice of values, kiln::cond or kiln::while_loop for a choice of code, or pass the value as a static "
+        "(non-Array) argument");
   }
   if (std::string_view(operation) == "item" && impl.type.size() != 1)
     raise(operation, "needs exactly one element, got " + impl.type.to_string(), where,

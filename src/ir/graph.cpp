@@ -62,16 +62,34 @@ void add_scalar(ByteWriter& writer, const Scalar& value) {
 }
 
 bool same_structure(const Node& a, const Node& b) {
-  return a.op == b.op && a.type == b.type && a.inputs == b.inputs && a.attrs.ints == b.attrs.ints &&
-         a.attrs.shape == b.attrs.shape && a.attrs.dtype == b.attrs.dtype &&
-         (a.op == Primitive::literal || a.attrs.scalar == b.attrs.scalar);
+  if (!(a.op == b.op && a.type == b.type && a.inputs == b.inputs && a.attrs.ints == b.attrs.ints &&
+        a.attrs.shape == b.attrs.shape && a.attrs.dtype == b.attrs.dtype &&
+        (a.op == Primitive::literal || a.attrs.scalar == b.attrs.scalar) && a.bodies.size() == b.bodies.size()))
+    return false;
+  for (size_t k = 0; k < a.bodies.size(); ++k)
+    if (a.bodies[k] != b.bodies[k] && !a.bodies[k]->structurally_equal(*b.bodies[k])) return false;
+  return true;
+}
+
+// Literal nodes in node order, each control node's bodies at its position.
+template <class F>
+void for_each_literal(const Graph& graph, F& fn) {
+  for (const Node& node : graph.nodes) {
+    if (node.op == Primitive::literal) fn(node);
+    for (const auto& body : node.bodies) for_each_literal(*body, fn);
+  }
 }
 
 }  // namespace
 
 uint64_t Graph::structure_hash() const {
   thread_local std::string bytes;
+  // A body's hash goes in before this graph's bytes are written: the buffer is shared.
+  std::vector<uint64_t> body_hashes;
+  for (const Node& node : nodes)
+    for (const auto& body : node.bodies) body_hashes.push_back(body->structure_hash());
   ByteWriter hasher(bytes);
+  hasher.add_vector(body_hashes);
   hasher.add(nodes.size());
   for (const Node& node : nodes) {
     hasher.add(node.op);
@@ -90,25 +108,33 @@ uint64_t Graph::structure_hash() const {
   return hasher.digest();
 }
 
+std::vector<const Node*> Graph::literal_nodes() const {
+  std::vector<const Node*> out;
+  auto collect = [&](const Node& node) { out.push_back(&node); };
+  for_each_literal(*this, collect);
+  return out;
+}
+
 uint64_t Graph::literal_hash() const {
   thread_local std::string bytes;
   ByteWriter hasher(bytes);
-  for (const Node& node : nodes)
-    if (node.op == Primitive::literal) add_scalar(hasher, node.attrs.scalar);
+  auto add = [&](const Node& node) { add_scalar(hasher, node.attrs.scalar); };
+  for_each_literal(*this, add);
   return hasher.digest();
 }
 
 std::vector<Scalar> Graph::literal_values() const {
   std::vector<Scalar> values;
-  for (const Node& node : nodes)
-    if (node.op == Primitive::literal) values.push_back(node.attrs.scalar);
+  auto collect = [&](const Node& node) { values.push_back(node.attrs.scalar); };
+  for_each_literal(*this, collect);
   return values;
 }
 
 bool Graph::same_literals(const Graph& other) const {
-  if (nodes.size() != other.nodes.size()) return false;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].op == Primitive::literal && !(nodes[i].attrs.scalar == other.nodes[i].attrs.scalar)) return false;
+  std::vector<const Node*> mine = literal_nodes(), theirs = other.literal_nodes();
+  if (mine.size() != theirs.size()) return false;
+  for (size_t i = 0; i < mine.size(); ++i)
+    if (!(mine[i]->attrs.scalar == theirs[i]->attrs.scalar)) return false;
   return true;
 }
 

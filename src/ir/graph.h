@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,17 @@ struct Attributes {
   bool operator==(const Attributes& other) const = default;
 };
 
+class Graph;
+
 struct Node {
   Primitive op = Primitive::literal;
   AbstractValue type;
   Attributes attrs;
   std::vector<ValueId> inputs;
   Location where;
+  // Control flow nodes only: the sub-graphs they run (loop condition and
+  // body, branches), immutable once traced and shared between copies.
+  std::vector<std::shared_ptr<const Graph>> bodies;
 };
 
 class Graph {
@@ -58,6 +64,10 @@ class Graph {
   std::vector<ValueId> captures;   // implicit inputs, in order of first use
   std::vector<ValueId> outputs;
 
+  // Each of these descends into the bodies of control flow nodes: a body's
+  // structure is part of its node's, and its literals follow its node's
+  // position in node order (a body's literals are the graph's literals).
+
   /// Hash of primitives, types, attributes and wiring; not literal values.
   uint64_t structure_hash() const;
   /// Hash of literal values in node order.
@@ -65,6 +75,8 @@ class Graph {
   /// Equal but for literal values.
   bool structurally_equal(const Graph& other) const;
   std::vector<Scalar> literal_values() const;
+  /// The literal nodes in the order of literal_values().
+  std::vector<const Node*> literal_nodes() const;
   /// Same literal values node for node (meaningful for structurally equal graphs).
   bool same_literals(const Graph& other) const;
 };

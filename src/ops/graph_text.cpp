@@ -10,14 +10,16 @@
 
 namespace kiln::ops {
 
-std::string graph_text(const ir::Graph& graph) {
+namespace {
+
+// A control node's bodies print under it, indented one level further.
+void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::string& indent) {
   const std::vector<ir::Node>& nodes = graph.nodes;
-  std::ostringstream out;
   auto signature = [&](const std::vector<ir::ValueId>& ids) {
     for (size_t i = 0; i < ids.size(); ++i)
       out << (i ? ", " : "") << "%" << ids[i] << ": " << nodes[static_cast<size_t>(ids[i])].type.to_string();
   };
-  out << "graph " << graph.name << "(";
+  out << indent << "graph " << graph.name << "(";
   signature(graph.arguments);
   out << ")";
   if (!graph.captures.empty()) {
@@ -29,7 +31,7 @@ std::string graph_text(const ir::Graph& graph) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const ir::Node& node = nodes[i];
     std::ostringstream line;
-    line << "  %" << i << " = " << ir::primitive_name(node.op);
+    line << indent << "  %" << i << " = " << ir::primitive_name(node.op);
     if (auto describe = rules(node.op).describe) {
       std::string text = describe(node);
       if (!text.empty())
@@ -39,13 +41,21 @@ std::string graph_text(const ir::Graph& graph) {
     for (ir::ValueId input : node.inputs) line << " %" << input;
     line << " : " << node.type.to_string();
     std::string text = line.str();
-    constexpr size_t comment_column = 48;
+    const size_t comment_column = 48 + indent.size();
     if (text.size() < comment_column) text.append(comment_column - text.size(), ' ');
     out << text << "  # " << detail::location_string(node.where) << "\n";
+    for (const auto& body : node.bodies) append_graph(out, *body, indent + "    ");
   }
-  out << "  return";
+  out << indent << "  return";
   for (size_t i = 0; i < graph.outputs.size(); ++i) out << (i ? ", %" : " %") << graph.outputs[i];
-  out << "\n}\n";
+  out << "\n" << indent << "}\n";
+}
+
+}  // namespace
+
+std::string graph_text(const ir::Graph& graph) {
+  std::ostringstream out;
+  append_graph(out, graph, "");
   return out.str();
 }
 

@@ -18,6 +18,7 @@ RuleTable build_table() {
   register_reduce_rules(table);
   register_matmul_rules(table);
   register_indexing_rules(table);
+  register_control_rules(table);
   return table;
 }
 }  // namespace
@@ -30,6 +31,13 @@ const PrimitiveRules& rules(Primitive op) {
 std::vector<std::string> rule_problems(const PrimitiveRules& row) {
   std::vector<std::string> problems;
   if (!row.infer) problems.push_back("no shape/dtype rule");
+  if (row.fusion == Fusion::control) {
+    // Run by ops::run_control with each executor's bodies, differentiated by
+    // transform/autodiff: nothing more belongs in the row.
+    if (row.evaluate || row.vjp || row.jvp || row.lower || row.kernel != NativeKernel::none)
+      problems.push_back("a control flow row with kernels or derivative rules of its own");
+    return problems;
+  }
   if (!row.evaluate) problems.push_back("no reference kernel");
   if (row.no_derivative) {
     if (row.vjp || row.jvp) problems.push_back("a derivative waiver but also a derivative rule");

@@ -28,6 +28,8 @@ enum class Fusion : uint8_t {
   view,         // the same memory seen with another shape
   matmul,       // a BLAS call for floating operands, a native kernel for integers
   kernel,       // a native kernel of its own (row.kernel; backend/llvm/standalone_*.cpp)
+  control,      // a loop or branch over sub-graphs (ops/control.h), or one of its results:
+                // every executor runs it with its own code for the bodies
 };
 
 struct PrimitiveRules {
@@ -104,6 +106,7 @@ void register_movement_rules(RuleTable& table);
 void register_reduce_rules(RuleTable& table);
 void register_matmul_rules(RuleTable& table);
 void register_indexing_rules(RuleTable& table);
+void register_control_rules(RuleTable& table);
 
 /// "[0,1,2]"
 std::string ints_string(const std::vector<int64_t>& values);

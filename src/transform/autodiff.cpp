@@ -4,6 +4,7 @@
 #include "core/error_format.h"
 #include "kiln/ops.h"
 #include "ops/apply.h"
+#include "ops/control.h"
 #include "ops/rules.h"
 
 namespace kiln::transform {
@@ -26,11 +27,20 @@ void accumulate(Array& slot, const Array& contribution, Location where) {
                 node.where, "wrap the value in stop_gradient if no derivative is needed");
 }
 
-Array apply_node(const ir::Node& node, std::span<const Array> inputs) {
-  if (node.op == ir::Primitive::literal)
-    return detail::literal(node.attrs.scalar, node.type.dtype, node.type.weak, node.where);
-  return detail::apply(node.op, inputs, node.attrs, node.where);
+// Loops and branches are differentiated by transforming their bodies, which
+// this version of kiln does not do yet: say so at the user's line rather than
+// return a wrong derivative.
+[[noreturn]] void control_flow_derivative(const ir::Graph& graph, const ir::Node& node, const char* mode) {
+  const ir::Node& control = node.op == ir::Primitive::element ? graph.nodes[static_cast<size_t>(node.inputs[0])] : node;
+  detail::raise(std::string(ir::primitive_name(control.op)),
+                std::string(mode) + " derivatives through loops and branches are not available yet, so " +
+                    node.type.to_string() + " cannot be differentiated",
+                control.where,
+                "wrap the values entering the loop or branch in stop_gradient if no derivative should flow "
+                "through it, or write a static loop as C++ code");
 }
+
+bool is_control_flow(const ir::Node& node) { return ops::rules(node.op).fusion == ops::Fusion::control; }
 
 }  // namespace
 
@@ -47,12 +57,13 @@ Replay replay(const ir::Graph& graph, std::span<const Array> arguments, std::spa
   for (size_t k = 0; k < graph.captures.size(); ++k)
     result.values[static_cast<size_t>(graph.captures[k])] = captures[k];
   std::vector<Array> inputs;
+  ops::ControlResults control_results(graph);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
     if (node.op == ir::Primitive::input) continue;
     inputs.clear();
     for (ir::ValueId input : node.inputs) inputs.push_back(result.values[static_cast<size_t>(input)]);
-    result.values[i] = apply_node(node, inputs);
+    result.values[i] = ops::apply_node(node, static_cast<ir::ValueId>(i), inputs, control_results);
   }
   return result;
 }
@@ -69,6 +80,7 @@ std::vector<Array> backward(const Replay& replay, std::span<const Array> output_
   for (size_t i = graph.nodes.size(); i-- > 0;) {
     const ir::Node& node = graph.nodes[i];
     if (!cotangents[i].defined() || node.op == ir::Primitive::input || node.op == ir::Primitive::literal) continue;
+    if (is_control_flow(node)) control_flow_derivative(graph, node, "reverse-mode");
     const ops::PrimitiveRules& rules = ops::rules(node.op);
     if (!rules.vjp) {
       if (rules.no_derivative) continue;
@@ -100,6 +112,7 @@ std::vector<Array> forward(const ir::Graph& graph, std::span<const Array> argume
   }
   for (size_t k = 0; k < graph.captures.size(); ++k) values[static_cast<size_t>(graph.captures[k])] = captures[k];
   std::vector<Array> inputs, input_tangents;
+  ops::ControlResults control_results(graph);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
     if (node.op == ir::Primitive::input) continue;
@@ -111,8 +124,9 @@ std::vector<Array> forward(const ir::Graph& graph, std::span<const Array> argume
       input_tangents.push_back(derivative[static_cast<size_t>(input)]);
       any |= input_tangents.back().defined();
     }
-    values[i] = apply_node(node, inputs);
+    values[i] = ops::apply_node(node, static_cast<ir::ValueId>(i), inputs, control_results);
     if (!any || !carries_derivative(node.type)) continue;
+    if (is_control_flow(node)) control_flow_derivative(graph, node, "forward-mode");
     const ops::PrimitiveRules& rules = ops::rules(node.op);
     if (!rules.jvp) {
       if (rules.no_derivative) continue;

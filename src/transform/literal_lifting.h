@@ -16,9 +16,11 @@ struct LiftedGraph {
   std::vector<DType> dtypes;
 };
 
-/// `lift[k]` says whether the k-th literal (in node order) becomes an input.
-/// Lifted literals are appended to the graph's implicit inputs, after its
-/// captures; each keeps its source line. Node ids do not change.
+/// `lift[k]` says whether the k-th literal (in the order of
+/// Graph::literal_values, bodies included) becomes an input. Lifted literals
+/// are appended to the graph's implicit inputs, after its captures; each
+/// keeps its source line. Node ids do not change unless a literal inside a
+/// body is lifted (its input is then inserted before the nodes).
 LiftedGraph lift_literals(const ir::Graph& graph, const std::vector<bool>& lift);
 
 /// 0-d arrays holding `values`, to bind to the lifted inputs.

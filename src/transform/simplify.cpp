@@ -78,6 +78,8 @@ Outcome same_as(const Nodes& nodes, const Node& node, ValueId id) {
 // broadcast of a literal is cheaper to recompute than to store).
 bool fold(const Nodes& nodes, Node& node) {
   if (node.op == Primitive::literal || node.inputs.empty() || !node.type.shape.empty()) return false;
+  // A loop or branch over literals still runs its bodies: no reference kernel folds it.
+  if (ops::rules(node.op).fusion == ops::Fusion::control) return false;
   // The reference kernel (libm) would give another value than the compiled
   // vector math gives the same operation on an input.
   if (ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype)) return false;
@@ -189,6 +191,9 @@ void canonical_key(const Node& node, std::string& key) {
   if (scalar.kind() == Scalar::Kind::floating) add(scalar.as_double());
   else add(scalar.as_int());
   add_all(node.inputs);
+  // Control nodes are the same only over the same bodies (the objects: equal
+  // bodies traced twice stay apart, which costs a duplicate, never a wrong merge).
+  for (const auto& body : node.bodies) add(body.get());
 }
 
 // One forward pass over the graph; says whether it changed anything.
@@ -241,6 +246,13 @@ bool simplify_once(Graph& graph) {
 }  // namespace
 
 void simplify(ir::Graph& graph) {
+  // Bodies first, each into a copy: the traced bodies are shared with the caches.
+  for (Node& node : graph.nodes)
+    for (auto& body : node.bodies) {
+      auto simplified = std::make_shared<Graph>(*body);
+      simplify(*simplified);
+      body = std::move(simplified);
+    }
   for (int round = 0; round < max_rounds; ++round) {
     size_t before = graph.nodes.size();
     bool changed = simplify_once(graph);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/error_format.h"
+#include "ir/control.h"
 #include "ops/rules.h"
 
 namespace kiln::transform {
@@ -33,6 +34,23 @@ void verify(const ir::Graph& graph) {
     }
     if (!(expected == node.type))
       fail(i, "type " + node.type.to_string() + " but its rule gives " + expected.to_string());
+    if (node.op == Primitive::element) {
+      const ir::Node& control = nodes[static_cast<size_t>(node.inputs[0])];
+      if (!ir::is_control(control.op)) fail(i, "an element of a node that is not control flow");
+      std::vector<AbstractValue> results = ir::control_result_types(control);
+      auto k = static_cast<size_t>(node.attrs.ints[0]);
+      if (k >= results.size() || !(results[k] == node.type))
+        fail(i, "element " + std::to_string(k) + " of a control node with " + std::to_string(results.size()) +
+                    " results, or of another type");
+    }
+    if (!node.bodies.empty() && !ir::is_control(node.op)) fail(i, "bodies on a node that is not control flow");
+    for (const auto& body : node.bodies) {
+      try {
+        verify(*body);
+      } catch (const std::logic_error& error) {
+        fail(i, std::string("in a body: ") + error.what());
+      }
+    }
   }
   for (ir::ValueId id : graph.arguments)
     if (nodes.at(static_cast<size_t>(id)).op != Primitive::input)

@@ -4,6 +4,7 @@
 
 #include "core/error_format.h"
 #include "kiln/graph.h"
+#include "ops/control.h"
 #include "ops/rules.h"
 #include "runtime/folding.h"
 
@@ -23,12 +24,21 @@ std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments,
     if (graph.nodes[i].op != ir::Primitive::input) steps.push_back(step_for_node(graph, i));
   const runtime::StepProgram program(graph, std::move(steps), {}, "captures");
   std::vector<Array> inputs;
+  ops::ControlResults control_results(graph);
   return program.run(arguments, captures, {}, [&](size_t step, std::vector<Array>& values, const std::vector<char>&) {
     auto id = static_cast<size_t>(program.steps()[step].defines);
     const ir::Node& node = graph.nodes[id];
     inputs.clear();
     for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);
-    values[id] = ops::rules(node.op).evaluate(node, inputs);
+    if (ir::is_control(node.op)) {
+      auto run_body = [&](size_t b, std::span<const Array> body_arguments, std::span<const Array> body_captures,
+                          std::span<const char>) { return run(*node.bodies[b], body_arguments, body_captures); };
+      values[id] = control_results.keep(static_cast<ir::ValueId>(id), ops::run_control(node, inputs, run_body));
+    } else if (node.op == ir::Primitive::element) {
+      values[id] = control_results.take(node);
+    } else {
+      values[id] = ops::rules(node.op).evaluate(node, inputs);
+    }
     return step + 1;
   });
 }
@@ -41,7 +51,9 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph_->nodes[i];
     if (node.op == ir::Primitive::input) continue;
-    bool constant = node.type.size() <= runtime::max_folded_elements;
+    // A loop or branch runs its bodies at every run, however constant its operands.
+    bool control = ops::rules(node.op).fusion == ops::Fusion::control;
+    bool constant = !control && node.type.size() <= runtime::max_folded_elements;
     for (ir::ValueId input : node.inputs) constant = constant && constants[static_cast<size_t>(input)].defined();
     if (constant) {
       inputs.clear();
@@ -49,8 +61,10 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
       constants[i] = ops::rules(node.op).evaluate(node, inputs);
     } else {
       steps.push_back(step_for_node(*graph_, i));
-      Kernel kernel = choose ? choose(node) : nullptr;
+      Kernel kernel = choose && !control ? choose(node) : nullptr;
       kernels_.push_back(kernel ? kernel : ops::rules(node.op).evaluate);
+      bodies_.emplace_back();
+      for (const auto& body : node.bodies) bodies_.back().push_back(std::make_shared<const Program>(body, choose));
     }
   }
   program_ = runtime::StepProgram(*graph_, std::move(steps), std::move(constants), "captures");
@@ -60,6 +74,7 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
   constexpr size_t inline_inputs = 8;
   Array small[inline_inputs];
   std::vector<Array> large;
+  ops::ControlResults control_results(*graph_);
   return program_.run(arguments, captures, {}, [&](size_t step, std::vector<Array>& values, const std::vector<char>&) {
     auto id = static_cast<size_t>(program_.steps()[step].defines);
     const ir::Node& node = graph_->nodes[id];
@@ -74,7 +89,17 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
       const Array& value = values[static_cast<size_t>(input)];
       inputs[k] = value.defined() ? value : program_.constant(input);
     }
-    values[id] = kernels_[step](node, std::span<const Array>(inputs, arity));
+    std::span<const Array> operands(inputs, arity);
+    if (ir::is_control(node.op)) {
+      const auto& bodies = bodies_[step];
+      auto run_body = [&](size_t b, std::span<const Array> body_arguments, std::span<const Array> body_captures,
+                          std::span<const char>) { return bodies[b]->run(body_arguments, body_captures); };
+      values[id] = control_results.keep(static_cast<ir::ValueId>(id), ops::run_control(node, operands, run_body));
+    } else if (node.op == ir::Primitive::element) {
+      values[id] = control_results.take(node);
+    } else {
+      values[id] = kernels_[step](node, operands);
+    }
     // The program releases values after their last step; these copies must not keep them alive.
     for (size_t k = 0; k < arity; ++k) inputs[k] = Array();
     return step + 1;

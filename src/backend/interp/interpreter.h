@@ -35,6 +35,8 @@ class Program {
   std::shared_ptr<const ir::Graph> graph_;
   runtime::StepProgram program_;  // the nodes not folded, in graph order, and the folded constants
   std::vector<Kernel> kernels_;   // by step
+  // By step: the bodies of a control node, prepared alike once.
+  std::vector<std::vector<std::shared_ptr<const Program>>> bodies_;
 };
 
 }  // namespace kiln::interp

@@ -15,6 +15,7 @@
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "core/error_format.h"
+#include "ops/control.h"
 #include "ops/graph_text.h"
 #include "ops/rules.h"
 #include "runtime/blas.h"
@@ -116,14 +117,24 @@ class CompiledGraph final : public runtime::Executable {
     group_at_.assign(plan_.steps.size(), -1);
     for (size_t g = 0; g < plan_.row_groups.size(); ++g)
       group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
+    // A loop's body is compiled once, here, and runs at every iteration.
+    bodies_.resize(plan_.steps.size());
+    for (size_t s = 0; s < plan_.steps.size(); ++s)
+      for (const auto& body : graph_->nodes[static_cast<size_t>(plan_.steps[s].value)].bodies)
+        bodies_[s].push_back(std::make_shared<CompiledGraph>(body));
   }
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated) const override {
     std::vector<Array> inputs;
     std::vector<char*> pointers;
+    ops::ControlResults control_results(*graph_);
     return program_.run(arguments, implicit_inputs, donated,
                         [&](size_t s, std::vector<Array>& values, const std::vector<char>& overwritable) -> size_t {
+                          if (plan_.steps[s].kind == Step::Kind::control) {
+                            run_control_step(s, values, control_results, inputs);
+                            return s + 1;
+                          }
                           if (group_at_[s] < 0) {
                             run_step(s, values, overwritable, inputs, pointers);
                             return s + 1;
@@ -163,7 +174,23 @@ class CompiledGraph final : public runtime::Executable {
       case Step::Kind::view: result = view_of(node, values); break;
       case Step::Kind::reference: result = ops::rules(node.op).evaluate(node, gather(values, node, inputs)); break;
       case Step::Kind::constant: result = program_.constant(step.value); break;
+      case Step::Kind::control: break;  // run_control_step
     }
+  }
+
+  void run_control_step(size_t s, std::vector<Array>& values, ops::ControlResults& control_results,
+                        std::vector<Array>& inputs) const {
+    ir::ValueId id = plan_.steps[s].value;
+    const ir::Node& node = graph_->nodes[static_cast<size_t>(id)];
+    if (node.op == ir::Primitive::element) {
+      values[static_cast<size_t>(id)] = control_results.take(node);
+      return;
+    }
+    const auto& bodies = bodies_[s];
+    auto run_body = [&](size_t b, std::span<const Array> arguments, std::span<const Array> captures,
+                        std::span<const char> donated) { return bodies[b]->run(arguments, captures, donated); };
+    values[static_cast<size_t>(id)] =
+        control_results.keep(id, ops::run_control(node, gather(values, node, inputs), run_body));
   }
 
   // A chunked reduction (Kernel::chunked): one slice of the input per
@@ -314,6 +341,8 @@ class CompiledGraph final : public runtime::Executable {
   std::vector<CompiledKernel> kernels_;
   runtime::StepProgram program_;  // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;     // per step: the row group starting there, or -1
+  // Per step: the compiled bodies of a control node.
+  std::vector<std::vector<std::shared_ptr<const runtime::Executable>>> bodies_;
 };
 
 class LlvmBackend final : public runtime::Backend {

@@ -82,7 +82,8 @@ void hoist_scalar_steps(const ir::Graph& graph, Plan& plan) {
   for (const Step& step : plan.steps) {
     size_t at = ordered.size();
     bool single = shape_size(graph.nodes[static_cast<size_t>(step.value)].type.shape) <= 1;
-    if (single && step.kind != Step::Kind::reference && step.kind != Step::Kind::matmul) {
+    if (single && step.kind != Step::Kind::reference && step.kind != Step::Kind::matmul &&
+        step.kind != Step::Kind::control) {
       std::vector<ir::ValueId> inputs = step_inputs(graph, plan, step);
       at = 0;
       for (size_t k = 0; k < ordered.size(); ++k)
@@ -295,7 +296,9 @@ std::vector<char> find_literal_only(const ir::Graph& graph) {
     const ir::Node& node = graph.nodes[i];
     // Vector math is left to the kernels: folded by the reference kernel
     // (libm), it would differ from the same value computed from an input.
+    // A loop or branch runs its bodies at every run, however constant its operands.
     bool only = node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random &&
+                ops::rules(node.op).fusion != ops::Fusion::control &&
                 !ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype);
     folding_work[i] = node.type.size();
     for (ir::ValueId input : node.inputs) {
@@ -374,6 +377,8 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
     bool fused = is_fusible_reduction(node.op) || is_fusible_elementwise(node.op);
     if (is_floating_matmul(node)) {
       plan.steps.push_back(matmul_step(graph, plan, absorbed, id));
+    } else if (ops::rules(node.op).fusion == ops::Fusion::control) {
+      plan.steps.push_back({Step::Kind::control, id, -1});
     } else if (ops::rules(node.op).fusion == ops::Fusion::view) {
       plan.steps.push_back({Step::Kind::view, id, -1});
     } else if (literal_only[i] && node.type.size() <= runtime::max_folded_elements) {
@@ -421,6 +426,7 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
       case Step::Kind::view: out << "view (reshape)"; break;
       case Step::Kind::reference: out << "reference kernel " << ir::primitive_name(node.op); break;
       case Step::Kind::constant: out << "constant, folded when compiled"; break;
+      case Step::Kind::control: out << ir::primitive_name(node.op) << " (bodies compiled on their own)"; break;
       case Step::Kind::kernel: {
         const Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
         out << (kernel.kind == Kernel::Kind::reduce       ? "reduce"

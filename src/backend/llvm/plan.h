@@ -39,7 +39,9 @@ struct Kernel {
 struct Step {
   // constant: computed from literals alone and small — evaluated once when
   // the graph is compiled, no kernel generated.
-  enum class Kind { kernel, matmul, view, reference, constant } kind = Kind::kernel;
+  // control: a loop or branch (or one of its results), run with the compiled
+  // code of its bodies (ops::run_control).
+  enum class Kind { kernel, matmul, view, reference, constant, control } kind = Kind::kernel;
   ir::ValueId value = -1;
   int kernel = -1;  // index into Plan::kernels for Kind::kernel
   // Matmul operands as stored: a transpose of the last two axes feeding a
