@@ -6,6 +6,7 @@
 #include "ops/apply.h"
 #include "ops/control.h"
 #include "ops/rules.h"
+#include "transform/control_derivatives.h"
 
 namespace kiln::transform {
 
@@ -26,21 +27,6 @@ void accumulate(Array& slot, const Array& contribution, Location where) {
                 std::string("has no ") + mode + " rule, so " + node.type.to_string() + " cannot be differentiated",
                 node.where, "wrap the value in stop_gradient if no derivative is needed");
 }
-
-// Loops and branches are differentiated by transforming their bodies, which
-// this version of kiln does not do yet: say so at the user's line rather than
-// return a wrong derivative.
-[[noreturn]] void control_flow_derivative(const ir::Graph& graph, const ir::Node& node, const char* mode) {
-  const ir::Node& control = node.op == ir::Primitive::element ? graph.nodes[static_cast<size_t>(node.inputs[0])] : node;
-  detail::raise(std::string(ir::primitive_name(control.op)),
-                std::string(mode) + " derivatives through loops and branches are not available yet, so " +
-                    node.type.to_string() + " cannot be differentiated",
-                control.where,
-                "wrap the values entering the loop or branch in stop_gradient if no derivative should flow "
-                "through it, or write a static loop as C++ code");
-}
-
-bool is_control_flow(const ir::Node& node) { return ops::rules(node.op).fusion == ops::Fusion::control; }
 
 }  // namespace
 
@@ -63,6 +49,13 @@ Replay replay(const ir::Graph& graph, std::span<const Array> arguments, std::spa
     if (node.op == ir::Primitive::input) continue;
     inputs.clear();
     for (ir::ValueId input : node.inputs) inputs.push_back(result.values[static_cast<size_t>(input)]);
+    if (node.op == ir::Primitive::scan) {
+      // A scan saves its carries at every step for the reverse pass.
+      std::vector<Array> results;
+      replay_scan(node, inputs, results, result.residuals[static_cast<ir::ValueId>(i)]);
+      result.values[i] = control_results.keep(static_cast<ir::ValueId>(i), std::move(results));
+      continue;
+    }
     result.values[i] = ops::apply_node(node, static_cast<ir::ValueId>(i), inputs, control_results);
   }
   return result;
@@ -77,10 +70,41 @@ std::vector<Array> backward(const Replay& replay, std::span<const Array> output_
       accumulate(cotangents[static_cast<size_t>(graph.outputs[k])], output_cotangents[k], node.where);
   }
   std::vector<Array> inputs;
+  // The element nodes of each control node, by result: their cotangents
+  // are gathered when the reverse pass reaches the control node.
+  std::unordered_map<ir::ValueId, std::vector<ir::ValueId>> elements;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (graph.nodes[i].op == ir::Primitive::element) {
+      std::vector<ir::ValueId>& of = elements[graph.nodes[i].inputs[0]];
+      auto k = static_cast<size_t>(graph.nodes[i].attrs.ints[0]);
+      if (of.size() <= k) of.resize(k + 1, -1);
+      of[k] = static_cast<ir::ValueId>(i);
+    }
   for (size_t i = graph.nodes.size(); i-- > 0;) {
     const ir::Node& node = graph.nodes[i];
+    if (node.op == ir::Primitive::element) continue;
+    if (ir::is_control(node.op)) {
+      std::vector<Array> result_cotangents(ir::control_result_types(node).size());
+      result_cotangents[0] = cotangents[i];
+      const std::vector<ir::ValueId>& of = elements[static_cast<ir::ValueId>(i)];
+      for (size_t k = 1; k < of.size(); ++k)
+        if (of[k] >= 0) result_cotangents[k] = cotangents[static_cast<size_t>(of[k])];
+      bool any = false;
+      for (const Array& cotangent : result_cotangents) any |= cotangent.defined();
+      if (!any) continue;
+      inputs.clear();
+      for (ir::ValueId input : node.inputs) inputs.push_back(replay.values[static_cast<size_t>(input)]);
+      auto saved = replay.residuals.find(static_cast<ir::ValueId>(i));
+      std::span<const Array> residuals;
+      if (saved != replay.residuals.end()) residuals = saved->second;
+      std::vector<Array> contributions = control_vjp(node, inputs, result_cotangents, residuals);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        size_t id = static_cast<size_t>(node.inputs[k]);
+        if (carries_derivative(graph.nodes[id].type)) accumulate(cotangents[id], contributions[k], node.where);
+      }
+      continue;
+    }
     if (!cotangents[i].defined() || node.op == ir::Primitive::input || node.op == ir::Primitive::literal) continue;
-    if (is_control_flow(node)) control_flow_derivative(graph, node, "reverse-mode");
     const ops::PrimitiveRules& rules = ops::rules(node.op);
     if (!rules.vjp) {
       if (rules.no_derivative) continue;
@@ -112,7 +136,7 @@ std::vector<Array> forward(const ir::Graph& graph, std::span<const Array> argume
   }
   for (size_t k = 0; k < graph.captures.size(); ++k) values[static_cast<size_t>(graph.captures[k])] = captures[k];
   std::vector<Array> inputs, input_tangents;
-  ops::ControlResults control_results(graph);
+  ops::ControlResults control_results(graph), control_tangents(graph);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
     if (node.op == ir::Primitive::input) continue;
@@ -124,9 +148,23 @@ std::vector<Array> forward(const ir::Graph& graph, std::span<const Array> argume
       input_tangents.push_back(derivative[static_cast<size_t>(input)]);
       any |= input_tangents.back().defined();
     }
+    if (node.op == ir::Primitive::element) {
+      values[i] = control_results.take(node);
+      derivative[i] = control_tangents.take(node);
+      continue;
+    }
+    if (ir::is_control(node.op)) {
+      // Every control node keeps tangents for its elements, zero ones included.
+      ControlJvp results{};
+      if (any) results = control_jvp(node, inputs, input_tangents);
+      else results.values = ops::apply_control(node, inputs);
+      results.tangents.resize(results.values.size());
+      values[i] = control_results.keep(static_cast<ir::ValueId>(i), std::move(results.values));
+      derivative[i] = control_tangents.keep(static_cast<ir::ValueId>(i), std::move(results.tangents));
+      continue;
+    }
     values[i] = ops::apply_node(node, static_cast<ir::ValueId>(i), inputs, control_results);
     if (!any || !carries_derivative(node.type)) continue;
-    if (is_control_flow(node)) control_flow_derivative(graph, node, "forward-mode");
     const ops::PrimitiveRules& rules = ops::rules(node.op);
     if (!rules.jvp) {
       if (rules.no_derivative) continue;

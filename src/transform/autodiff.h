@@ -7,6 +7,7 @@
 #pragma once
 
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -17,6 +18,8 @@ namespace kiln::transform {
 struct Replay {
   const ir::Graph* graph = nullptr;
   std::vector<Array> values;
+  // By scan node: its input carries at every step, stacked (what its reverse pass reads).
+  std::unordered_map<ir::ValueId, std::vector<Array>> residuals;
   std::vector<Array> outputs() const;
 };
 

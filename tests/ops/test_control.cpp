@@ -338,15 +338,5 @@ TEST(ControlErrors, PredicatesIndicesAndLengthsAreChecked) {
                {"fori_loop", "lo must be a 0-d integer array, got f32[]"});
 }
 
-TEST(ControlErrors, ReverseModeThroughALoopIsAClearError) {
-  auto square = [](const Array&, const Array& v) { return v * v; };
-  auto loss = [&square](const Array& x) { return sum(fori_loop(0, 3, square, x)); };
-  expect_error(__LINE__ - 1,
-               [&] {
-                 grad(loss)(array({1.0f, 2.0f}));
-               },
-               {"scan", "reverse-mode", "f32[2] cannot be differentiated"});
-}
-
 }  // namespace
 }  // namespace kiln
