@@ -3,7 +3,8 @@
 // the final rounding to f32 (half an ulp) plus, for a reduction to one value
 // cut into slices across threads, one rounding per slice. The bound tested:
 // |result - exact| <= (slices + 1) * 2^-24 * sum(|x|), with the exact value
-// computed in double from the same f32 inputs.
+// computed in double from the same f32 inputs. Sums over leading or middle
+// axes add blocks of 8 rows in f32 before f64, so 7 more roundings there.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
@@ -16,10 +17,11 @@
 namespace kiln {
 namespace {
 
-double f32_ulp_bound(double magnitude) {
+double f32_ulp_bound(double magnitude, double block_roundings = 0) {
   double slices = static_cast<double>(runtime::thread_count());
-  return (slices + 1) * std::ldexp(1.0, -24) * magnitude;
+  return (slices + 1 + block_roundings) * std::ldexp(1.0, -24) * magnitude;
 }
+constexpr double row_block_roundings = 7;
 
 TEST(LongReductions, MeanOfTwoToThe32OnesFusedIsOne) {
   // A fused broadcast: nothing of 2^32 elements is ever stored.
@@ -63,16 +65,16 @@ TEST(LongReductions, EveryReductionPathOfRandomDataIsWithinItsBound) {
     }
   double worst = 0;
   auto check = [&](const std::vector<float>& got, const std::vector<double>& exact, const std::vector<double>& size,
-                   const char* path) {
+                   const char* path, double block_roundings = 0) {
     ASSERT_EQ(got.size(), exact.size()) << path;
     for (size_t i = 0; i < got.size(); ++i) {
       double error = std::abs(got[i] - exact[i]);
       worst = std::max(worst, error / size[i]);
-      ASSERT_LE(error, f32_ulp_bound(size[i])) << path << " element " << i;
+      ASSERT_LE(error, f32_ulp_bound(size[i], block_roundings)) << path << " element " << i;
     }
   };
-  check(column_sums(x).to_vector<float>(), exact_columns, magnitude_columns, "columns (axis 0)");
-  check(sum(x, 0).to_vector<float>(), exact_columns, magnitude_columns, "columns, eager");
+  check(column_sums(x).to_vector<float>(), exact_columns, magnitude_columns, "columns (axis 0)", row_block_roundings);
+  check(sum(x, 0).to_vector<float>(), exact_columns, magnitude_columns, "columns, eager", row_block_roundings);
   check(row_sums(x).to_vector<float>(), exact_rows, magnitude_rows, "rows (last axis)");
   std::vector<double> exact_middle(64 * 1024, 0.0), magnitude_middle(64 * 1024, 0.0);
   for (int64_t r = 0; r < rows; ++r)
@@ -81,7 +83,7 @@ TEST(LongReductions, EveryReductionPathOfRandomDataIsWithinItsBound) {
       exact_middle[static_cast<size_t>((r / 256) * 1024 + c)] += v;
       magnitude_middle[static_cast<size_t>((r / 256) * 1024 + c)] += std::abs(v);
     }
-  check(middle_sums(x).to_vector<float>(), exact_middle, magnitude_middle, "middle axis");
+  check(middle_sums(x).to_vector<float>(), exact_middle, magnitude_middle, "middle axis", row_block_roundings);
   double exact_total = std::accumulate(exact_rows.begin(), exact_rows.end(), 0.0);
   double magnitude_total = std::accumulate(magnitude_rows.begin(), magnitude_rows.end(), 0.0);
   check({total(x).item<float>()}, {exact_total}, {magnitude_total}, "one value, in slices");

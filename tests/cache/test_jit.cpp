@@ -347,6 +347,28 @@ TEST_F(Jit, KernelCacheIsBounded) {
   EXPECT_EQ(llvm_backend::kernel_cache_size(), 0u);
 }
 
+// Found by the fuzzer (seeds 57342 then 57746): two merged kernels with the
+// same operations, inputs and second output, one writing abs(x) + 2 first and
+// the other abs(x). With the first value out of the kernel's key, the second
+// graph ran the first one's code and returned abs(x) + 2 for abs(x).
+TEST_F(Jit, KernelsThatDifferOnlyInWhichValueTheyWriteFirstAreDifferentCode) {
+  if (cache::default_backend().name() != "llvm") GTEST_SKIP() << "the kernel cache belongs to the native backend";
+  Array x = array({-0.5f, 2.0f, -3.0f, 0.25f});
+  auto shifted_first = jit([](const Array& v) {
+    Array shifted = abs(v) + 2.0f;
+    return std::pair{shifted, log(shifted)};
+  });
+  auto absolute_first = jit([](const Array& v) {
+    Array magnitude = abs(v);
+    return std::pair{reshape(magnitude, {1, 4}), log(magnitude + 2.0f)};
+  });
+  auto [shifted, log_shifted] = shifted_first(x);
+  auto [magnitude, log_magnitude] = absolute_first(x);
+  EXPECT_EQ(shifted.to_vector<float>(), (abs(x) + 2.0f).to_vector<float>());
+  EXPECT_EQ(magnitude.to_vector<float>(), abs(x).to_vector<float>());
+  EXPECT_EQ(log_magnitude.to_vector<float>(), log_shifted.to_vector<float>());
+}
+
 TEST_F(Jit, TelemetryEvents) {
   std::vector<telemetry::Event> events;
   auto subscription = telemetry::subscribe([&](const telemetry::Event& e) { events.push_back(e); });

@@ -57,6 +57,9 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(leaf)];
     key += "|leaf " + std::string(dtype_name(node.type.dtype)) + shape_text(node.type.shape);
   }
+  // Which values it writes: kernels merged from siblings or consumers can
+  // share every operation and differ only in which value goes to the first output.
+  key += "|root " + local(kernel.root);
   for (ir::ValueId extra : kernel.extra_roots) key += "|out " + local(extra);
   for (ir::ValueId id : kernel.region) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(id)];

@@ -143,8 +143,13 @@ class KernelEmitter {
   CompiledKernel emit_reduce(const ir::Node& root);
 
   // Columns of a widened (f64) row accumulation handled at once: their
-  // accumulators, 2 KiB, stay in L1 while the rows stream through.
-  static constexpr int64_t widened_tile = 256;
+  // accumulators (8 KiB) and block partials (4 KiB for f32) stay in L1 while
+  // the rows stream through in runs of 4 KiB.
+  static constexpr int64_t widened_tile = 1024;
+  // Rows combined in the input's own dtype before each f64 addition: the
+  // vector width of f32 for most of the work, at an error bound of this many
+  // f32 roundings.
+  static constexpr int64_t widened_block = 8;
 
   // The accumulator lives in a stack slot; mem2reg turns it into registers.
   // Floating max/min track "a NaN was seen" separately, so the comparison

@@ -123,47 +123,78 @@ CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const
 }
 
 // As emit_accumulating_rows, with f64 accumulators: the output's columns go
-// by tiles of widened_tile, whose accumulators live on the stack while every
-// row of the tile is added, then are rounded once into the output.
+// by tiles of widened_tile. For a sum, each block of widened_block rows is
+// combined in the input's dtype (at its full vector width), and each block's
+// partial sum is added to f64 accumulators, rounded once into the output at
+// the end: the error stays that of widened_block terms in f32 (at most
+// widened_block * 2^-24 * sum|x|) at any number of rows. A product widens
+// every factor.
 CompiledKernel KernelEmitter::emit_widened_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
                                                 CompiledKernel result) {
   DType dtype = root.type.dtype, wide = accumulation_dtype(root);
+  llvm::Type* type = register_type(dtype);
   llvm::Type* wide_type = register_type(wide);
   int64_t rows = 1, inner = 1;
   for (size_t d : reduced_dims) rows *= space_[d];
   for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
   llvm::Value* inner_size = builder_.getInt64(inner);
-  llvm::Value* tile_accumulators = [&] {
+  auto stack_array = [&](llvm::Type* element) {
     llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
-    return entry.CreateAlloca(wide_type, entry.getInt64(widened_tile));
-  }();
+    return entry.CreateAlloca(element, entry.getInt64(widened_tile));
+  };
+  llvm::Value* tile_accumulators = stack_array(wide_type);
+  llvm::Value* block_partials = stack_array(type);
+  ops::Reduction reduction = reduction_of(root);
   flat_ = true;
-  segments(function_->getArg(0), function_->getArg(1), inner, "outer",
-           [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
-             llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
-             segments(low, high, widened_tile, "tile", [&](llvm::Value*, llvm::Value* first, llvm::Value* last) {
-               auto slot = [&](llvm::Value* out) {
-                 return builder_.CreateInBoundsGEP(wide_type, tile_accumulators, builder_.CreateSub(out, first));
-               };
-               llvm::Value* identity = element_.reduction_identity(reduction_of(root), wide);
-               loop(first, last, "init", [&](llvm::Value* out) { builder_.CreateStore(identity, slot(out)); });
-               loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
-                 llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
-                 loop(first, last, "column", [&](llvm::Value* out) {
-                   memo_.clear();
-                   flat_index_ = builder_.CreateAdd(shift, out);
-                   llvm::Value* element = element_.convert_value(value(root.inputs[0]), dtype, wide);
-                   llvm::Value* address = slot(out);
-                   llvm::Value* current = builder_.CreateLoad(wide_type, address);
-                   builder_.CreateStore(element_.combine(reduction_of(root), wide, current, element), address);
-                 });
-               });
-               loop(first, last, "round", [&](llvm::Value* out) {
-                 llvm::Value* total = builder_.CreateLoad(wide_type, slot(out));
-                 store(out, element_.convert_value(total, wide, dtype), dtype);
-               });
-             });
-           });
+  segments(
+      function_->getArg(0), function_->getArg(1), inner, "outer",
+      [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
+        llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
+        segments(low, high, widened_tile, "tile", [&](llvm::Value*, llvm::Value* first, llvm::Value* last) {
+          auto slot = [&](llvm::Value* array, llvm::Type* element, llvm::Value* out) {
+            return builder_.CreateInBoundsGEP(element, array, builder_.CreateSub(out, first));
+          };
+          llvm::Value* identity = element_.reduction_identity(reduction, wide);
+          loop(first, last, "init",
+               [&](llvm::Value* out) { builder_.CreateStore(identity, slot(tile_accumulators, wide_type, out)); });
+          // Rows [row_first, row_last) combined into `into`, whose elements are `into_dtype`.
+          auto combine_rows = [&](llvm::Value* row_first, llvm::Value* row_last, llvm::Value* into, DType into_dtype) {
+            llvm::Type* into_type = register_type(into_dtype);
+            loop(row_first, row_last, "row", [&](llvm::Value* row) {
+              llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
+              loop(first, last, "column", [&](llvm::Value* out) {
+                memo_.clear();
+                flat_index_ = builder_.CreateAdd(shift, out);
+                llvm::Value* element = element_.convert_value(value(root.inputs[0]), dtype, into_dtype);
+                llvm::Value* address = slot(into, into_type, out);
+                llvm::Value* current = builder_.CreateLoad(into_type, address);
+                builder_.CreateStore(element_.combine(reduction, into_dtype, current, element), address);
+              });
+            });
+          };
+          auto add_block = [&](llvm::Value*, llvm::Value* block_first, llvm::Value* block_last) {
+            llvm::Value* partial_identity = element_.reduction_identity(reduction, dtype);
+            loop(first, last, "start",
+                 [&](llvm::Value* out) { builder_.CreateStore(partial_identity, slot(block_partials, type, out)); });
+            combine_rows(block_first, block_last, block_partials, dtype);
+            loop(first, last, "widen", [&](llvm::Value* out) {
+              llvm::Value* partial = builder_.CreateLoad(type, slot(block_partials, type, out));
+              llvm::Value* address = slot(tile_accumulators, wide_type, out);
+              llvm::Value* current = builder_.CreateLoad(wide_type, address);
+              llvm::Value* widened = element_.convert_value(partial, dtype, wide);
+              builder_.CreateStore(element_.combine(reduction, wide, current, widened), address);
+            });
+          };
+          // A product's relative errors would add up block after block: it widens every factor.
+          if (reduction == ops::Reduction::sum)
+            segments(builder_.getInt64(0), builder_.getInt64(rows), widened_block, "block", add_block);
+          else combine_rows(builder_.getInt64(0), builder_.getInt64(rows), tile_accumulators, wide);
+          loop(first, last, "round", [&](llvm::Value* out) {
+            llvm::Value* total = builder_.CreateLoad(wide_type, slot(tile_accumulators, wide_type, out));
+            store(out, element_.convert_value(total, wide, dtype), dtype);
+          });
+        });
+      });
   flat_ = false;
   return result;
 }
