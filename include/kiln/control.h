@@ -86,6 +86,8 @@ void check_predicate(const char* operation, const TreeShape& value, const std::s
 /// The branch index, i32 and in [0, branches) (a bool selects 0 or 1; an
 /// integer is clamped, as in JAX).
 Array branch_index(const char* operation, const Array& index, size_t branches, Location where);
+/// cond's predicate as a branch index: 1 where it is true (any nonzero integer), else 0.
+Array predicate_index(const Array& predicate, Location where);
 /// The length of a scan over `xs` (every leaf's leading extent, which must agree with `length` if given).
 int64_t scan_length(const TreeShape& xs, std::optional<int64_t> length, Location where);
 /// A placeholder of the type of one row of `x` (its leading axis dropped), for tracing a body.
@@ -109,12 +111,6 @@ auto trace_body(const std::string& name, Location where, TracedBody& out, const 
   return result;
 }
 
-template <class T>
-T rebuild(const T& skeleton, const std::vector<Array>& values, size_t& next) {
-  auto fill = [&](const Array&) { return values[next++]; };
-  return TreeTraits<T>::map_arrays(skeleton, fill);
-}
-
 /// An array argument and the caller's line (a default argument of the
 /// implicit conversion, so calls keep their natural form).
 struct Located {
@@ -135,7 +131,7 @@ Carry while_loop_named(const char* operation, const CondFn& cond_fn, const BodyF
   std::vector<Array> results =
       control_flow(ControlKind::while_loop, carry.leaves, {std::move(condition), std::move(body)}, {}, where);
   size_t next = 0;
-  return rebuild(init, results, next);
+  return fill_leaves(init, results, next);
 }
 
 template <class Fn, class Carry, class Xs>
@@ -158,11 +154,12 @@ auto scan_named(const char* operation, const Fn& fn, const Carry& init, const Xs
   std::vector<Array> results = control_flow(ControlKind::scan, leading, {std::move(body)},
                                             {static_cast<int64_t>(carry.leaves.size()), steps, reverse ? 1 : 0}, where);
   size_t next = 0;
-  Carry final_carry = rebuild(init, results, next);
-  auto stacked = rebuild(result.second, results, next);
+  Carry final_carry = fill_leaves(init, results, next);
+  auto stacked = fill_leaves(result.second, results, next);
   return std::pair<Carry, decltype(stacked)>{std::move(final_carry), std::move(stacked)};
 }
 
+// `index` is the i32 branch index (branch_index, predicate_index).
 template <class Results, class... Operands>
 Results cond_from_bodies(const char* operation, const Array& index, std::vector<TracedBody> bodies,
                          const std::vector<Results>& results, const std::vector<std::string>& names, Location where,
@@ -170,7 +167,7 @@ Results cond_from_bodies(const char* operation, const Array& index, std::vector<
   TreeShape first = tree_shape(results[0]);
   for (size_t b = 1; b < results.size(); ++b)
     check_same_tree(operation, first, names[0], tree_shape(results[b]), names[b], where);
-  std::vector<Array> leading{branch_index(operation, index, bodies.size(), where)};
+  std::vector<Array> leading{index};
   (
       [&] {
         for (const Array& leaf : tree_leaves(operands)) leading.push_back(leaf);
@@ -178,7 +175,7 @@ Results cond_from_bodies(const char* operation, const Array& index, std::vector<
       ...);
   std::vector<Array> values = control_flow(ControlKind::cond, leading, std::move(bodies), {}, where);
   size_t next = 0;
-  return rebuild(results[0], values, next);
+  return fill_leaves(results[0], values, next);
 }
 
 }  // namespace detail
@@ -204,7 +201,8 @@ auto cond(const detail::Located& predicate, const TrueFn& true_fn, const FalseFn
   std::vector<Result> results;
   results.push_back(detail::trace_body("cond false branch", predicate.where, bodies[0], false_fn, operands...));
   results.push_back(detail::trace_body("cond true branch", predicate.where, bodies[1], true_fn, operands...));
-  return detail::cond_from_bodies<Result>("cond", predicate.value, std::move(bodies), results,
+  Array index = detail::predicate_index(predicate.value, predicate.where);
+  return detail::cond_from_bodies<Result>("cond", index, std::move(bodies), results,
                                           {"the false branch's result", "the true branch's result"}, predicate.where,
                                           operands...);
 }
@@ -229,7 +227,8 @@ auto switch_(const detail::Located& index, const std::tuple<Branches...>& branch
      ...);
   }
   (std::make_index_sequence<count>());
-  return detail::cond_from_bodies<Result>("switch_", index.value, std::move(bodies), results, names, index.where,
+  Array chosen = detail::branch_index("switch_", index.value, bodies.size(), index.where);
+  return detail::cond_from_bodies<Result>("switch_", chosen, std::move(bodies), results, names, index.where,
                                           operands...);
 }
 
@@ -245,7 +244,8 @@ auto switch_(const detail::Located& index, const std::vector<Branch>& branches, 
         detail::trace_body("switch_ branch " + std::to_string(b), index.where, bodies[b], branches[b], operands...));
     names.push_back("branch " + std::to_string(b) + "'s result");
   }
-  return detail::cond_from_bodies<Result>("switch_", index.value, std::move(bodies), results, names, index.where,
+  Array chosen = detail::branch_index("switch_", index.value, bodies.size(), index.where);
+  return detail::cond_from_bodies<Result>("switch_", chosen, std::move(bodies), results, names, index.where,
                                           operands...);
 }
 

@@ -99,12 +99,6 @@ auto trace_for_derivative(const F& fn, const std::string& name, Location where, 
   return result;
 }
 
-template <class Tree>
-Tree fill_leaves(const Tree& skeleton, const std::vector<Array>& values, size_t& next) {
-  auto fill = [&](const Array&) { return values[next++]; };
-  return TreeTraits<Tree>::map_arrays(skeleton, fill);
-}
-
 /// The traceable form of value_and_grad / grad. `AllArguments`: gradients
 /// for every argument in a tuple (argnums given) instead of the first alone.
 template <class F, bool OnlyGrad, bool AllArguments>

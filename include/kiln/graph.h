@@ -108,6 +108,14 @@ auto trace_arguments(TraceSession& session, F&& fn, OnLeaf&& on_leaf, const Args
   return std::apply(fn, traced);
 }
 
+/// `skeleton` with its array leaves replaced by values[next], values[next + 1], ...
+/// (advancing `next`): rebuilds a traced result's tree from computed arrays.
+template <class Tree>
+Tree fill_leaves(const Tree& skeleton, const std::vector<Array>& values, size_t& next) {
+  auto fill = [&](const Array&) { return values[next++]; };
+  return TreeTraits<Tree>::map_arrays(skeleton, fill);
+}
+
 // Not constrained to trees: a non-tree argument must reach TreeTraits'
 // readable static_assert rather than fail overload resolution.
 template <class F, class... Args>

@@ -294,15 +294,19 @@ std::vector<Array> apply_graph(const Graph& graph, std::span<const Array> argume
   return outputs;
 }
 
-ControlResults::ControlResults(const Graph& graph) {
+ElementCounts count_elements(const Graph& graph) {
+  ElementCounts counts;
   for (const Node& node : graph.nodes)
-    if (node.op == Primitive::element) ++element_count_[node.inputs[0]];
+    if (node.op == Primitive::element) ++counts[node.inputs[0]];
+  return counts;
 }
+
+ControlResults::ControlResults(const Graph& graph) : owned_(count_elements(graph)) {}
 
 Array ControlResults::keep(ValueId control, std::vector<Array> results) {
   Array first = results.at(0);
-  auto readers = element_count_.find(control);
-  if (readers != element_count_.end()) pending_[control] = {std::move(results), readers->second};
+  auto readers = counts_->find(control);
+  if (readers != counts_->end()) pending_[control] = {std::move(results), readers->second};
   return first;
 }
 

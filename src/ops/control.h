@@ -19,11 +19,19 @@ namespace kiln::ops {
 using BodyRunner = detail::FunctionRef<std::vector<Array>(
     size_t body, std::span<const Array> arguments, std::span<const Array> captures, std::span<const char> donated)>;
 
+/// By control node: how many element nodes read it.
+using ElementCounts = std::unordered_map<ir::ValueId, int>;
+ElementCounts count_elements(const ir::Graph& graph);
+
 /// The results of the control nodes an executor has run, until their element
 /// nodes take them: result 0 is the control node's own value.
 class ControlResults {
  public:
+  /// Counts the graph's element nodes: for passes that run a graph once.
   explicit ControlResults(const ir::Graph& graph);
+  /// Counts made once by an executable, which keeps them alive: nothing is
+  /// scanned on a run.
+  explicit ControlResults(const ElementCounts& counts) : counts_(&counts) {}
   /// Stores the results some element node reads and returns result 0.
   Array keep(ir::ValueId control, std::vector<Array> results);
   /// The result an element node names; once every element node of its
@@ -35,7 +43,8 @@ class ControlResults {
     std::vector<Array> results;
     int untaken = 0;
   };
-  std::unordered_map<ir::ValueId, int> element_count_;  // by control node
+  ElementCounts owned_;
+  const ElementCounts* counts_ = &owned_;
   std::unordered_map<ir::ValueId, Pending> pending_;
 };
 

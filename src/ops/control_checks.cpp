@@ -53,17 +53,24 @@ void check_predicate(const char* operation, const TreeShape& value, const std::s
           type.shape.empty() ? "compare it, e.g. x > 0" : "reduce it first, e.g. kiln::any or kiln::sum");
 }
 
+namespace {
+void require_selector(const char* operation, const std::string& what, const AbstractValue& type, Location where) {
+  if (!type.shape.empty() || is_floating(type.dtype))
+    raise(operation, what + " must be a 0-d bool or integer array, got " + type.to_string(), where,
+          type.shape.empty() ? "compare it, e.g. x > 0" : "reduce it to one value first");
+}
+}  // namespace
+
+Array predicate_index(const Array& predicate, Location where) {
+  require_selector("cond", "the predicate", impl_of(predicate, "cond", where).type, where);
+  // Any nonzero integer is true.
+  return astype(not_equal(Operand(predicate, where), Operand(0, where)), DType::i32, where);
+}
+
 Array branch_index(const char* operation, const Array& index, size_t branches, Location where) {
   if (branches == 0) raise(operation, "needs at least one branch", where, "pass the branches to choose from");
   const AbstractValue& type = impl_of(index, operation, where).type;
-  if (!type.shape.empty() || is_floating(type.dtype))
-    raise(operation,
-          std::string(std::string_view(operation) == "cond" ? "the predicate" : "the branch index") +
-              " must be a 0-d bool or integer array, got " + type.to_string(),
-          where, type.shape.empty() ? "compare it, e.g. x > 0" : "reduce it to one value first");
-  if (std::string_view(operation) == "cond" && type.dtype != DType::bool_)
-    return astype(not_equal(Operand(index, where), Operand(0, where)), DType::i32,
-                  where);  // any nonzero integer is true
+  require_selector(operation, "the branch index", type, where);
   if (type.dtype == DType::bool_) return astype(index, DType::i32, where);
   // Clamped before narrowing, so a huge i64 index cannot wrap into range.
   Array at_least_zero = maximum(Operand(index, where), Operand(0, where));

@@ -20,8 +20,8 @@ namespace {
 using testing::all_close;
 using testing::expect_error;
 
-// Bit for bit: eager operations and compiled kernels round alike (issue of
-// eager == compiled), so a loop must give exactly what its unrolled form gives.
+// Bit for bit: eager operations and compiled kernels round alike (eager
+// equals compiled), so a loop must give exactly what its unrolled form gives.
 void expect_same(const Array& got, const Array& expected, const std::string& context) {
   ASSERT_EQ(got.dtype(), expected.dtype()) << context;
   ASSERT_EQ(got.shape(), expected.shape()) << context;

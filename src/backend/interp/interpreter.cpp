@@ -68,13 +68,14 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
     }
   }
   program_ = runtime::StepProgram(*graph_, std::move(steps), std::move(constants), "captures");
+  element_counts_ = ops::count_elements(*graph_);
 }
 
 std::vector<Array> Program::run(std::span<const Array> arguments, std::span<const Array> captures) const {
   constexpr size_t inline_inputs = 8;
   Array small[inline_inputs];
   std::vector<Array> large;
-  ops::ControlResults control_results(*graph_);
+  ops::ControlResults control_results(element_counts_);
   return program_.run(arguments, captures, {}, [&](size_t step, std::vector<Array>& values, const std::vector<char>&) {
     auto id = static_cast<size_t>(program_.steps()[step].defines);
     const ir::Node& node = graph_->nodes[id];

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/control.h"
 #include "runtime/executable.h"
 #include "runtime/step_program.h"
 
@@ -37,6 +38,7 @@ class Program {
   std::vector<Kernel> kernels_;   // by step
   // By step: the bodies of a control node, prepared alike once.
   std::vector<std::vector<std::shared_ptr<const Program>>> bodies_;
+  ops::ElementCounts element_counts_;
 };
 
 }  // namespace kiln::interp

@@ -122,13 +122,14 @@ class CompiledGraph final : public runtime::Executable {
     for (size_t s = 0; s < plan_.steps.size(); ++s)
       for (const auto& body : graph_->nodes[static_cast<size_t>(plan_.steps[s].value)].bodies)
         bodies_[s].push_back(std::make_shared<CompiledGraph>(body));
+    element_counts_ = ops::count_elements(*graph_);
   }
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated) const override {
     std::vector<Array> inputs;
     std::vector<char*> pointers;
-    ops::ControlResults control_results(*graph_);
+    ops::ControlResults control_results(element_counts_);
     return program_.run(arguments, implicit_inputs, donated,
                         [&](size_t s, std::vector<Array>& values, const std::vector<char>& overwritable) -> size_t {
                           if (plan_.steps[s].kind == Step::Kind::control) {
@@ -343,6 +344,7 @@ class CompiledGraph final : public runtime::Executable {
   std::vector<int> group_at_;     // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.
   std::vector<std::vector<std::shared_ptr<const runtime::Executable>>> bodies_;
+  ops::ElementCounts element_counts_;
 };
 
 class LlvmBackend final : public runtime::Backend {
