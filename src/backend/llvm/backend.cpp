@@ -13,6 +13,7 @@
 #include <set>
 
 #include "backend/llvm/codegen.h"
+#include "backend/llvm/native_loop.h"
 #include "backend/llvm/plan.h"
 #include "core/error_format.h"
 #include "ops/control.h"
@@ -77,26 +78,6 @@ std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& 
   return inputs;
 }
 
-// Evaluates the constant steps with the reference kernels, once, by node id:
-// the values upstream of them and nothing else (the plan made them
-// literal-only and bounded the work upstream of each).
-std::vector<Array> fold_constants(const ir::Graph& graph, const Plan& plan) {
-  std::vector<char> needed(graph.nodes.size(), 0);
-  for (const Step& step : plan.steps)
-    if (step.kind == Step::Kind::constant) needed[static_cast<size_t>(step.value)] = 1;
-  for (size_t i = graph.nodes.size(); i-- > 0;)
-    if (needed[i])
-      for (ir::ValueId input : graph.nodes[i].inputs) needed[static_cast<size_t>(input)] = 1;
-  std::vector<Array> values(graph.nodes.size()), inputs, constants(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (needed[i])
-      values[i] = ops::rules(graph.nodes[i].op).evaluate(graph.nodes[i], gather(values, graph.nodes[i], inputs));
-  for (const Step& step : plan.steps)
-    if (step.kind == Step::Kind::constant)
-      constants[static_cast<size_t>(step.value)] = values[static_cast<size_t>(step.value)];
-  return constants;
-}
-
 class CompiledGraph final : public runtime::Executable {
  public:
   explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph) {
@@ -117,11 +98,17 @@ class CompiledGraph final : public runtime::Executable {
     group_at_.assign(plan_.steps.size(), -1);
     for (size_t g = 0; g < plan_.row_groups.size(); ++g)
       group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
-    // A loop's body is compiled once, here, and runs at every iteration.
+    // A loop's body is compiled once, here, and runs at every iteration:
+    // inside one native loop when it is small, else as executables of its own.
     bodies_.resize(plan_.steps.size());
-    for (size_t s = 0; s < plan_.steps.size(); ++s)
-      for (const auto& body : graph_->nodes[static_cast<size_t>(plan_.steps[s].value)].bodies)
-        bodies_[s].push_back(std::make_shared<CompiledGraph>(body));
+    native_loops_.resize(plan_.steps.size());
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      const ir::Node& node = graph_->nodes[static_cast<size_t>(plan_.steps[s].value)];
+      if (node.bodies.empty()) continue;
+      native_loops_[s] = NativeLoop::compile(node, dump.empty() ? dump : dump + "-loop" + std::to_string(s));
+      if (native_loops_[s]) continue;
+      for (const auto& body : node.bodies) bodies_[s].push_back(std::make_shared<CompiledGraph>(body));
+    }
     element_counts_ = ops::count_elements(*graph_);
   }
 
@@ -185,6 +172,10 @@ class CompiledGraph final : public runtime::Executable {
     const ir::Node& node = graph_->nodes[static_cast<size_t>(id)];
     if (node.op == ir::Primitive::element) {
       values[static_cast<size_t>(id)] = control_results.take(node);
+      return;
+    }
+    if (const NativeLoop* loop = native_loops_[s].get()) {
+      values[static_cast<size_t>(id)] = control_results.keep(id, loop->run(gather(values, node, inputs)));
       return;
     }
     const auto& bodies = bodies_[s];
@@ -344,6 +335,7 @@ class CompiledGraph final : public runtime::Executable {
   std::vector<int> group_at_;     // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.
   std::vector<std::vector<std::shared_ptr<const runtime::Executable>>> bodies_;
+  std::vector<std::unique_ptr<const NativeLoop>> native_loops_;  // per step: a small loop compiled whole
   ops::ElementCounts element_counts_;
 };
 

@@ -73,6 +73,23 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
 
 }  // namespace
 
+std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel) {
+  std::vector<uint64_t> constants;
+  for (ir::ValueId id : kernel.region) {
+    const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
+    if (node.op != Primitive::literal || baked_literal(graph, kernel, id)) continue;
+    uint64_t bits = 0;
+    if (is_floating(node.type.dtype)) {
+      double value = node.attrs.scalar.as_double();
+      std::memcpy(&bits, &value, sizeof bits);
+    } else {
+      bits = static_cast<uint64_t>(node.attrs.scalar.as_int());
+    }
+    constants.push_back(bits);
+  }
+  return constants;
+}
+
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
                                             const std::string& dump_prefix) {
   static std::atomic<uint64_t> next_module{0};
@@ -119,19 +136,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     const CompiledKernel& cached = compiled[source[k]];
     kernels[k].function = cached.function;
     kernels[k].code = cached.code;
-    kernels[k].constants.clear();
-    for (ir::ValueId id : plan.kernels[k].region) {
-      const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
-      if (node.op != Primitive::literal || baked_literal(graph, plan.kernels[k], id)) continue;
-      uint64_t bits = 0;
-      if (is_floating(node.type.dtype)) {
-        double value = node.attrs.scalar.as_double();
-        std::memcpy(&bits, &value, sizeof bits);
-      } else {
-        bits = static_cast<uint64_t>(node.attrs.scalar.as_int());
-      }
-      kernels[k].constants.push_back(bits);
-    }
+    kernels[k].constants = kernel_constants(graph, plan.kernels[k]);
     if (is_flat(graph, plan.kernels[k])) {
       kernels[k].range = kernel_range(graph, plan.kernels[k]);
       kernels[k].work_per_iteration = 1;

@@ -28,6 +28,9 @@ struct CompiledKernel {
   int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading
 };
 
+/// The values of the kernel's parameter literals, in slot order, as 8 bytes each.
+std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel);
+
 /// Generates, optimizes and links every kernel of `plan` as one module.
 /// `dump_prefix` (optional) receives the optimized IR and assembly.
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,

@@ -17,11 +17,14 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/DeadStoreElimination.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/GVN.h>
 #include <llvm/Transforms/Scalar/IndVarSimplify.h>
 #include <llvm/Transforms/Scalar/LICM.h>
 #include <llvm/Transforms/Scalar/LoopPassManager.h>
 #include <llvm/Transforms/Scalar/LoopRotation.h>
+#include <llvm/Transforms/Scalar/LoopUnrollPass.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -82,6 +85,33 @@ llvm::ModulePassManager kernel_pipeline() {
   llvm::ModulePassManager pipeline;
   pipeline.addPass(llvm::AlwaysInlinerPass());
   pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
+  return pipeline;
+}
+
+// A native loop runs its kernels' loops inside its own: the short ones
+// (a few vectors) are unrolled away, so that what one kernel stores the next
+// reads from registers, and carries that stay at one place become registers
+// across iterations (LICM's promotion), written back once after the loop.
+llvm::ModulePassManager native_loop_pipeline() {
+  llvm::FunctionPassManager passes;
+  llvm::LoopPassManager unroll;
+  unroll.addPass(llvm::LoopFullUnrollPass(/*OptLevel=*/3));
+  passes.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(unroll)));
+  passes.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+  passes.addPass(llvm::InstCombinePass());
+  passes.addPass(llvm::GVNPass());
+  passes.addPass(llvm::SimplifyCFGPass());
+  passes.addPass(llvm::LoopSimplifyPass());
+  passes.addPass(llvm::LCSSAPass());
+  llvm::LoopPassManager promote;
+  promote.addPass(llvm::LICMPass(llvm::LICMOptions()));
+  passes.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(promote), /*UseMemorySSA=*/true));
+  passes.addPass(llvm::GVNPass());
+  passes.addPass(llvm::DSEPass());
+  passes.addPass(llvm::InstCombinePass());
+  passes.addPass(llvm::SimplifyCFGPass());
+  llvm::ModulePassManager pipeline = kernel_pipeline();
+  pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(passes)));
   return pipeline;
 }
 
@@ -153,7 +183,8 @@ void write_perf_map(const std::vector<std::string>& symbols, const std::vector<v
 }  // namespace
 
 Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                               const std::vector<std::string>& symbols, const std::string& dump_prefix) {
+                               const std::vector<std::string>& symbols, const std::string& dump_prefix,
+                               Pipeline pipeline_kind) {
   // One compile at a time: the optimizer and code generator share the target
   // machine, whose subtarget cache is not safe to use from several threads.
   std::lock_guard lock(state_->mutex);
@@ -188,7 +219,8 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
   passes.registerFunctionAnalyses(functions);
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::ModulePassManager pipeline = kernel_pipeline();
+  llvm::ModulePassManager pipeline =
+      pipeline_kind == Pipeline::native_loop ? native_loop_pipeline() : kernel_pipeline();
   pipeline.run(*module, modules);
 
   if (!dump_prefix.empty()) {

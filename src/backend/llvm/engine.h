@@ -28,8 +28,12 @@ class Engine {
   /// Optimizes, compiles and links `module`, then returns the addresses of
   /// `symbols`. Thread-safe. If `dump_prefix` is set, writes its optimized IR
   /// (.ll) and assembly (.s) there.
+  /// kernels: loop nests called by the thread pool; native_loop: a loop whose
+  /// kernels are inlined into it (native_loop.h), cleaned up further.
+  enum class Pipeline : uint8_t { kernels, native_loop };
   Linked compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                 const std::vector<std::string>& symbols, const std::string& dump_prefix = "");
+                 const std::vector<std::string>& symbols, const std::string& dump_prefix = "",
+                 Pipeline pipeline = Pipeline::kernels);
   const std::string& cpu() const;
   /// Modules linked now (compiled and not yet unlinked).
   size_t linked_modules() const;

@@ -410,6 +410,28 @@ Plan plan_graph(const ir::Graph& graph) {
   return plan;
 }
 
+// Only the values upstream of constant steps are evaluated (the plan made
+// them literal-only and bounded the work upstream of each).
+std::vector<Array> fold_constants(const ir::Graph& graph, const Plan& plan) {
+  std::vector<char> needed(graph.nodes.size(), 0);
+  for (const Step& step : plan.steps)
+    if (step.kind == Step::Kind::constant) needed[static_cast<size_t>(step.value)] = 1;
+  for (size_t i = graph.nodes.size(); i-- > 0;)
+    if (needed[i])
+      for (ir::ValueId input : graph.nodes[i].inputs) needed[static_cast<size_t>(input)] = 1;
+  std::vector<Array> values(graph.nodes.size()), inputs, constants(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!needed[i]) continue;
+    inputs.clear();
+    for (ir::ValueId input : graph.nodes[i].inputs) inputs.push_back(values[static_cast<size_t>(input)]);
+    values[i] = ops::rules(graph.nodes[i].op).evaluate(graph.nodes[i], inputs);
+  }
+  for (const Step& step : plan.steps)
+    if (step.kind == Step::Kind::constant)
+      constants[static_cast<size_t>(step.value)] = values[static_cast<size_t>(step.value)];
+  return constants;
+}
+
 std::string describe(const ir::Graph& graph, const Plan& plan) {
   std::ostringstream out;
   for (size_t s = 0; s < plan.steps.size(); ++s) {

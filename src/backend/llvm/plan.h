@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/array.h"
 
 namespace kiln::llvm_backend {
 
@@ -103,6 +104,10 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan);
 
 /// Plans `graph` (verified, dead nodes removed).
 Plan plan_graph(const ir::Graph& graph);
+
+/// The values of the plan's constant steps, by node id (empty elsewhere),
+/// evaluated once with the reference kernels.
+std::vector<Array> fold_constants(const ir::Graph& graph, const Plan& plan);
 
 /// A readable listing of the plan, for KILN_DUMP.
 std::string describe(const ir::Graph& graph, const Plan& plan);
