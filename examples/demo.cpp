@@ -39,5 +39,6 @@ int main() {
   std::cout << "jitted result = " << result << "\n";
   std::cout << "eager result  = " << forward(x) << "\n";
   CacheStats stats = fast.stats();
-  std::cout << "calls " << stats.calls << ", compiles " << stats.compiles << ", hits " << stats.hits << "\n";
+  std::cout << "calls " << stats.calls << ", compiles " << stats.compiles << ", loaded from the persistent cache "
+            << stats.persistent_hits << ", hits " << stats.hits << "\n";
 }

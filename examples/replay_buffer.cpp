@@ -26,5 +26,5 @@ int main() {
   CacheStats stats = loss.stats();
   std::cout << "1000 steps: " << stats.compiles << " compile, " << stats.hits << " hits, " << stats.traces
             << " traces; largest relative |jit - eager| = " << worst << "\n";
-  return stats.compiles == 1 && worst < 1e-5 ? 0 : 1;
+  return stats.compiles + stats.persistent_hits == 1 && worst < 1e-5 ? 0 : 1;
 }

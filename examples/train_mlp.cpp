@@ -68,6 +68,13 @@ int main(int argc, char** argv) {
   std::printf("train_step cache: %lld calls, %lld compile(s), %lld hits, compile %.1f ms, trace %.1f ms\n",
               static_cast<long long>(stats.calls), static_cast<long long>(stats.compiles),
               static_cast<long long>(stats.hits), stats.compile_seconds * 1e3, stats.trace_seconds * 1e3);
+  // A second run finds the step in the persistent cache (~/.cache/kiln).
+  kiln::CacheStats process = kiln::global_cache_stats();
+  std::printf(
+      "this process: %lld executable(s) compiled in %.1f ms, %lld loaded from the persistent cache in %.1f ms "
+      "(compiling them took %.1f ms when they were saved)\n",
+      static_cast<long long>(process.compiles), process.compile_seconds * 1e3,
+      static_cast<long long>(process.persistent_hits), process.load_seconds * 1e3, process.saved_compile_seconds * 1e3);
 
   std::filesystem::path path = std::filesystem::temp_directory_path() / "kiln_mlp.safetensors";
   kiln::save(path.string(), {{"w1", params.w1},

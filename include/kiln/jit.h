@@ -51,10 +51,12 @@ struct CacheStats {
   int64_t hits = 0;    // calls served by an executable this function already had
   int64_t misses = 0;  // calls that needed an executable this function did not have
   int64_t traces = 0;
-  int64_t compiles = 0;  // executables actually compiled (not found in the process-wide cache)
-  int64_t persistent_hits = 0;
+  int64_t compiles = 0;         // executables actually compiled (not found in the process-wide cache)
+  int64_t persistent_hits = 0;  // executables loaded from the persistent cache instead of compiled
   double compile_seconds = 0;
   double trace_seconds = 0;
+  double load_seconds = 0;           // spent loading persistent hits
+  double saved_compile_seconds = 0;  // what compiling the persistent hits took when they were saved
 };
 
 struct CacheLimits {

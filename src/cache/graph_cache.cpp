@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "cache/backend_choice.h"
+#include "cache/persistent_cache.h"
 #include "transform/verify.h"
 
 namespace kiln::cache {
@@ -43,11 +44,27 @@ class GraphCache {
     lock.unlock();
 
     std::shared_ptr<const runtime::Executable> executable;
+    GraphLookup lookup{nullptr, true, 0, key};
     auto start = std::chrono::steady_clock::now();
     try {
       // Traces, derivative replays and lifting all end here.
       transform::verify_after("tracing", *graph);
-      executable = default_backend().compile(graph);
+      const runtime::Backend& backend = default_backend();
+      std::shared_ptr<PersistentCache> disk = persistent_cache();
+      std::string disk_key = disk->usable() ? persistent_key(*graph, backend) : std::string();
+      if (!disk_key.empty()) {
+        if (auto loaded = disk->load(graph, disk_key, backend)) {
+          executable = loaded->executable;
+          lookup.compiled = false;
+          lookup.loaded = true;
+          lookup.saved_compile_seconds = loaded->compile_seconds;
+        }
+      }
+      if (!executable) {
+        executable = backend.compile(graph);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!disk_key.empty()) disk->store(*graph, disk_key, backend, *executable, seconds);
+      }
     } catch (...) {
       lock.lock();
       erase(placeholder, key);
@@ -55,6 +72,8 @@ class GraphCache {
       throw;
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    lookup.executable = executable;
+    (lookup.loaded ? lookup.load_seconds : lookup.compile_seconds) = seconds;
 
     lock.lock();
     placeholder->executable = executable;
@@ -62,7 +81,7 @@ class GraphCache {
     placeholder->recency = recency_.begin();
     evict();
     compiled_.notify_all();
-    return {executable, true, seconds, key};
+    return lookup;
   }
 
   size_t size() {

@@ -16,6 +16,11 @@ struct GraphLookup {
   bool compiled = false;  // this call compiled it (not found)
   double compile_seconds = 0;
   uint64_t key = 0;
+  // Loaded from the persistent cache instead: how long loading took, and
+  // how long compiling had taken in the process that saved it.
+  bool loaded = false;
+  double load_seconds = 0;
+  double saved_compile_seconds = 0;
 };
 
 /// Finds or compiles the executable for `graph`, whose key is `key`.

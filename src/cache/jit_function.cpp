@@ -23,7 +23,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // Process-wide totals; atomics keep the hit path free of a shared lock.
 struct GlobalStats {
   std::atomic<int64_t> calls{0}, hits{0}, misses{0}, traces{0}, compiles{0}, persistent_hits{0};
-  std::atomic<double> compile_seconds{0}, trace_seconds{0};
+  std::atomic<double> compile_seconds{0}, trace_seconds{0}, load_seconds{0}, saved_compile_seconds{0};
 };
 
 struct GlobalState {
@@ -48,6 +48,8 @@ void add_global(const CacheStats& delta) {
   if (delta.persistent_hits) g.persistent_hits.fetch_add(delta.persistent_hits, relaxed);
   if (delta.compile_seconds != 0) g.compile_seconds.fetch_add(delta.compile_seconds, relaxed);
   if (delta.trace_seconds != 0) g.trace_seconds.fetch_add(delta.trace_seconds, relaxed);
+  if (delta.load_seconds != 0) g.load_seconds.fetch_add(delta.load_seconds, relaxed);
+  if (delta.saved_compile_seconds != 0) g.saved_compile_seconds.fetch_add(delta.saved_compile_seconds, relaxed);
 }
 
 std::string ordinal(int64_t n) {
@@ -78,9 +80,11 @@ CacheLimits cache_limits() {
 
 CacheStats global_cache_stats() {
   const GlobalStats& g = global().stats;
-  return CacheStats{g.calls.load(),           g.hits.load(),         g.misses.load(),
-                    g.traces.load(),          g.compiles.load(),     g.persistent_hits.load(),
-                    g.compile_seconds.load(), g.trace_seconds.load()};
+  return CacheStats{g.calls.load(),           g.hits.load(),
+                    g.misses.load(),          g.traces.load(),
+                    g.compiles.load(),        g.persistent_hits.load(),
+                    g.compile_seconds.load(), g.trace_seconds.load(),
+                    g.load_seconds.load(),    g.saved_compile_seconds.load()};
 }
 
 void clear_graph_cache() {
@@ -409,12 +413,25 @@ JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& argum
       stats_.compiles += 1;
       stats_.compile_seconds += lookup.compile_seconds;
     }
+    if (lookup.loaded) {
+      stats_.persistent_hits += 1;
+      stats_.load_seconds += lookup.load_seconds;
+      stats_.saved_compile_seconds += lookup.saved_compile_seconds;
+    }
     // A concurrent miss may have admitted the same graph meanwhile; keep one entry.
     if (std::shared_ptr<Entry> raced = find_by_graph(entry->executable_key, *entry->lifted.graph)) {
       if (by_signature) by_signature_[arguments.signature] = raced;
     } else {
       insert(entry, by_signature);
     }
+  }
+  if (lookup.loaded) {
+    add_global(CacheStats{.persistent_hits = 1,
+                          .load_seconds = lookup.load_seconds,
+                          .saved_compile_seconds = lookup.saved_compile_seconds});
+    if (telemetry::wanted(telemetry::EventKind::persistent_hit))
+      telemetry::emit({telemetry::EventKind::persistent_hit, name_, telemetry::digest(lookup.key), lookup.load_seconds,
+                       "loaded from the persistent cache"});
   }
   if (!lookup.compiled) return {entry, entry->lifted_inputs};
 

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "core/byte_stream.h"
+
 namespace kiln::ir {
 
 std::string_view primitive_name(Primitive op) {
@@ -34,26 +36,11 @@ std::string_view family_name(Family family) {
 
 namespace {
 
-// Appends trivially copyable values to one byte string, hashed once at the
-// end: a single XXH3 call over a buffer is far cheaper than many small updates.
-class ByteWriter {
- public:
-  explicit ByteWriter(std::string& bytes) : bytes_(bytes) { bytes_.clear(); }
-  template <class T>
-  void add(const T& value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    bytes_.append(reinterpret_cast<const char*>(&value), sizeof(T));
-  }
-  template <class T>
-  void add_vector(const std::vector<T>& values) {
-    add(static_cast<uint32_t>(values.size()));
-    if (!values.empty()) bytes_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-  }
-  uint64_t digest() const { return XXH3_64bits(bytes_.data(), bytes_.size()); }
+using detail::ByteWriter;
 
- private:
-  std::string& bytes_;
-};
+// Graphs are written to one byte string and hashed once at the end: a single
+// XXH3 call over a buffer is far cheaper than many small updates.
+uint64_t digest(const ByteWriter& writer) { return XXH3_64bits(writer.bytes().data(), writer.bytes().size()); }
 
 void add_scalar(ByteWriter& writer, const Scalar& value) {
   writer.add(value.kind());
@@ -105,7 +92,7 @@ uint64_t Graph::structure_hash() const {
   hasher.add_vector(arguments);
   hasher.add_vector(captures);
   hasher.add_vector(outputs);
-  return hasher.digest();
+  return digest(hasher);
 }
 
 std::vector<const Node*> Graph::literal_nodes() const {
@@ -120,7 +107,7 @@ uint64_t Graph::literal_hash() const {
   ByteWriter hasher(bytes);
   auto add = [&](const Node& node) { add_scalar(hasher, node.attrs.scalar); };
   for_each_literal(*this, add);
-  return hasher.digest();
+  return digest(hasher);
 }
 
 std::vector<Scalar> Graph::literal_values() const {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -28,6 +29,18 @@ class Backend {
   virtual std::string_view name() const = 0;
   /// Compiles a verified graph; throws kiln::Error if it cannot.
   virtual std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const = 0;
+  /// What compiled code depends on besides the graph and kiln's build (the
+  /// code generator's version, the target and its CPU features): saved
+  /// executables are loaded only where it is the same.
+  virtual std::string target() const { return {}; }
+  /// The executable as bytes that load() turns back into it, in a later
+  /// process of the same build on the same machine; empty when it cannot be saved.
+  virtual std::string save(const Executable&) const { return {}; }
+  /// The executable save() wrote for `graph`, linked without compiling.
+  /// Throws (any std::exception) when the bytes do not describe it.
+  virtual std::shared_ptr<const Executable> load(std::shared_ptr<const ir::Graph>, std::string_view) const {
+    return nullptr;
+  }
 };
 
 /// Puts `arrays` into `values` at the graph's input nodes `ids`, checking

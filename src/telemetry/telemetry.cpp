@@ -108,6 +108,12 @@ void log(unsigned categories, const std::string& text) {
   std::fprintf(stderr, "kiln: %s\n", text.c_str());
 }
 
+void warn(const std::string& text) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  std::fprintf(stderr, "kiln: warning: %s\n", text.c_str());
+}
+
 std::string digest(uint64_t hash) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));

@@ -25,6 +25,8 @@ bool wanted(EventKind kind);
 void emit(const Event& event);
 /// Prints one "kiln: ..." line (or block) to stderr when any of `categories` is enabled.
 void log(unsigned categories, const std::string& text);
+/// Prints one "kiln: warning: ..." line to stderr whatever KILN_LOG says.
+void warn(const std::string& text);
 /// 16 hex digits.
 std::string digest(uint64_t hash);
 

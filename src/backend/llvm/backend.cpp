@@ -4,6 +4,9 @@
 // sequence of named steps; KILN_DUMP=dir writes each one's result for a graph.
 #include "backend/llvm/backend.h"
 
+#include <llvm/Config/llvm-config.h>
+#include <xxhash.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -13,8 +16,10 @@
 #include <set>
 
 #include "backend/llvm/codegen.h"
+#include "backend/llvm/engine.h"
 #include "backend/llvm/native_loop.h"
 #include "backend/llvm/plan.h"
+#include "backend/llvm/saved_code.h"
 #include "core/error_format.h"
 #include "ops/control.h"
 #include "ops/graph_text.h"
@@ -80,7 +85,10 @@ std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& 
 
 class CompiledGraph final : public runtime::Executable {
  public:
-  explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph) {
+  /// Compiles `graph`, or with `saved`, links the code a saved executable
+  /// of the same graph describes (save below) without compiling anything.
+  explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph, LinkedObjects* objects = nullptr,
+                         detail::ByteReader* saved = nullptr) {
     // The caches keep the graph as traced; this executable runs its simplified copy.
     auto simplified = std::make_shared<ir::Graph>(*graph);
     transform::simplify(*simplified);
@@ -91,7 +99,11 @@ class CompiledGraph final : public runtime::Executable {
       std::ofstream(dump + ".graph") << ops::graph_text(*graph_);
       std::ofstream(dump + ".plan") << describe(*graph_, plan_);
     }
-    kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
+    if (saved) {
+      load_kernels(*objects, *saved);
+    } else {
+      kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
+    }
     std::vector<Array> constants = fold_constants(*graph_, plan_);
     report_reference_kernels(plan_.reference_primitives);
     program_ = runtime::StepProgram(*graph_, program_steps(*graph_, plan_), std::move(constants), "implicit inputs");
@@ -105,11 +117,41 @@ class CompiledGraph final : public runtime::Executable {
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       const ir::Node& node = graph_->nodes[static_cast<size_t>(plan_.steps[s].value)];
       if (node.bodies.empty()) continue;
+      if (saved) {
+        load_bodies(s, node, *objects, *saved);
+        continue;
+      }
       native_loops_[s] = NativeLoop::compile(node, dump.empty() ? dump : dump + "-loop" + std::to_string(s));
       if (native_loops_[s]) continue;
       for (const auto& body : node.bodies) bodies_[s].push_back(std::make_shared<CompiledGraph>(body));
     }
     element_counts_ = ops::count_elements(*graph_);
+  }
+
+  /// Writes what the loading constructor reads: a digest of the plan (a
+  /// later build planning differently must not run these kernels), each
+  /// kernel's object and symbol, and each loop's code or bodies in turn.
+  void save(ObjectTable& objects, detail::ByteWriter& out) const {
+    out.add(plan_digest());
+    out.add(static_cast<uint32_t>(kernels_.size()));
+    for (const CompiledKernel& kernel : kernels_) {
+      const std::vector<std::string>& symbols = kernel.object ? kernel.object->symbols : std::vector<std::string>{};
+      auto symbol = std::find(symbols.begin(), symbols.end(), kernel.symbol);
+      if (symbol == symbols.end()) throw SavedCodeMismatch("a kernel's symbol is not in its object");
+      out.add(objects.index(kernel.object));
+      out.add(static_cast<uint32_t>(symbol - symbols.begin()));
+      out.add(kernel.range);
+      out.add(kernel.work_per_iteration);
+    }
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      if (graph_->nodes[static_cast<size_t>(plan_.steps[s].value)].bodies.empty()) continue;
+      out.add(static_cast<uint8_t>(native_loops_[s] ? 1 : 0));
+      if (native_loops_[s]) {
+        out.add(objects.index(native_loops_[s]->object()));
+        continue;
+      }
+      for (const auto& body : bodies_[s]) body->save(objects, out);
+    }
   }
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
@@ -183,6 +225,38 @@ class CompiledGraph final : public runtime::Executable {
                         std::span<const char> donated) { return bodies[b]->run(arguments, captures, donated); };
     values[static_cast<size_t>(id)] =
         control_results.keep(id, ops::run_control(node, gather(values, node, inputs), run_body));
+  }
+
+  uint64_t plan_digest() const {
+    std::string text = describe(*graph_, plan_);
+    return XXH3_64bits(text.data(), text.size());
+  }
+
+  void load_kernels(LinkedObjects& objects, detail::ByteReader& saved) {
+    if (saved.read<uint64_t>() != plan_digest()) throw SavedCodeMismatch("the plan differs");
+    if (saved.read<uint32_t>() != plan_.kernels.size()) throw SavedCodeMismatch("the number of kernels differs");
+    for (const Kernel& kernel : plan_.kernels) {
+      CompiledKernel& loaded = kernels_.emplace_back();
+      auto object = saved.read<uint32_t>();
+      auto symbol = saved.read<uint32_t>();
+      auto [address, code] = objects.address(object, symbol);
+      loaded.function = reinterpret_cast<KernelFunction>(address);
+      loaded.code = std::move(code);
+      loaded.object = objects.object(object);
+      loaded.symbol = loaded.object->symbols[symbol];
+      loaded.constants = kernel_constants(*graph_, kernel);
+      loaded.range = saved.read<int64_t>();
+      loaded.work_per_iteration = saved.read<int64_t>();
+    }
+  }
+
+  void load_bodies(size_t s, const ir::Node& node, LinkedObjects& objects, detail::ByteReader& saved) {
+    if (saved.read<uint8_t>() != 0) {
+      native_loops_[s] = NativeLoop::load(node, objects.object(saved.read<uint32_t>()));
+      if (!native_loops_[s]) throw SavedCodeMismatch("a loop no longer compiles whole");
+      return;
+    }
+    for (const auto& body : node.bodies) bodies_[s].push_back(std::make_shared<CompiledGraph>(body, &objects, &saved));
   }
 
   // A chunked reduction (Kernel::chunked): one slice of the input per
@@ -334,7 +408,7 @@ class CompiledGraph final : public runtime::Executable {
   runtime::StepProgram program_;  // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;     // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.
-  std::vector<std::vector<std::shared_ptr<const runtime::Executable>>> bodies_;
+  std::vector<std::vector<std::shared_ptr<const CompiledGraph>>> bodies_;
   std::vector<std::unique_ptr<const NativeLoop>> native_loops_;  // per step: a small loop compiled whole
   ops::ElementCounts element_counts_;
 };
@@ -344,6 +418,38 @@ class LlvmBackend final : public runtime::Backend {
   std::string_view name() const override { return "llvm"; }
   std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
     return std::make_shared<CompiledGraph>(std::move(graph));
+  }
+
+  std::string target() const override {
+    Engine& engine = Engine::instance();
+    return "LLVM " LLVM_VERSION_STRING " " + engine.target_triple() + " cpu " + engine.cpu() + " features " +
+           engine.features();
+  }
+
+  std::string save(const runtime::Executable& executable) const override {
+    const auto* compiled = dynamic_cast<const CompiledGraph*>(&executable);
+    if (!compiled) return {};
+    std::string description, bytes;
+    ObjectTable objects;
+    try {
+      detail::ByteWriter out(description);
+      compiled->save(objects, out);
+    } catch (const SavedCodeMismatch&) {
+      return {};
+    }
+    detail::ByteWriter all(bytes);
+    objects.write(all);
+    bytes += description;
+    return bytes;
+  }
+
+  std::shared_ptr<const runtime::Executable> load(std::shared_ptr<const ir::Graph> graph,
+                                                  std::string_view saved) const override {
+    detail::ByteReader in(saved);
+    LinkedObjects objects(in);
+    auto executable = std::make_shared<CompiledGraph>(std::move(graph), &objects, &in);
+    if (in.left() != 0) throw SavedCodeMismatch("bytes are left over");
+    return executable;
   }
 };
 

@@ -3,7 +3,6 @@
 // header). The loop nests themselves are kernel_emitter.h's.
 #include "backend/llvm/codegen.h"
 
-#include <atomic>
 #include <cstring>
 #include <unordered_map>
 
@@ -92,8 +91,6 @@ std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& ker
 
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
                                             const std::string& dump_prefix) {
-  static std::atomic<uint64_t> next_module{0};
-
   std::vector<CompiledKernel> kernels(plan.kernels.size());
   std::vector<std::string> keys(plan.kernels.size());
   std::vector<size_t> source(plan.kernels.size());  // the use whose code each use runs: itself or an earlier twin
@@ -114,7 +111,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     auto context = std::make_unique<llvm::LLVMContext>();
     Engine& engine = Engine::instance();
     std::unique_ptr<llvm::Module> module = engine.new_module(name, *context);
-    std::string prefix = "kiln_" + std::to_string(next_module.fetch_add(1)) + "_kernel_";
+    std::string prefix = engine.fresh_symbol_prefix() + "kernel_";
     std::vector<std::string> symbols;
     for (size_t k : missing) {
       symbols.push_back(prefix + std::to_string(k));
@@ -125,6 +122,8 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     for (size_t m = 0; m < missing.size(); ++m) {
       kernels[missing[m]].function = reinterpret_cast<KernelFunction>(linked.addresses[m]);
       kernels[missing[m]].code = linked.code;
+      kernels[missing[m]].object = linked.object;
+      kernels[missing[m]].symbol = symbols[m];
       kernels[missing[m]] = remember_compiled_kernel(keys[missing[m]], kernels[missing[m]]);
     }
   }
@@ -136,6 +135,8 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     const CompiledKernel& cached = compiled[source[k]];
     kernels[k].function = cached.function;
     kernels[k].code = cached.code;
+    kernels[k].object = cached.object;
+    kernels[k].symbol = cached.symbol;
     kernels[k].constants = kernel_constants(graph, plan.kernels[k]);
     if (is_flat(graph, plan.kernels[k])) {
       kernels[k].range = kernel_range(graph, plan.kernels[k]);

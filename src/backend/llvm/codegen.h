@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/llvm/object_code.h"
 #include "backend/llvm/plan.h"
 
 namespace kiln::llvm_backend {
@@ -23,6 +24,8 @@ struct CompiledKernel {
   // the kernel cache) to let go unlinks it, so compiled code is bounded like
   // the caches that hold it.
   std::shared_ptr<const void> code;
+  std::shared_ptr<const ObjectCode> object;  // the module's object file, and the symbol of `function` in it
+  std::string symbol;
   std::vector<uint64_t> constants;  // the literal values this use of the kernel passes
   int64_t range = 0;                // iterations of the parallel loop
   int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading

@@ -36,11 +36,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_map>
 
 namespace kiln::llvm_backend {
 
@@ -124,6 +127,11 @@ struct Engine::State {
   std::string cpu;
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
+  // By first symbol: the objects linked now (held weakly).
+  std::unordered_map<std::string, std::weak_ptr<const Engine::Linked>> linked_objects;
+  // Random per process, in every symbol: objects another process compiled
+  // (loaded from a persistent cache) never define a symbol this one defines.
+  std::string process_tag;
 };
 
 Engine& Engine::instance() {
@@ -146,6 +154,10 @@ Engine::Engine() : state_(std::make_shared<State>()) {
   state_->cpu = builder.getCPU();
   state_->target = unwrap(builder.createTargetMachine(), "creating the target machine");
   state_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(), "creating the JIT");
+  std::random_device random;
+  char tag[17];
+  std::snprintf(tag, sizeof tag, "%08x%08x", random(), random());
+  state_->process_tag = tag;
   auto& library = state_->jit->getMainJITDylib();
   library.addGenerator(unwrap(
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
@@ -153,6 +165,8 @@ Engine::Engine() : state_(std::make_shared<State>()) {
 }
 
 const std::string& Engine::cpu() const { return state_->cpu; }
+std::string Engine::features() const { return state_->target->getTargetFeatureString().str(); }
+std::string Engine::target_triple() const { return state_->jit->getTargetTriple().str(); }
 size_t Engine::linked_modules() const { return state_->linked.load(); }
 
 std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::LLVMContext& context) const {
@@ -235,22 +249,75 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
     }
   }
 
-  auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
-  llvm::orc::ThreadSafeModule safe(std::move(module), std::move(context));
-  if (auto error = state_->jit->addIRModule(tracker, std::move(safe)))
-    throw std::runtime_error("kiln LLVM backend: adding a module: " + error_text(std::move(error)));
-  std::vector<void*> addresses;
-  for (const std::string& symbol : symbols)
-    addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
+  // Code generation here rather than in the JIT's compile layer: the object
+  // file is what a persistent cache entry keeps, and loading it later links
+  // without running LLVM's optimizer or code generator.
+  auto object = std::make_shared<ObjectCode>();
+  object->symbols = symbols;
+  {
+    llvm::SmallVector<char, 0> bytes;
+    llvm::raw_svector_ostream stream(bytes);
+    llvm::legacy::PassManager emit;
+    if (state_->target->addPassesToEmitFile(emit, stream, nullptr, llvm::CGFT_ObjectFile))
+      throw std::runtime_error("kiln LLVM backend: the target cannot emit object files");
+    emit.run(*module);
+    object->bytes.assign(bytes.begin(), bytes.end());
+  }
+  module.reset();
+  context.reset();
+  Linked linked = link(object);
   ++state_->modules;
+  write_perf_map(symbols, linked.addresses);
+  return linked;
+}
+
+Engine::Linked Engine::load(const std::shared_ptr<const ObjectCode>& object) {
+  std::lock_guard lock(state_->mutex);
+  return link(object);
+}
+
+// Called with the mutex held. An object linked already (two cache entries
+// sharing a module, or an entry loaded again while its code is alive) is
+// shared, not linked twice: its symbols would be defined twice.
+Engine::Linked Engine::link(const std::shared_ptr<const ObjectCode>& object) {
+  auto& linked_objects = state_->linked_objects;
+  std::string identity = object->symbols.empty() ? std::string() : object->symbols.front();
+  if (auto found = linked_objects.find(identity); found != linked_objects.end())
+    if (std::shared_ptr<const Linked> alive = found->second.lock()) {
+      Linked result = *alive;
+      result.code = alive;
+      return result;
+    }
+  auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
+  auto buffer =
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object->bytes.data(), object->bytes.size()), identity);
+  if (auto error = state_->jit->addObjectFile(tracker, std::move(buffer)))
+    throw std::runtime_error("kiln LLVM backend: adding an object: " + error_text(std::move(error)));
+  std::vector<void*> addresses;
+  for (const std::string& symbol : object->symbols)
+    addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
   ++state_->linked;
-  write_perf_map(symbols, addresses);
-  auto code = std::shared_ptr<const void>(nullptr, [state = state_, tracker = std::move(tracker)](const void*) {
-    std::lock_guard lock(state->mutex);
-    llvm::consumeError(tracker->remove());
-    --state->linked;
-  });
-  return {std::move(addresses), std::move(code)};
+  // The last holder unlinks: executables, the kernel cache and this table
+  // (which holds it weakly) share one Linked.
+  auto shared = std::shared_ptr<Linked>(new Linked{std::move(addresses), nullptr, object},
+                                        [state = state_, tracker, identity](Linked* linked) {
+                                          delete linked;
+                                          std::lock_guard lock(state->mutex);
+                                          llvm::consumeError(tracker->remove());
+                                          --state->linked;
+                                          auto found = state->linked_objects.find(identity);
+                                          if (found != state->linked_objects.end() && found->second.expired())
+                                            state->linked_objects.erase(found);
+                                        });
+  linked_objects[identity] = shared;
+  Linked result = *shared;
+  result.code = shared;
+  return result;
+}
+
+std::string Engine::fresh_symbol_prefix() {
+  static std::atomic<uint64_t> counter{0};
+  return "kiln_" + state_->process_tag + "_" + std::to_string(counter.fetch_add(1)) + "_";
 }
 
 }  // namespace kiln::llvm_backend

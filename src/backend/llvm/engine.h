@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/llvm/object_code.h"
+
 namespace kiln::llvm_backend {
 
 class Engine {
@@ -19,11 +21,12 @@ class Engine {
   /// A fresh module configured for the host target.
   std::unique_ptr<llvm::Module> new_module(const std::string& name, llvm::LLVMContext& context) const;
   struct Linked {
-    std::vector<void*> addresses;  // of the symbols asked for, in order
+    std::vector<void*> addresses;  // of the object's symbols, in order
     // Keeps the module linked; the last copy's release unlinks it and frees
     // its memory (without this, every module ever compiled stayed mapped:
     // a long-running process ran out of mappings after ~45,000 graphs).
     std::shared_ptr<const void> code;
+    std::shared_ptr<const ObjectCode> object;
   };
   /// Optimizes, compiles and links `module`, then returns the addresses of
   /// `symbols`. Thread-safe. If `dump_prefix` is set, writes its optimized IR
@@ -34,12 +37,21 @@ class Engine {
   Linked compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                  const std::vector<std::string>& symbols, const std::string& dump_prefix = "",
                  Pipeline pipeline = Pipeline::kernels);
+  /// Links an object compiled earlier (possibly by another process) without
+  /// optimizing or generating code. Thread-safe.
+  Linked load(const std::shared_ptr<const ObjectCode>& object);
+  /// A prefix for the symbols of a new module, unique to this module and process.
+  std::string fresh_symbol_prefix();
   const std::string& cpu() const;
+  /// The CPU features code is generated for ("+avx2,+fma,...").
+  std::string features() const;
+  std::string target_triple() const;
   /// Modules linked now (compiled and not yet unlinked).
   size_t linked_modules() const;
 
  private:
   Engine();
+  Linked link(const std::shared_ptr<const ObjectCode>& object);
   struct State;
   // Shared with every linked module, which must unlink before the JIT goes.
   std::shared_ptr<State> state_;

@@ -73,6 +73,7 @@ struct NativeLoop::Layout {
   std::vector<TableEntry> table;  // slots 1, 2, ...
   void (*function)(char** table) = nullptr;
   std::shared_ptr<const void> code;
+  std::shared_ptr<const ObjectCode> object;
 };
 
 namespace {
@@ -421,10 +422,9 @@ std::unique_ptr<const NativeLoop> NativeLoop::compile(const ir::Node& node, cons
   LayoutBuilder placer(node, *layout);
   std::optional<std::vector<Body>> bodies = placer.build();
   if (!bodies) return nullptr;
-  static std::atomic<uint64_t> next_loop{0};
-  std::string symbol = "kiln_loop_" + std::to_string(next_loop.fetch_add(1));
-  auto context = std::make_unique<llvm::LLVMContext>();
   Engine& engine = Engine::instance();
+  std::string symbol = engine.fresh_symbol_prefix() + "loop";
+  auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> module = engine.new_module(symbol, *context);
   LoopEmitter(*module, node, *layout, *bodies, placer.ys_slots()).emit(symbol);
   Engine::Linked linked =
@@ -437,8 +437,24 @@ std::unique_ptr<const NativeLoop> NativeLoop::compile(const ir::Node& node, cons
                                               std::to_string(kernels) + " kernels inlined");
   layout->function = reinterpret_cast<void (*)(char**)>(linked.addresses[0]);
   layout->code = linked.code;
+  layout->object = linked.object;
   return std::make_unique<const NativeLoop>(std::move(layout));
 }
+
+std::unique_ptr<const NativeLoop> NativeLoop::load(const ir::Node& node,
+                                                   const std::shared_ptr<const ObjectCode>& object) {
+  if (node.op != ir::Primitive::while_loop && node.op != ir::Primitive::scan) return nullptr;
+  auto layout = std::make_unique<Layout>();
+  LayoutBuilder placer(node, *layout);
+  if (!placer.build() || object->symbols.size() != 1) return nullptr;
+  Engine::Linked linked = Engine::instance().load(object);
+  layout->function = reinterpret_cast<void (*)(char**)>(linked.addresses[0]);
+  layout->code = linked.code;
+  layout->object = linked.object;
+  return std::make_unique<const NativeLoop>(std::move(layout));
+}
+
+const std::shared_ptr<const ObjectCode>& NativeLoop::object() const { return layout_->object; }
 
 std::vector<Array> NativeLoop::run(std::span<const Array> operands) const {
   const Layout& layout = *layout_;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/llvm/object_code.h"
 #include "ir/graph.h"
 #include "kiln/array.h"
 
@@ -28,6 +29,12 @@ class NativeLoop {
   /// The loop of `node` compiled, or null when it is not eligible.
   /// `dump_prefix` (optional) receives the optimized IR and assembly.
   static std::unique_ptr<const NativeLoop> compile(const ir::Node& node, const std::string& dump_prefix);
+
+  /// The loop of `node` from the object `compile` produced for it (in this
+  /// or an earlier process): laid out again, linked, never optimized or
+  /// code-generated. Null when the node does not lay out as the object expects.
+  static std::unique_ptr<const NativeLoop> load(const ir::Node& node, const std::shared_ptr<const ObjectCode>& object);
+  const std::shared_ptr<const ObjectCode>& object() const;
 
   /// Every result of the node (ir::control_result_types) from its operands.
   std::vector<Array> run(std::span<const Array> operands) const;

@@ -1,0 +1,100 @@
+// The persistent compilation cache: executables saved to a directory that
+// later processes load instead of compiling (DESIGN §3.8). One file per
+// executable, named by a digest of everything its code depends on; written
+// atomically (a private temporary file, then a rename), checked on load
+// (format, checksum, kiln build, target and CPU features, key, the code's fit
+// to the graph), discarded and recompiled when anything is off. Many
+// processes may share a directory. The directory must be the user's own and
+// writable by no one else, or it is not used at all.
+//
+// KILN_CACHE=off disables it; KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln,
+// else ~/.cache/kiln) places it; KILN_CACHE_MAX_BYTES bounds it (default
+// 1 GiB; K, M and G suffixes), least recently used entries going first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/executable.h"
+
+namespace kiln::cache {
+
+struct PersistentOptions {
+  bool enabled = true;
+  std::string directory;
+  uint64_t max_bytes = uint64_t{1} << 30;
+  /// From KILN_CACHE, KILN_CACHE_DIR and KILN_CACHE_MAX_BYTES.
+  static PersistentOptions from_environment();
+};
+
+/// One file of the directory, as `kiln cache ls` and `verify` show it.
+struct EntryInfo {
+  std::string key;
+  std::string path;
+  uint64_t bytes = 0;
+  int64_t last_used = 0;  // seconds since the epoch: the last hit, else the write
+  int64_t hits = 0;
+  std::string function;
+  double compile_seconds = 0;
+  int64_t created = 0;
+  std::string problem;  // why this process would discard it; empty when sound
+};
+
+/// Everything the code of `graph` compiled by `backend` depends on, as 32
+/// hex digits: the graph (structure, every literal's exact value, dtypes and
+/// shapes of its inputs), kiln's build, and the backend's target.
+std::string persistent_key(const ir::Graph& graph, const runtime::Backend& backend);
+/// The build of kiln this process runs: its version and a digest of its sources.
+const char* build_id();
+
+class PersistentCache {
+ public:
+  explicit PersistentCache(PersistentOptions options);
+  const PersistentOptions& options() const { return options_; }
+  /// Whether entries are read and written: enabled, and the directory exists
+  /// (created 0700 if missing), is a directory, belongs to this user and is
+  /// writable by no one else. Checked once; a refusal warns once.
+  bool usable();
+
+  struct Loaded {
+    std::shared_ptr<const runtime::Executable> executable;
+    double compile_seconds = 0;  // what compiling it took when it was saved
+  };
+  /// The executable saved under `key`, linked; nothing when there is none or
+  /// it was discarded (with a KILN_LOG=cache line saying why).
+  std::optional<Loaded> load(const std::shared_ptr<const ir::Graph>& graph, const std::string& key,
+                             const runtime::Backend& backend);
+  /// Saves a freshly compiled executable under `key`, then evicts down to the bound.
+  void store(const ir::Graph& graph, const std::string& key, const runtime::Backend& backend,
+             const runtime::Executable& executable, double compile_seconds);
+
+  /// Every entry: with `read`, its header read too (a malformed file's
+  /// problem reported); with `check`, also checked against this build and
+  /// that backend's target, as a load would.
+  std::vector<EntryInfo> entries(bool read, const runtime::Backend* check = nullptr);
+  /// Removes one entry and its hit count.
+  void remove(const std::string& key);
+  /// Removes every entry and leftover temporary file; returns the entries removed.
+  size_t clear();
+  /// Removes least recently used entries until the directory holds at most `max_bytes`.
+  void evict(uint64_t max_bytes);
+
+ private:
+  std::string path_of(const std::string& key, const char* extension) const;
+  void discard(const std::string& key, const std::string& reason);
+
+  PersistentOptions options_;
+  std::once_flag checked_;
+  bool usable_ = false;
+};
+
+/// The process's persistent cache.
+std::shared_ptr<PersistentCache> persistent_cache();
+/// Replaces it (tests and tools): with `options`, or from the environment again.
+void reset_persistent_cache(std::optional<PersistentOptions> options = std::nullopt);
+
+}  // namespace kiln::cache

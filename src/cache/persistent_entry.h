@@ -1,0 +1,39 @@
+// One file of the persistent cache: a header saying which build of kiln
+// wrote it, for which target and under which key, a checksum over all of it,
+// and the saved executable (runtime::Backend::save). Any file that is not
+// exactly such an entry — empty, cut short, one bit flipped, another
+// format, garbage — fails to decode with the reason, and is never run.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace kiln::cache {
+
+struct EntryHeader {
+  std::string build;     // KILN_BUILD_ID of the writer
+  std::string target;    // runtime::Backend::target() of the writer
+  std::string key;       // persistent_key(), also the file's name
+  std::string function;  // the jitted function's name, for `kiln cache ls`
+  double compile_seconds = 0;
+  int64_t created = 0;  // seconds since the epoch
+};
+
+struct DecodedEntry {
+  EntryHeader header;
+  std::string executable;
+};
+
+/// Why a file is not an entry this process may load.
+class EntryProblem : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string encode_entry(const EntryHeader& header, std::string_view executable);
+/// Throws EntryProblem when `bytes` are not a well-formed entry.
+DecodedEntry decode_entry(std::string_view bytes);
+
+}  // namespace kiln::cache
