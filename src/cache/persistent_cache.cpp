@@ -118,9 +118,11 @@ std::string directory_problem(const std::string& directory) {
   return {};
 }
 
-int64_t modified_seconds(const std::string& path) {
+// With nanoseconds: entries written within one second still have an order.
+double modified_seconds(const std::string& path) {
   struct stat status {};
-  return ::lstat(path.c_str(), &status) == 0 ? static_cast<int64_t>(status.st_mtime) : 0;
+  if (::lstat(path.c_str(), &status) != 0) return 0;
+  return static_cast<double>(status.st_mtim.tv_sec) + 1e-9 * static_cast<double>(status.st_mtim.tv_nsec);
 }
 
 uint64_t size_of(const std::string& path) {

@@ -36,7 +36,7 @@ struct EntryInfo {
   std::string key;
   std::string path;
   uint64_t bytes = 0;
-  int64_t last_used = 0;  // seconds since the epoch: the last hit, else the write
+  double last_used = 0;  // seconds since the epoch: the last hit, else the write
   int64_t hits = 0;
   std::string function;
   double compile_seconds = 0;

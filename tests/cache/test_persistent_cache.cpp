@@ -1,0 +1,346 @@
+// The persistent compilation cache: a later process (or a fresh jit after
+// the in-memory caches are emptied) loads instead of compiling; every kind
+// of bad file is discarded, logged and recompiled; directories that are not
+// the user's own are refused; the size bound evicts the least recently used;
+// many processes share one directory; and the kiln tool lists, counts,
+// verifies and clears it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "backend/llvm/backend.h"
+#include "backend/llvm/kernel_cache.h"
+#include "cache/persistent_cache.h"
+#include "cache/persistent_entry.h"
+#include "telemetry/telemetry.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Runs `command` with a shell; returns its exit status and standard output.
+std::pair<int, std::string> run(const std::string& command) {
+  std::string output;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return {-1, output};
+  std::array<char, 4096> chunk;
+  while (size_t got = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), got);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// A private directory of its own per test, the process's persistent cache
+// pointed at it, and the in-memory caches emptied on both sides.
+class PersistentCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "kiln-persistent-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    directory_ = pattern;
+    use(directory_);
+  }
+  void TearDown() override {
+    cache::reset_persistent_cache(cache::PersistentOptions{.enabled = false});
+    telemetry::set_log_mask(telemetry::log_storms);
+    forget_in_memory();
+    std::error_code error;
+    ::chmod(directory_.c_str(), 0700);
+    fs::remove_all(directory_, error);
+  }
+
+  static void use(const std::string& directory, uint64_t max_bytes = uint64_t{1} << 30) {
+    cache::reset_persistent_cache(
+        cache::PersistentOptions{.enabled = true, .directory = directory, .max_bytes = max_bytes});
+    forget_in_memory();
+  }
+  // What a restarted process has: no executable, no kernel in memory.
+  static void forget_in_memory() {
+    clear_graph_cache();
+    llvm_backend::clear_kernel_cache();
+  }
+
+  struct Run {
+    std::vector<float> result;
+    CacheStats stats;
+  };
+  // One call of a fresh jitted function; the function and its executables
+  // are gone when this returns, as when a process ends.
+  static Run call(float offset = 1.0f, int64_t size = 64) {
+    auto fn = jit([offset](const Array& x) { return tanh(x * 2.0f + offset) * sum(x); }, {.name = "persisted"});
+    Array x = arange(0, size, 1, f32) * 0.01f;
+    Run run{fn(x).to_vector<float>(), fn.stats()};
+    forget_in_memory();
+    return run;
+  }
+
+  std::vector<cache::EntryInfo> entries(bool check = true) {
+    return cache::persistent_cache()->entries(true, check ? &llvm_backend::llvm_backend() : nullptr);
+  }
+  std::string only_entry() {
+    std::vector<cache::EntryInfo> all = entries();
+    EXPECT_EQ(all.size(), 1u);
+    return all.empty() ? std::string() : all[0].path;
+  }
+
+  std::string directory_;
+};
+
+TEST_F(PersistentCacheTest, AFreshStartLoadsWhatAnEarlierCompileSaved) {
+  Run cold = call();
+  EXPECT_EQ(cold.stats.compiles, 1);
+  EXPECT_EQ(cold.stats.persistent_hits, 0);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(entries()[0].function, "persisted");
+  EXPECT_EQ(entries()[0].problem, "");
+  Run warm = call();
+  EXPECT_EQ(warm.stats.compiles, 0);
+  EXPECT_EQ(warm.stats.persistent_hits, 1);
+  EXPECT_GT(warm.stats.saved_compile_seconds, 0.0);
+  EXPECT_EQ(warm.result, cold.result);
+  EXPECT_EQ(entries()[0].hits, 1);
+  // Another literal is another graph: compiled and saved beside the first.
+  Run other = call(2.0f);
+  EXPECT_EQ(other.stats.compiles, 1);
+  EXPECT_NE(other.result, cold.result);
+  EXPECT_EQ(entries().size(), 2u);
+}
+
+TEST_F(PersistentCacheTest, EveryKindOfBadFileIsDiscardedLoggedAndRecompiled) {
+  Run reference = call();
+  std::string path = only_entry();
+  std::string good = read_file(path);
+  cache::DecodedEntry decoded = cache::decode_entry(good);
+  auto rewritten = [&](auto change) {
+    cache::DecodedEntry copy = decoded;
+    change(copy.header);
+    return cache::encode_entry(copy.header, copy.executable);
+  };
+  std::string outside = directory_ + "-outside.kiln";
+  write_file(outside, good);
+  const std::string original = good;
+  struct Case {
+    std::string name;
+    std::function<void()> spoil;
+    std::string reason;
+  };
+  std::vector<Case> cases = {
+      {"truncated", [&] { write_file(path, good.substr(0, good.size() / 2)); }, "cut short"},
+      {"bit flipped",
+       [&] {
+         write_file(path,
+                    good.substr(0, good.size() - 7) + char(good[good.size() - 7] ^ 4) + good.substr(good.size() - 6));
+       },
+       "checksum does not match"},
+      {"zero length", [&] { write_file(path, ""); }, "the file is empty"},
+      {"another build",
+       [&] { write_file(path, rewritten([](cache::EntryHeader& h) { h.build = "0.0.1+0123456789abcdef"; })); },
+       "written by kiln build 0.0.1+0123456789abcdef"},
+      {"another CPU",
+       [&] { write_file(path, rewritten([](cache::EntryHeader& h) { h.target += ",+imaginary-feature"; })); },
+       "compiled for"},
+      {"another key", [&] { write_file(path, rewritten([](cache::EntryHeader& h) { h.key = std::string(32, 'a'); })); },
+       "it holds key"},
+      {"garbage", [&] { write_file(path, std::string(4000, '\x5a')); }, "not a kiln cache entry"},
+      {"symlink",
+       [&] {
+         fs::remove(path);
+         fs::create_symlink(outside, path);
+       },
+       "symbolic link"},
+  };
+  telemetry::set_log_mask(telemetry::log_cache);
+  for (const Case& test : cases) {
+    test.spoil();
+    ::testing::internal::CaptureStderr();
+    Run again = call();
+    std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(again.stats.compiles, 1) << test.name;
+    EXPECT_EQ(again.stats.persistent_hits, 0) << test.name;
+    EXPECT_EQ(again.result, reference.result) << test.name;
+    EXPECT_NE(log.find("discarded " + fs::path(path).filename().string() + ": "), std::string::npos)
+        << test.name << "\n"
+        << log;
+    EXPECT_NE(log.find(test.reason), std::string::npos) << test.name << "\n" << log;
+    // The recompiled executable was saved again, whole and sound.
+    EXPECT_FALSE(fs::is_symlink(path)) << test.name;
+    EXPECT_EQ(only_entry(), path) << test.name;
+    EXPECT_EQ(entries()[0].problem, "") << test.name;
+    EXPECT_EQ(call().stats.persistent_hits, 1) << test.name;
+    good = read_file(path);
+  }
+  // The symlink's target outside the directory was neither read nor removed.
+  EXPECT_TRUE(read_file(outside) == original);
+  fs::remove(outside);
+}
+
+TEST_F(PersistentCacheTest, DirectoriesThatAreNotTheUsersOwnAreRefusedWithOneWarning) {
+  auto expect_refused = [&](const std::string& directory, const std::string& reason) {
+    use(directory);
+    ::testing::internal::CaptureStderr();
+    Run first = call();
+    Run second = call();
+    std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(first.stats.compiles + second.stats.compiles, 2) << directory;
+    EXPECT_EQ(second.result, first.result);
+    EXPECT_NE(log.find("kiln: warning: the persistent compilation cache '" + directory + "' is not used: " + reason),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(log.find("warning", log.find("warning") + 1), std::string::npos) << "warned twice:\n" << log;
+  };
+  std::string shared = directory_ + "/shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0770), 0);
+  expect_refused(shared, "it is writable by its group (mode 0770)");
+  EXPECT_TRUE(fs::is_empty(shared));
+  ASSERT_EQ(::chmod(shared.c_str(), 0707), 0);
+  expect_refused(shared, "it is writable by others (mode 0707)");
+  std::string link = directory_ + "/link";
+  std::string own = directory_ + "/own";
+  ASSERT_EQ(::mkdir(own.c_str(), 0700), 0);
+  fs::create_directory_symlink(own, link);
+  expect_refused(link, "it is a symbolic link");
+  if (::geteuid() == 0) {
+    std::string foreign = directory_ + "/foreign";
+    ASSERT_EQ(::mkdir(foreign.c_str(), 0700), 0);
+    ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0);
+    expect_refused(foreign, "it belongs to user id 65534, not to this user (0)");
+  } else {
+    expect_refused("/usr/share", "it belongs to user id 0");
+  }
+  // A missing directory is created private.
+  std::string fresh = directory_ + "/a/b/kiln";
+  use(fresh);
+  EXPECT_EQ(call().stats.compiles, 1);
+  struct stat status {};
+  ASSERT_EQ(::stat(fresh.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 0777, 0700u);
+}
+
+TEST_F(PersistentCacheTest, TheSizeBoundEvictsTheLeastRecentlyUsed) {
+  call(1.0f);
+  uint64_t one = entries()[0].bytes;
+  use(directory_, 2 * one + one / 2);  // room for two entries
+  call(2.0f);
+  EXPECT_EQ(call(1.0f).stats.persistent_hits, 1);  // 1.0 is now more recent than 2.0
+  telemetry::set_log_mask(telemetry::log_cache);
+  ::testing::internal::CaptureStderr();
+  call(3.0f);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("evicted"), std::string::npos) << log;
+  EXPECT_EQ(entries().size(), 2u);
+  EXPECT_EQ(call(1.0f).stats.persistent_hits, 1);
+  EXPECT_EQ(call(3.0f).stats.persistent_hits, 1);
+  EXPECT_EQ(call(2.0f).stats.compiles, 1);  // the least recently used went
+}
+
+std::string child_command(const std::string& directory) {
+  return "KILN_CACHE=on KILN_CACHE_DIR='" + directory + "' " KILN_PERSISTENT_CHILD;
+}
+
+// The child's printed results, without its counts.
+std::string results_of(const std::string& output) { return output.substr(0, output.find("jitted ")); }
+
+TEST_F(PersistentCacheTest, ASecondProcessCompilesNothingAndComputesTheSame) {
+  auto [first_status, first] = run(child_command(directory_));
+  ASSERT_EQ(first_status, 0) << first;
+  // Three jitted functions, the eager random numbers and arithmetic around them.
+  EXPECT_NE(first.find("jitted compiles=3 persistent_hits=0"), std::string::npos) << first;
+  auto [second_status, second] = run(child_command(directory_));
+  ASSERT_EQ(second_status, 0) << second;
+  EXPECT_NE(second.find("jitted compiles=0 persistent_hits=3"), std::string::npos) << second;
+  EXPECT_NE(second.find("process compiles=0 "), std::string::npos) << second;
+  EXPECT_EQ(results_of(second), results_of(first));
+}
+
+TEST_F(PersistentCacheTest, FourProcessesStartingTogetherOnAColdCacheAgree) {
+  std::string reference_directory = directory_ + "/reference";
+  ASSERT_EQ(::mkdir(reference_directory.c_str(), 0700), 0);
+  std::string shared = directory_ + "/shared";
+  auto [status, reference] = run(child_command(reference_directory));
+  ASSERT_EQ(status, 0) << reference;
+  std::vector<FILE*> children;
+  for (int k = 0; k < 4; ++k) children.push_back(::popen(child_command(shared).c_str(), "r"));
+  for (FILE* child : children) {
+    ASSERT_NE(child, nullptr);
+    std::string output;
+    std::array<char, 4096> chunk;
+    while (size_t got = std::fread(chunk.data(), 1, chunk.size(), child)) output.append(chunk.data(), got);
+    EXPECT_EQ(::pclose(child), 0) << output;
+    EXPECT_EQ(results_of(output), results_of(reference));
+  }
+  use(shared);
+  for (const cache::EntryInfo& entry : entries()) EXPECT_EQ(entry.problem, "") << entry.path;
+  auto [verify_status, verified] = run(std::string(KILN_TOOL) + " cache verify --dir '" + shared + "'");
+  EXPECT_EQ(verify_status, 0) << verified;
+  EXPECT_NE(verified.find(" 0 bad"), std::string::npos) << verified;
+  auto [again_status, again] = run(child_command(shared));
+  EXPECT_NE(again.find("jitted compiles=0 persistent_hits=3"), std::string::npos) << again;
+  // Nothing half-written is left behind.
+  for (const auto& item : fs::directory_iterator(shared))
+    EXPECT_FALSE(item.path().filename().string().starts_with(".tmp-")) << item.path();
+}
+
+TEST_F(PersistentCacheTest, TheKilnToolListsCountsVerifiesAndClears) {
+  call(1.0f);
+  call(2.0f);
+  call(1.0f);
+  std::string dir = " --dir '" + directory_ + "'";
+  auto [ls_status, listed] = run(std::string(KILN_TOOL) + " cache ls --json" + dir);
+  ASSERT_EQ(ls_status, 0) << listed;
+  nlohmann::json list = nlohmann::json::parse(listed);
+  ASSERT_EQ(list.size(), 2u);
+  int64_t hits = 0;
+  for (const auto& entry : list) {
+    EXPECT_EQ(entry["function"], "persisted");
+    EXPECT_GT(entry["bytes"].get<int64_t>(), 0);
+    hits += entry["hits"].get<int64_t>();
+  }
+  EXPECT_EQ(hits, 1);
+  auto [stats_status, stats_text] = run(std::string(KILN_TOOL) + " cache stats --json" + dir);
+  nlohmann::json stats = nlohmann::json::parse(stats_text);
+  EXPECT_EQ(stats["entries"], 2);
+  EXPECT_EQ(stats["directory"], directory_);
+  auto [plain_status, plain] = run(std::string(KILN_TOOL) + " cache ls" + dir);
+  EXPECT_NE(plain.find("persisted"), std::string::npos) << plain;
+
+  std::string spoiled = list[0]["path"];
+  write_file(spoiled, "not an entry");
+  auto [bad_status, bad] = run(std::string(KILN_TOOL) + " cache verify" + dir);
+  EXPECT_EQ(bad_status, 1) << bad;
+  EXPECT_NE(bad.find(spoiled + ": the file is not a kiln cache entry"), std::string::npos) << bad;
+  auto [removed_status, removed] = run(std::string(KILN_TOOL) + " cache verify --remove" + dir);
+  EXPECT_EQ(removed_status, 0) << removed;
+  EXPECT_FALSE(fs::exists(spoiled));
+  EXPECT_EQ(run(std::string(KILN_TOOL) + " cache verify" + dir).first, 0);
+
+  auto [clear_status, cleared] = run(std::string(KILN_TOOL) + " cache clear" + dir);
+  EXPECT_EQ(clear_status, 0);
+  EXPECT_NE(cleared.find("removed 1 entries"), std::string::npos) << cleared;
+  EXPECT_TRUE(entries().empty());
+  auto [help_status, help] = run(std::string(KILN_TOOL) + " --help");
+  EXPECT_EQ(help_status, 0);
+  EXPECT_NE(help.find("kiln cache <command>"), std::string::npos) << help;
+  EXPECT_EQ(run(std::string(KILN_TOOL) + " cache frobnicate 2>/dev/null").first, 2);
+}
+
+}  // namespace
+}  // namespace kiln

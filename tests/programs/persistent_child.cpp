@@ -1,0 +1,63 @@
+// A program run by the persistent cache tests in fresh processes: three
+// jitted functions (a small MLP's loss and gradients, an RNN over a scan, a
+// loop compiled whole), whose results it prints exactly (as hex floats) with
+// the process's compile and persistent-hit counts.
+//   KILN_CACHE_DIR=dir kiln_persistent_child
+#include <kiln/kiln.h>
+
+#include <cstdio>
+
+using kiln::Array;
+
+namespace {
+
+void print(const char* name, const Array& array) {
+  std::printf("%s", name);
+  for (float value : array.to_vector<float>()) std::printf(" %a", static_cast<double>(value));
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main() {
+  Array w1 = kiln::random::normal(kiln::random::key(1), {16, 32}) * 0.2f;
+  Array w2 = kiln::random::normal(kiln::random::key(2), {32, 4}) * 0.2f;
+  Array x = kiln::random::normal(kiln::random::key(3), {8, 16});
+  auto loss = [](const Array& a, const Array& b, const Array& input) {
+    return kiln::mean(kiln::square(kiln::matmul(kiln::tanh(kiln::matmul(input, a)), b) - 0.5f));
+  };
+  auto gradients = kiln::jit(kiln::grad(loss, {0, 1}), {.name = "mlp_gradients"});
+  auto [g1, g2, unused] = gradients(w1, w2, x);  // a tuple over every argument
+  print("g1", g1);
+  print("g2", g2);
+
+  Array u = kiln::random::normal(kiln::random::key(4), {8, 8}) * 0.3f;
+  auto rnn = kiln::jit(
+      [&u](const Array& h0, const Array& xs) {
+        auto step = [&u](const Array& h, const Array& input) {
+          Array next = kiln::tanh(kiln::matmul(u, h) + input);
+          return std::pair{next, kiln::sum(next)};
+        };
+        auto [last, sums] = kiln::scan(step, h0, xs);
+        return last + kiln::sum(sums);
+      },
+      {.name = "rnn"});
+  print("rnn", rnn(kiln::zeros({8}), kiln::random::normal(kiln::random::key(5), {30, 8})));
+
+  auto decay = kiln::jit(
+      [](const Array& v) {
+        return kiln::fori_loop(
+            0, 1000, [](const Array&, const Array& value) { return value * 0.99f + 0.01f; }, v);
+      },
+      {.name = "decay"});
+  print("decay", decay(kiln::array({1.0f, 2.0f, 3.0f, 4.0f})));
+
+  kiln::CacheStats stats = kiln::global_cache_stats();
+  std::printf("jitted compiles=%lld persistent_hits=%lld\n",
+              static_cast<long long>(gradients.stats().compiles + rnn.stats().compiles + decay.stats().compiles),
+              static_cast<long long>(gradients.stats().persistent_hits + rnn.stats().persistent_hits +
+                                     decay.stats().persistent_hits));
+  std::printf("process compiles=%lld persistent_hits=%lld\n", static_cast<long long>(stats.compiles),
+              static_cast<long long>(stats.persistent_hits));
+  return 0;
+}
