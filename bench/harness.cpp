@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +20,11 @@ extern "C" void openblas_set_num_threads(int);
 namespace kiln::bench {
 
 namespace {
+// Benchmarks time compiles: a persistent cache left by an earlier run would
+// turn them into loads. Unless the environment says otherwise, it is off
+// (bench_persistent configures its own); the cache reads this on first use.
+[[maybe_unused]] const bool persistent_cache_off = ::setenv("KILN_CACHE", "off", /*overwrite=*/0) == 0;
+
 std::map<std::string, std::vector<double>>& samples() {
   static std::map<std::string, std::vector<double>> values;
   return values;
