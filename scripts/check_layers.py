@@ -15,7 +15,7 @@ import sys
 
 LAYERS = [
     ["core"],
-    ["telemetry", "io", "ir"],
+    ["telemetry", "io", "ir", "comm"],
     ["trace"],
     ["ops"],
     ["transform"],

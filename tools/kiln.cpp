@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> words;
   kiln::cache::PersistentOptions options = kiln::cache::PersistentOptions::from_environment();
   options.enabled = true;  // KILN_CACHE=off stops programs using it, not its tool
+  options.create = false;  // a mistyped --dir is an error, not a new directory
   bool json = false, remove = false;
   for (int k = 1; k < argc; ++k) {
     std::string word = argv[k];

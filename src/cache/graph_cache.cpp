@@ -62,8 +62,8 @@ class GraphCache {
       }
       if (!executable) {
         executable = backend.compile(graph);
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!disk_key.empty()) disk->store(*graph, disk_key, backend, *executable, seconds);
+        lookup.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!disk_key.empty()) disk->store(*graph, disk_key, backend, *executable, lookup.compile_seconds);
       }
     } catch (...) {
       lock.lock();
@@ -73,7 +73,7 @@ class GraphCache {
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     lookup.executable = executable;
-    (lookup.loaded ? lookup.load_seconds : lookup.compile_seconds) = seconds;
+    if (lookup.loaded) lookup.load_seconds = seconds;
 
     lock.lock();
     placeholder->executable = executable;

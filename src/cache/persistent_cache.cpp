@@ -1,6 +1,11 @@
-// The persistent cache's directory, its files and their checks (see the header).
+// The persistent cache's directory, its files and their checks (see the
+// header). The directory is opened once, its owner and mode checked on the
+// open descriptor, and every file is then reached through that descriptor by
+// its bare name (openat, renameat, unlinkat): renaming or replacing the
+// directory's path afterwards cannot redirect a read or a write.
 #include "cache/persistent_cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,12 +31,21 @@ namespace kiln::cache {
 
 namespace {
 
-constexpr const char* entry_extension = ".kiln";
-constexpr const char* hits_extension = ".hits";
-constexpr const char* temporary_prefix = ".tmp-";
+constexpr std::string_view entry_extension = ".kiln";
+constexpr std::string_view hits_extension = ".hits";
+constexpr std::string_view temporary_prefix = ".tmp-";
+// A temporary file this old belongs to a writer that died.
+constexpr double abandoned_seconds = 3600;
 
-int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+/// Reading failed for a reason that says nothing about the file's content
+/// (too many open files, no memory): the entry is left alone.
+class ReadFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 void log_line(const std::string& text) { telemetry::log(telemetry::log_cache, "persistent cache: " + text); }
@@ -38,42 +53,25 @@ void log_line(const std::string& text) { telemetry::log(telemetry::log_cache, "p
 uint64_t parse_bytes(const char* text) {
   char* end = nullptr;
   double value = std::strtod(text, &end);
-  uint64_t scale = 1;
-  if (end && (*end == 'K' || *end == 'k')) scale = uint64_t{1} << 10;
-  if (end && (*end == 'M' || *end == 'm')) scale = uint64_t{1} << 20;
-  if (end && (*end == 'G' || *end == 'g')) scale = uint64_t{1} << 30;
-  if (end == text || value < 0) {
-    telemetry::warn(std::string("KILN_CACHE_MAX_BYTES='") + text + "' is not a size; using 1G");
+  double scale = 1;
+  std::string suffix = end ? end : "";
+  if (suffix == "K" || suffix == "k") scale = 0x1p10;
+  if (suffix == "M" || suffix == "m") scale = 0x1p20;
+  if (suffix == "G" || suffix == "g") scale = 0x1p30;
+  bool known = suffix.empty() || scale > 1;
+  if (end == text || !known || !std::isfinite(value) || value < 0 || value * scale >= 0x1p63) {
+    telemetry::warn(std::string("KILN_CACHE_MAX_BYTES='") + text +
+                    "' is not a size (a number of bytes, optionally with K, M or G); using 1G");
     return uint64_t{1} << 30;
   }
-  return static_cast<uint64_t>(value * static_cast<double>(scale));
+  return static_cast<uint64_t>(value * scale);
 }
 
-// Reads a whole regular file, never through a symbolic link and never
-// blocking on a pipe someone put there.
-std::string read_entry_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP) throw EntryProblem("it is a symbolic link");
-    if (errno == ENOENT) return {};
-    throw EntryProblem(std::string("it cannot be opened: ") + std::strerror(errno));
-  }
-  struct stat status {};
-  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-    ::close(fd);
-    throw EntryProblem("it is not a regular file");
-  }
-  std::string bytes(static_cast<size_t>(status.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    done += static_cast<size_t>(got);
-  }
-  ::close(fd);
-  bytes.resize(done);
-  return bytes;
+std::string temporary_name() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  return std::string(temporary_prefix) + std::to_string(::getpid()) + "-" + std::to_string(salt) + "-" +
+         std::to_string(counter.fetch_add(1));
 }
 
 bool write_all(int fd, const std::string& bytes) {
@@ -87,47 +85,10 @@ bool write_all(int fd, const std::string& bytes) {
   return true;
 }
 
-std::string temporary_name() {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t salt = std::random_device{}();
-  return std::string(temporary_prefix) + std::to_string(::getpid()) + "-" + std::to_string(salt) + "-" +
-         std::to_string(counter.fetch_add(1));
-}
-
-// Why the directory must not be used, or empty. Creates it (0700) when missing.
-std::string directory_problem(const std::string& directory) {
-  std::error_code error;
-  std::filesystem::path path(directory);
-  if (path.has_parent_path() && !std::filesystem::exists(path.parent_path(), error))
-    std::filesystem::create_directories(path.parent_path(), error);
-  if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST)
-    return std::string("it cannot be created: ") + std::strerror(errno);
-  struct stat status {};
-  if (::lstat(directory.c_str(), &status) != 0) return std::string("it cannot be read: ") + std::strerror(errno);
-  if (S_ISLNK(status.st_mode)) return "it is a symbolic link";
-  if (!S_ISDIR(status.st_mode)) return "it is not a directory";
-  if (status.st_uid != ::geteuid())
-    return "it belongs to user id " + std::to_string(status.st_uid) + ", not to this user (" +
-           std::to_string(::geteuid()) + ")";
-  if (status.st_mode & (S_IWGRP | S_IWOTH)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", status.st_mode & 07777);
-    return std::string("it is writable by ") + ((status.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " +
-           mode + ")";
-  }
-  return {};
-}
-
-// With nanoseconds: entries written within one second still have an order.
-double modified_seconds(const std::string& path) {
-  struct stat status {};
-  if (::lstat(path.c_str(), &status) != 0) return 0;
-  return static_cast<double>(status.st_mtim.tv_sec) + 1e-9 * static_cast<double>(status.st_mtim.tv_nsec);
-}
-
-uint64_t size_of(const std::string& path) {
-  struct stat status {};
-  return ::lstat(path.c_str(), &status) == 0 ? static_cast<uint64_t>(status.st_size) : 0;
+std::string mode_text(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
 }
 
 std::mutex process_cache_mutex;
@@ -174,38 +135,112 @@ std::string persistent_key(const ir::Graph& graph, const runtime::Backend& backe
 
 PersistentCache::PersistentCache(PersistentOptions options) : options_(std::move(options)) {}
 
+PersistentCache::~PersistentCache() {
+  if (directory_fd_ >= 0) ::close(directory_fd_);
+}
+
+std::string PersistentCache::open_directory() {
+  const std::string& directory = options_.directory;
+  if (options_.create) {
+    std::error_code error;
+    std::filesystem::path path(directory);
+    if (path.has_parent_path() && !std::filesystem::exists(path.parent_path(), error))
+      std::filesystem::create_directories(path.parent_path(), error);
+    if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST)
+      return std::string("it cannot be created: ") + std::strerror(errno);
+  }
+  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    int error = errno;
+    struct stat link {};
+    bool symbolic = ::lstat(directory.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+    if (error == ELOOP || symbolic) return "it is a symbolic link";
+    if (error == ENOTDIR) return "it is not a directory";
+    return std::string("it cannot be opened: ") + std::strerror(error);
+  }
+  struct stat status {};
+  std::string problem;
+  if (::fstat(fd, &status) != 0) {
+    problem = std::string("it cannot be read: ") + std::strerror(errno);
+  } else if (status.st_uid != ::geteuid()) {
+    problem = "it belongs to user id " + std::to_string(status.st_uid) + ", not to this user (" +
+              std::to_string(::geteuid()) + ")";
+  } else if (status.st_mode & (S_IWGRP | S_IWOTH)) {
+    problem = std::string("it is writable by ") + ((status.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " +
+              mode_text(status.st_mode) + ")";
+  }
+  if (!problem.empty()) {
+    ::close(fd);
+    return problem;
+  }
+  directory_fd_ = fd;
+  return {};
+}
+
 bool PersistentCache::usable() {
   std::call_once(checked_, [this] {
     if (!options_.enabled) return;
-    std::string problem = directory_problem(options_.directory);
-    if (problem.empty()) {
-      usable_ = true;
-      return;
-    }
+    std::string problem = open_directory();
+    if (problem.empty()) return;
     telemetry::warn("the persistent compilation cache '" + options_.directory + "' is not used: " + problem +
                     ". Executables are compiled as if it were empty. Fix: make it a directory of your own with "
                     "mode 0700 (chmod 700), point KILN_CACHE_DIR at one, or set KILN_CACHE=off");
   });
-  return usable_;
+  return directory_fd_ >= 0;
 }
 
-std::string PersistentCache::path_of(const std::string& key, const char* extension) const {
-  return options_.directory + "/" + key + extension;
+std::string PersistentCache::path_of(const std::string& name) const { return options_.directory + "/" + name; }
+
+// The whole file, never through a symbolic link and never blocking on a pipe
+// someone put there; empty when there is no such file.
+std::string PersistentCache::read_file(const std::string& name) const {
+  int fd = ::openat(directory_fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) throw EntryProblem("it is a symbolic link");
+    if (errno == ENOENT) return {};
+    throw ReadFailure(std::string("it cannot be opened: ") + std::strerror(errno));
+  }
+  struct stat status {};
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    ::close(fd);
+    throw EntryProblem("it is not a regular file");
+  }
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<size_t>(status.st_size));
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    throw ReadFailure("it is too large to read into memory");
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    done += static_cast<size_t>(got);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  return bytes;
+}
+
+bool PersistentCache::exists(const std::string& name) const {
+  struct stat status {};
+  return ::fstatat(directory_fd_, name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 void PersistentCache::discard(const std::string& key, const std::string& reason) {
-  ::unlink(path_of(key, entry_extension).c_str());
-  ::unlink(path_of(key, hits_extension).c_str());
-  log_line("discarded " + key + entry_extension + ": " + reason + "; compiling again");
+  remove(key);
+  log_line("discarded " + key + std::string(entry_extension) + ": " + reason + "; compiling again");
 }
 
 std::optional<PersistentCache::Loaded> PersistentCache::load(const std::shared_ptr<const ir::Graph>& graph,
                                                              const std::string& key, const runtime::Backend& backend) {
   if (!usable()) return std::nullopt;
-  std::string path = path_of(key, entry_extension);
+  std::string name = key + std::string(entry_extension);
   try {
-    std::string bytes = read_entry_file(path);
-    if (bytes.empty() && ::access(path.c_str(), F_OK) != 0) {
+    std::string bytes = read_file(name);
+    if (bytes.empty() && !exists(name)) {
       log_line("miss " + key + " '" + graph->name + "'");
       return std::nullopt;
     }
@@ -218,13 +253,14 @@ std::optional<PersistentCache::Loaded> PersistentCache::load(const std::shared_p
     Loaded loaded;
     try {
       loaded.executable = backend.load(graph, entry.executable);
-    } catch (const std::exception& error) {
-      throw EntryProblem(std::string("its code does not fit the graph: ") + error.what());
+    } catch (const runtime::SavedExecutableMismatch& mismatch) {
+      throw EntryProblem(std::string("its code does not fit the graph: ") + mismatch.what());
     }
     if (!loaded.executable) throw EntryProblem("the backend cannot load it");
     loaded.compile_seconds = entry.header.compile_seconds;
     // A byte per hit: its size counts them, its time is the entry's last use.
-    int fd = ::open(path_of(key, hits_extension).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = ::openat(directory_fd_, (key + std::string(hits_extension)).c_str(),
+                      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
       [[maybe_unused]] ssize_t wrote = ::write(fd, "+", 1);
       ::close(fd);
@@ -234,65 +270,100 @@ std::optional<PersistentCache::Loaded> PersistentCache::load(const std::shared_p
     return loaded;
   } catch (const EntryProblem& problem) {
     discard(key, problem.what());
-    return std::nullopt;
+  } catch (const std::exception& failure) {
+    // Nothing says the entry is bad (a full descriptor table, a linker
+    // failing in this process): it stays for others.
+    log_line("could not load " + name + ": " + failure.what() + "; compiling instead");
   }
+  return std::nullopt;
 }
 
 void PersistentCache::store(const ir::Graph& graph, const std::string& key, const runtime::Backend& backend,
                             const runtime::Executable& executable, double compile_seconds) {
   if (!usable()) return;
-  std::string saved = backend.save(executable);
-  if (saved.empty()) return;
-  EntryHeader header{build_id(), backend.target(), key, graph.name, compile_seconds, now_seconds()};
-  std::string bytes = encode_entry(header, saved);
-  std::string temporary = options_.directory + "/" + temporary_name();
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    log_line("cannot write " + temporary + ": " + std::strerror(errno));
-    return;
+  try {
+    std::string saved = backend.save(executable);
+    if (saved.empty()) return;
+    EntryHeader header{build_id(), backend.target(), key,
+                       graph.name, compile_seconds,  static_cast<int64_t>(now_seconds())};
+    std::string bytes = encode_entry(header, saved);
+    std::string temporary = temporary_name();
+    int fd = ::openat(directory_fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      log_line("cannot write " + path_of(temporary) + ": " + std::strerror(errno));
+      return;
+    }
+    bool written = write_all(fd, bytes);
+    written = ::close(fd) == 0 && written;
+    // renameat replaces atomically: a reader sees the old file or the new
+    // one, never part of either; two writers of one key write equivalent code.
+    std::string name = key + std::string(entry_extension);
+    if (!written || ::renameat(directory_fd_, temporary.c_str(), directory_fd_, name.c_str()) != 0) {
+      int error = errno;
+      ::unlinkat(directory_fd_, temporary.c_str(), 0);
+      log_line("cannot write " + name + ": " + std::strerror(error));
+      return;
+    }
+    int hits = ::openat(directory_fd_, (key + std::string(hits_extension)).c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (hits >= 0) ::close(hits);
+    log_line("wrote " + key + " '" + graph.name + "' (" + std::to_string(bytes.size()) + " bytes)");
+    evict(options_.max_bytes);
+  } catch (const std::exception& failure) {
+    log_line("could not save " + key + ": " + failure.what());
   }
-  bool written = write_all(fd, bytes);
-  written = ::close(fd) == 0 && written;
-  // rename() replaces atomically: a reader sees the old file or the new one,
-  // never part of either; two writers of one key write the same bytes.
-  if (!written || ::rename(temporary.c_str(), path_of(key, entry_extension).c_str()) != 0) {
-    ::unlink(temporary.c_str());
-    log_line("cannot write " + key + entry_extension + ": " + std::strerror(errno));
-    return;
+}
+
+std::vector<std::string> PersistentCache::names() const {
+  std::vector<std::string> found;
+  int fd = ::dup(directory_fd_);
+  if (fd < 0) return found;
+  DIR* listing = ::fdopendir(fd);
+  if (!listing) {
+    ::close(fd);
+    return found;
   }
-  log_line("wrote " + key + " '" + graph.name + "' (" + std::to_string(bytes.size()) + " bytes)");
-  evict(options_.max_bytes);
+  ::rewinddir(listing);
+  while (dirent* item = ::readdir(listing)) found.emplace_back(item->d_name);
+  ::closedir(listing);
+  return found;
+}
+
+// With nanoseconds: entries written within one second still have an order.
+PersistentCache::FileStatus PersistentCache::status_of(const std::string& name) const {
+  struct stat status {};
+  if (::fstatat(directory_fd_, name.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0) return {};
+  return {static_cast<uint64_t>(status.st_size),
+          static_cast<double>(status.st_mtim.tv_sec) + 1e-9 * static_cast<double>(status.st_mtim.tv_nsec)};
 }
 
 std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backend* check) {
   std::vector<EntryInfo> found;
   if (!usable()) return found;
-  std::error_code error;
-  for (const auto& item : std::filesystem::directory_iterator(options_.directory, error)) {
-    std::string name = item.path().filename().string();
-    if (name.size() <= std::strlen(entry_extension) || !name.ends_with(entry_extension)) continue;
+  for (const std::string& name : names()) {
+    if (name.size() <= entry_extension.size() || !name.ends_with(entry_extension)) continue;
     EntryInfo info;
-    info.key = name.substr(0, name.size() - std::strlen(entry_extension));
-    info.path = item.path().string();
-    info.bytes = size_of(info.path);
-    std::string hits = path_of(info.key, hits_extension);
-    info.hits = static_cast<int64_t>(size_of(hits));
-    info.last_used = std::max(modified_seconds(info.path), modified_seconds(hits));
+    info.key = name.substr(0, name.size() - entry_extension.size());
+    info.path = path_of(name);
+    FileStatus entry = status_of(name), hits = status_of(info.key + std::string(hits_extension));
+    info.bytes = entry.bytes;
+    info.hits = static_cast<int64_t>(hits.bytes);
+    info.last_used = std::max(entry.modified, hits.modified);
     if (!read) {
       found.push_back(std::move(info));
       continue;
     }
     try {
-      DecodedEntry entry = decode_entry(read_entry_file(info.path));
-      info.function = entry.header.function;
-      info.compile_seconds = entry.header.compile_seconds;
-      info.created = entry.header.created;
-      if (check && entry.header.build != build_id())
-        throw EntryProblem("written by kiln build " + entry.header.build + ", this is " + build_id());
-      if (check && entry.header.target != check->target())
-        throw EntryProblem("compiled for '" + entry.header.target + "', this machine is '" + check->target() + "'");
-      if (check && entry.header.key != info.key) throw EntryProblem("it holds key " + entry.header.key);
-    } catch (const EntryProblem& problem) {
+      DecodedEntry decoded = decode_entry(read_file(name));
+      info.function = decoded.header.function;
+      info.compile_seconds = decoded.header.compile_seconds;
+      info.created = decoded.header.created;
+      if (check && decoded.header.build != build_id())
+        throw EntryProblem("written by kiln build " + decoded.header.build + ", this is " + build_id());
+      if (check && decoded.header.target != check->target())
+        throw EntryProblem("compiled for '" + decoded.header.target + "', this machine is '" + check->target() + "'");
+      if (check && decoded.header.key != info.key) throw EntryProblem("it holds key " + decoded.header.key);
+    } catch (const std::exception& problem) {
       info.problem = problem.what();
     }
     found.push_back(std::move(info));
@@ -302,32 +373,37 @@ std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backen
 }
 
 void PersistentCache::remove(const std::string& key) {
-  ::unlink(path_of(key, entry_extension).c_str());
-  ::unlink(path_of(key, hits_extension).c_str());
+  if (!usable()) return;
+  ::unlinkat(directory_fd_, (key + std::string(entry_extension)).c_str(), 0);
+  ::unlinkat(directory_fd_, (key + std::string(hits_extension)).c_str(), 0);
 }
 
 size_t PersistentCache::clear() {
   size_t removed = 0;
   if (!usable()) return removed;
-  std::error_code error;
-  std::vector<std::string> names;
-  for (const auto& item : std::filesystem::directory_iterator(options_.directory, error))
-    names.push_back(item.path().filename().string());
-  for (const std::string& name : names) {
+  for (const std::string& name : names()) {
     bool entry = name.ends_with(entry_extension);
-    if (entry || name.ends_with(hits_extension) || name.starts_with(temporary_prefix)) {
-      if (::unlink((options_.directory + "/" + name).c_str()) == 0 && entry) ++removed;
-    }
+    if (entry || name.ends_with(hits_extension) || name.starts_with(temporary_prefix))
+      if (::unlinkat(directory_fd_, name.c_str(), 0) == 0 && entry) ++removed;
   }
   return removed;
 }
 
 void PersistentCache::evict(uint64_t max_bytes) {
+  if (!usable()) return;
   std::vector<EntryInfo> all = entries(/*read=*/false);
   uint64_t total = 0;
+  double now = now_seconds();
+  for (const std::string& name : names()) {
+    if (!name.starts_with(temporary_prefix)) continue;
+    FileStatus temporary = status_of(name);
+    if (now - temporary.modified > abandoned_seconds && ::unlinkat(directory_fd_, name.c_str(), 0) == 0) continue;
+    total += temporary.bytes;
+  }
   for (const EntryInfo& info : all) total += info.bytes + static_cast<uint64_t>(info.hits);
   if (total <= max_bytes) return;
-  std::sort(all.begin(), all.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.last_used < b.last_used; });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const EntryInfo& a, const EntryInfo& b) { return a.last_used < b.last_used; });
   for (const EntryInfo& info : all) {
     if (total <= max_bytes) break;
     remove(info.key);

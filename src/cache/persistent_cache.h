@@ -27,6 +27,7 @@ struct PersistentOptions {
   bool enabled = true;
   std::string directory;
   uint64_t max_bytes = uint64_t{1} << 30;
+  bool create = true;  // make the directory (0700) when it is missing
   /// From KILN_CACHE, KILN_CACHE_DIR and KILN_CACHE_MAX_BYTES.
   static PersistentOptions from_environment();
 };
@@ -54,21 +55,27 @@ const char* build_id();
 class PersistentCache {
  public:
   explicit PersistentCache(PersistentOptions options);
+  ~PersistentCache();
+  PersistentCache(const PersistentCache&) = delete;
+  PersistentCache& operator=(const PersistentCache&) = delete;
   const PersistentOptions& options() const { return options_; }
   /// Whether entries are read and written: enabled, and the directory exists
-  /// (created 0700 if missing), is a directory, belongs to this user and is
-  /// writable by no one else. Checked once; a refusal warns once.
+  /// (created 0700 if missing), is a directory and no symbolic link, belongs
+  /// to this user and is writable by no one else. Checked once, on the
+  /// descriptor every later access goes through; a refusal warns once.
   bool usable();
 
   struct Loaded {
     std::shared_ptr<const runtime::Executable> executable;
     double compile_seconds = 0;  // what compiling it took when it was saved
   };
-  /// The executable saved under `key`, linked; nothing when there is none or
-  /// it was discarded (with a KILN_LOG=cache line saying why).
+  /// The executable saved under `key`, linked; nothing when there is none,
+  /// when it was bad (removed, with a KILN_LOG=cache line saying why) or
+  /// when it could not be read or linked here (kept for others). Never throws.
   std::optional<Loaded> load(const std::shared_ptr<const ir::Graph>& graph, const std::string& key,
                              const runtime::Backend& backend);
-  /// Saves a freshly compiled executable under `key`, then evicts down to the bound.
+  /// Saves a freshly compiled executable under `key`, then evicts down to
+  /// the bound. A failure is logged, never thrown.
   void store(const ir::Graph& graph, const std::string& key, const runtime::Backend& backend,
              const runtime::Executable& executable, double compile_seconds);
 
@@ -80,16 +87,26 @@ class PersistentCache {
   void remove(const std::string& key);
   /// Removes every entry and leftover temporary file; returns the entries removed.
   size_t clear();
-  /// Removes least recently used entries until the directory holds at most `max_bytes`.
+  /// Removes least recently used entries (and temporary files abandoned by
+  /// writers that died) until the directory holds at most `max_bytes`.
   void evict(uint64_t max_bytes);
 
  private:
-  std::string path_of(const std::string& key, const char* extension) const;
+  struct FileStatus {
+    uint64_t bytes = 0;
+    double modified = 0;
+  };
+  std::string open_directory();
+  std::string path_of(const std::string& name) const;
+  std::string read_file(const std::string& name) const;
+  bool exists(const std::string& name) const;
+  FileStatus status_of(const std::string& name) const;
+  std::vector<std::string> names() const;
   void discard(const std::string& key, const std::string& reason);
 
   PersistentOptions options_;
   std::once_flag checked_;
-  bool usable_ = false;
+  int directory_fd_ = -1;
 };
 
 /// The process's persistent cache.

@@ -19,6 +19,7 @@ RuleTable build_table() {
   register_matmul_rules(table);
   register_indexing_rules(table);
   register_control_rules(table);
+  register_collective_rules(table);
   return table;
 }
 }  // namespace

@@ -30,6 +30,8 @@ enum class Fusion : uint8_t {
   kernel,       // a native kernel of its own (row.kernel; backend/llvm/standalone_*.cpp)
   control,      // a loop or branch over sub-graphs (ops/control.h), or one of its results:
                 // every executor runs it with its own code for the bodies
+  collective,   // communication between processes: every executor calls its kernel (MPI)
+                // where it stands, never folds, hoists or fuses it
 };
 
 struct PrimitiveRules {
@@ -107,6 +109,7 @@ void register_reduce_rules(RuleTable& table);
 void register_matmul_rules(RuleTable& table);
 void register_indexing_rules(RuleTable& table);
 void register_control_rules(RuleTable& table);
+void register_collective_rules(RuleTable& table);
 
 /// "[0,1,2]"
 std::string ints_string(const std::vector<int64_t>& values);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,14 @@ class Executable {
   virtual std::string_view backend() const = 0;
 };
 
+/// Thrown by Backend::load when saved bytes do not describe the graph's
+/// executable (another plan, a missing symbol): the saved entry is wrong,
+/// unlike a failure of this process (no memory, a linker error).
+class SavedExecutableMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -37,7 +46,7 @@ class Backend {
   /// process of the same build on the same machine; empty when it cannot be saved.
   virtual std::string save(const Executable&) const { return {}; }
   /// The executable save() wrote for `graph`, linked without compiling.
-  /// Throws (any std::exception) when the bytes do not describe it.
+  /// Throws SavedExecutableMismatch when the bytes do not describe it.
   virtual std::shared_ptr<const Executable> load(std::shared_ptr<const ir::Graph>, std::string_view) const {
     return nullptr;
   }

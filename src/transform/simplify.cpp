@@ -80,6 +80,8 @@ bool fold(const Nodes& nodes, Node& node) {
   if (node.op == Primitive::literal || node.inputs.empty() || !node.type.shape.empty()) return false;
   // A loop or branch over literals still runs its bodies: no reference kernel folds it.
   if (ops::rules(node.op).fusion == ops::Fusion::control) return false;
+  // Communication happens when the graph runs, on every rank alike.
+  if (ops::rules(node.op).fusion == ops::Fusion::collective) return false;
   // The reference kernel (libm) would give another value than the compiled
   // vector math gives the same operation on an input.
   if (ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype)) return false;

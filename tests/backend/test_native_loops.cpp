@@ -149,6 +149,17 @@ TEST(NativeLoops, LargeBodiesMatmulsAndNestedLoopsTakeTheGeneralPath) {
         0, 3, [](const Array&, const Array& x) { return x * 0.5f + 1.0f; }, v);
   };
   EXPECT_EQ(native_loops_in(trace_case("large", large, zeros({int64_t{1} << 17})), exact), 0u);
+  // Swapping two large carries computes nothing but would copy them twice per step.
+  auto swap = [](const Array& a, const Array& b) {
+    auto [x, y] = fori_loop(
+        0, 3,
+        [](const Array&, const std::pair<Array, Array>& s) {
+          return std::pair{s.second, s.first};
+        },
+        std::pair{a, b});
+    return x - y;
+  };
+  EXPECT_EQ(native_loops_in(trace_case("swap", swap, zeros({int64_t{1} << 16}), ones({int64_t{1} << 16})), exact), 0u);
   Array w = random::normal(random::key(7), {4, 4}) * 0.3f;
   auto product = [&](const Array& h) {
     return fori_loop(

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "backend/llvm/backend.h"
 #include "backend/llvm/kernel_cache.h"
@@ -236,11 +237,17 @@ TEST_F(PersistentCacheTest, DirectoriesThatAreNotTheUsersOwnAreRefusedWithOneWar
 }
 
 TEST_F(PersistentCacheTest, TheSizeBoundEvictsTheLeastRecentlyUsed) {
+  // File times advance with the kernel's clock tick (a few milliseconds):
+  // uses a tick apart are ordered.
+  auto tick = [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); };
   call(1.0f);
   uint64_t one = entries()[0].bytes;
   use(directory_, 2 * one + one / 2);  // room for two entries
+  tick();
   call(2.0f);
+  tick();
   EXPECT_EQ(call(1.0f).stats.persistent_hits, 1);  // 1.0 is now more recent than 2.0
+  tick();
   telemetry::set_log_mask(telemetry::log_cache);
   ::testing::internal::CaptureStderr();
   call(3.0f);
@@ -257,7 +264,9 @@ std::string child_command(const std::string& directory) {
 }
 
 // The child's printed results, without its counts.
-std::string results_of(const std::string& output) { return output.substr(0, output.find("jitted ")); }
+std::string results_of(const std::string& output) {
+  return output.substr(0, std::min(output.find("jitted "), output.find("process ")));
+}
 
 TEST_F(PersistentCacheTest, ASecondProcessCompilesNothingAndComputesTheSame) {
   auto [first_status, first] = run(child_command(directory_));
@@ -269,6 +278,19 @@ TEST_F(PersistentCacheTest, ASecondProcessCompilesNothingAndComputesTheSame) {
   EXPECT_NE(second.find("jitted compiles=0 persistent_hits=3"), std::string::npos) << second;
   EXPECT_NE(second.find("process compiles=0 "), std::string::npos) << second;
   EXPECT_EQ(results_of(second), results_of(first));
+}
+
+TEST_F(PersistentCacheTest, CodeFromProcessesThatNamedItAlikeStaysApart) {
+  // Each child's first compile names its kernels alike; a third process
+  // loading both must not take one's code for the other's.
+  auto [first_status, first] = run(child_command(directory_) + " first");
+  auto [second_status, second] = run(child_command(directory_) + " second");
+  ASSERT_EQ(first_status + second_status, 0) << first << second;
+  auto [both_status, both] = run(child_command(directory_) + " both");
+  ASSERT_EQ(both_status, 0) << both;
+  EXPECT_NE(both.find("process compiles=0 persistent_hits=2"), std::string::npos) << both;
+  EXPECT_NE(both.find(results_of(first)), std::string::npos) << both;
+  EXPECT_NE(both.find(results_of(second)), std::string::npos) << both;
 }
 
 TEST_F(PersistentCacheTest, FourProcessesStartingTogetherOnAColdCacheAgree) {

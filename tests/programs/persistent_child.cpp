@@ -2,10 +2,11 @@
 // jitted functions (a small MLP's loss and gradients, an RNN over a scan, a
 // loop compiled whole), whose results it prints exactly (as hex floats) with
 // the process's compile and persistent-hit counts.
-//   KILN_CACHE_DIR=dir kiln_persistent_child
+//   KILN_CACHE_DIR=dir kiln_persistent_child [first | second | both]
 #include <kiln/kiln.h>
 
 #include <cstdio>
+#include <string>
 
 using kiln::Array;
 
@@ -19,7 +20,22 @@ void print(const char* name, const Array& array) {
 
 }  // namespace
 
-int main() {
+// Two functions whose first compile in a fresh process gets the same symbol
+// names: a process loading both must run each one's own code.
+int twins(const std::string& which) {
+  Array v = kiln::array({1.0f, 2.0f});
+  auto first = [](const Array& x) { return kiln::exp(x) + 1.0f; };
+  auto second = [](const Array& x) { return x * x - 7.0f; };
+  if (which != "second") print("first", kiln::jit(first, {.name = "first"})(v));
+  if (which != "first") print("second", kiln::jit(second, {.name = "second"})(v));
+  kiln::CacheStats stats = kiln::global_cache_stats();
+  std::printf("process compiles=%lld persistent_hits=%lld\n", static_cast<long long>(stats.compiles),
+              static_cast<long long>(stats.persistent_hits));
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1) return twins(argv[1]);
   Array w1 = kiln::random::normal(kiln::random::key(1), {16, 32}) * 0.2f;
   Array w2 = kiln::random::normal(kiln::random::key(2), {32, 4}) * 0.2f;
   Array x = kiln::random::normal(kiln::random::key(3), {8, 16});

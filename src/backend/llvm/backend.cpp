@@ -445,11 +445,15 @@ class LlvmBackend final : public runtime::Backend {
 
   std::shared_ptr<const runtime::Executable> load(std::shared_ptr<const ir::Graph> graph,
                                                   std::string_view saved) const override {
-    detail::ByteReader in(saved);
-    LinkedObjects objects(in);
-    auto executable = std::make_shared<CompiledGraph>(std::move(graph), &objects, &in);
-    if (in.left() != 0) throw SavedCodeMismatch("bytes are left over");
-    return executable;
+    try {
+      detail::ByteReader in(saved);
+      LinkedObjects objects(in);
+      auto executable = std::make_shared<CompiledGraph>(std::move(graph), &objects, &in);
+      if (in.left() != 0) throw SavedCodeMismatch("bytes are left over");
+      return executable;
+    } catch (const detail::TruncatedBytes&) {
+      throw SavedCodeMismatch("the description ends early");
+    }
   }
 };
 

@@ -33,14 +33,15 @@
 #include <llvm/Transforms/Utils/LoopSimplify.h>
 #include <llvm/Transforms/Vectorize/LoopVectorize.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -127,11 +128,8 @@ struct Engine::State {
   std::string cpu;
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
-  // By first symbol: the objects linked now (held weakly).
+  // By their bytes: the loaded objects linked now (held weakly).
   std::unordered_map<std::string, std::weak_ptr<const Engine::Linked>> linked_objects;
-  // Random per process, in every symbol: objects another process compiled
-  // (loaded from a persistent cache) never define a symbol this one defines.
-  std::string process_tag;
 };
 
 Engine& Engine::instance() {
@@ -154,10 +152,6 @@ Engine::Engine() : state_(std::make_shared<State>()) {
   state_->cpu = builder.getCPU();
   state_->target = unwrap(builder.createTargetMachine(), "creating the target machine");
   state_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(), "creating the JIT");
-  std::random_device random;
-  char tag[17];
-  std::snprintf(tag, sizeof tag, "%08x%08x", random(), random());
-  state_->process_tag = tag;
   auto& library = state_->jit->getMainJITDylib();
   library.addGenerator(unwrap(
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
@@ -265,51 +259,86 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
   }
   module.reset();
   context.reset();
-  Linked linked = link(object);
+  // Symbols compiled here are unique in this process (fresh_symbol_prefix):
+  // the main library holds them all.
+  auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
+  std::vector<void*> addresses = add_object(state_->jit->getMainJITDylib(), tracker, *object);
+  write_perf_map(symbols, addresses);
   ++state_->modules;
-  write_perf_map(symbols, linked.addresses);
-  return linked;
+  ++state_->linked;
+  auto code = std::shared_ptr<const void>(nullptr, [state = state_, tracker](const void*) {
+    std::lock_guard lock(state->mutex);
+    llvm::consumeError(tracker->remove());
+    --state->linked;
+  });
+  return {std::move(addresses), std::move(code), std::move(object)};
 }
 
+// Called with the mutex held: the object's symbols looked up in `library`;
+// on failure nothing of it stays linked.
+std::vector<void*> Engine::add_object(llvm::orc::JITDylib& library, const llvm::orc::ResourceTrackerSP& tracker,
+                                      const ObjectCode& object) {
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.bytes.data(), object.bytes.size()),
+                                                     object.symbols.empty() ? "kiln" : object.symbols.front());
+  std::vector<void*> addresses;
+  try {
+    if (auto error = state_->jit->addObjectFile(tracker, std::move(buffer)))
+      throw std::runtime_error("kiln LLVM backend: adding an object: " + error_text(std::move(error)));
+    for (const std::string& symbol : object.symbols)
+      addresses.push_back(unwrap(state_->jit->lookup(library, symbol), "looking up a kernel").toPtr<void*>());
+  } catch (...) {
+    llvm::consumeError(tracker->remove());
+    throw;
+  }
+  return addresses;
+}
+
+// An object from a saved executable links into a library of its own:
+// another process (a fork of one parent, say) may have used the same symbol
+// names for other code, and an object linked again before the last copy's
+// unlinking finished must not meet its own names. The same object (two
+// entries sharing a module, or an entry loaded again while its code is
+// alive) is shared, recognized by its bytes.
 Engine::Linked Engine::load(const std::shared_ptr<const ObjectCode>& object) {
   std::lock_guard lock(state_->mutex);
-  return link(object);
-}
-
-// Called with the mutex held. An object linked already (two cache entries
-// sharing a module, or an entry loaded again while its code is alive) is
-// shared, not linked twice: its symbols would be defined twice.
-Engine::Linked Engine::link(const std::shared_ptr<const ObjectCode>& object) {
-  auto& linked_objects = state_->linked_objects;
-  std::string identity = object->symbols.empty() ? std::string() : object->symbols.front();
-  if (auto found = linked_objects.find(identity); found != linked_objects.end())
-    if (std::shared_ptr<const Linked> alive = found->second.lock()) {
-      Linked result = *alive;
-      result.code = alive;
-      return result;
-    }
-  auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
-  auto buffer =
-      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object->bytes.data(), object->bytes.size()), identity);
-  if (auto error = state_->jit->addObjectFile(tracker, std::move(buffer)))
-    throw std::runtime_error("kiln LLVM backend: adding an object: " + error_text(std::move(error)));
+  std::string identity(16, '\0');
+  XXH128_hash_t digest = XXH3_128bits(object->bytes.data(), object->bytes.size());
+  std::memcpy(identity.data(), &digest, sizeof digest);
+  for (const std::string& symbol : object->symbols) identity += "|" + symbol;
+  std::weak_ptr<const Linked>& slot = state_->linked_objects[identity];
+  if (std::shared_ptr<const Linked> alive = slot.lock()) {
+    Linked result = *alive;
+    result.code = alive;
+    return result;
+  }
+  llvm::orc::ExecutionSession& session = state_->jit->getExecutionSession();
+  auto created = state_->jit->createJITDylib("kiln-loaded-" + std::to_string(state_->modules++));
+  if (!created) throw std::runtime_error("kiln LLVM backend: creating a library: " + error_text(created.takeError()));
+  llvm::orc::JITDylib& library = *created;
+  library.addGenerator(unwrap(
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
+      "searching the process for symbols"));
   std::vector<void*> addresses;
-  for (const std::string& symbol : object->symbols)
-    addresses.push_back(unwrap(state_->jit->lookup(symbol), "looking up a kernel").toPtr<void*>());
+  try {
+    addresses = add_object(library, library.getDefaultResourceTracker(), *object);
+  } catch (...) {
+    llvm::consumeError(session.removeJITDylib(library));
+    throw;
+  }
   ++state_->linked;
-  // The last holder unlinks: executables, the kernel cache and this table
-  // (which holds it weakly) share one Linked.
-  auto shared = std::shared_ptr<Linked>(new Linked{std::move(addresses), nullptr, object},
-                                        [state = state_, tracker, identity](Linked* linked) {
-                                          delete linked;
-                                          std::lock_guard lock(state->mutex);
-                                          llvm::consumeError(tracker->remove());
-                                          --state->linked;
-                                          auto found = state->linked_objects.find(identity);
-                                          if (found != state->linked_objects.end() && found->second.expired())
-                                            state->linked_objects.erase(found);
-                                        });
-  linked_objects[identity] = shared;
+  // The last holder (executables, the kernel cache; this table holds it weakly) unlinks.
+  auto shared =
+      std::shared_ptr<Linked>(new Linked{std::move(addresses), nullptr, object},
+                              [state = state_, library = &library, identity](Linked* linked) {
+                                delete linked;
+                                std::lock_guard lock(state->mutex);
+                                llvm::consumeError(state->jit->getExecutionSession().removeJITDylib(*library));
+                                --state->linked;
+                                auto found = state->linked_objects.find(identity);
+                                if (found != state->linked_objects.end() && found->second.expired())
+                                  state->linked_objects.erase(found);
+                              });
+  slot = shared;
   Linked result = *shared;
   result.code = shared;
   return result;
@@ -317,7 +346,7 @@ Engine::Linked Engine::link(const std::shared_ptr<const ObjectCode>& object) {
 
 std::string Engine::fresh_symbol_prefix() {
   static std::atomic<uint64_t> counter{0};
-  return "kiln_" + state_->process_tag + "_" + std::to_string(counter.fetch_add(1)) + "_";
+  return "kiln_" + std::to_string(counter.fetch_add(1)) + "_";
 }
 
 }  // namespace kiln::llvm_backend

@@ -3,6 +3,7 @@
 // vectorizer, and symbol resolution against the process (libm, libmvec).
 #pragma once
 
+#include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
@@ -51,7 +52,8 @@ class Engine {
 
  private:
   Engine();
-  Linked link(const std::shared_ptr<const ObjectCode>& object);
+  std::vector<void*> add_object(llvm::orc::JITDylib& library, const llvm::orc::ResourceTrackerSP& tracker,
+                                const ObjectCode& object);
   struct State;
   // Shared with every linked module, which must unlink before the JIT goes.
   std::shared_ptr<State> state_;

@@ -31,8 +31,9 @@ using detail::AbstractValue;
 
 namespace {
 
-// Beyond this many elements per iteration, the general path's threads and
-// per-kernel scheduling are worth their bookkeeping.
+// Beyond this many elements computed or copied per iteration, the general
+// path's threads and per-kernel scheduling are worth their bookkeeping (and
+// it swaps carries instead of copying them).
 constexpr int64_t max_elements_per_iteration = int64_t{1} << 16;
 constexpr size_t slot_alignment = 64;
 
@@ -175,8 +176,13 @@ class LayoutBuilder {
     for (size_t k = 0; updates_carries(b) && k < layout_.carries; ++k) {
       const Location& place = at[static_cast<size_t>(graph->outputs[k])];
       bool unchanged = place.kind == Location::Kind::arena && place.offset == layout_.carry_offsets[k];
-      if (!place.written && !unchanged) body.staging[k] = reserve(bytes_of(layout_.result_types[k]));
+      if (unchanged) continue;
+      const AbstractValue& type = layout_.result_types[k];
+      if (!place.written) body.staging[k] = reserve(bytes_of(type));
+      elements_ += type.size() * (place.written ? 1 : 2);  // copied once, or staged and copied
     }
+    for (size_t k = layout_.carries; updates_carries(b) && k < graph->outputs.size(); ++k)
+      elements_ += graph->nodes[static_cast<size_t>(graph->outputs[k])].type.size();  // a stacked row
     return body;
   }
 

@@ -297,8 +297,10 @@ std::vector<char> find_literal_only(const ir::Graph& graph) {
     // Vector math is left to the kernels: folded by the reference kernel
     // (libm), it would differ from the same value computed from an input.
     // A loop or branch runs its bodies at every run, however constant its operands.
+    // Communication happens when the graph runs, on every rank alike.
     bool only = node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random &&
                 ops::rules(node.op).fusion != ops::Fusion::control &&
+                ops::rules(node.op).fusion != ops::Fusion::collective &&
                 !ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype);
     folding_work[i] = node.type.size();
     for (ir::ValueId input : node.inputs) {
@@ -385,6 +387,8 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
       plan.steps.push_back({Step::Kind::constant, id, -1});
     } else if (!fused && standalone_supported(node)) {
       add_kernel_step(plan, standalone_kernel(node, id));
+    } else if (ops::rules(node.op).fusion == ops::Fusion::collective) {
+      plan.steps.push_back({Step::Kind::reference, id, -1});  // the compiled code calls MPI here
     } else if (!fused) {
       plan.steps.push_back({Step::Kind::reference, id, -1});
       std::vector<Primitive>& reference = plan.reference_primitives;

@@ -10,14 +10,15 @@
 
 #include "backend/llvm/engine.h"
 #include "core/byte_stream.h"
+#include "runtime/executable.h"
 
 namespace kiln::llvm_backend {
 
 /// Thrown when saved bytes do not describe the executable being loaded
 /// (another plan, a missing symbol): the caller compiles instead.
-class SavedCodeMismatch : public std::runtime_error {
+class SavedCodeMismatch : public runtime::SavedExecutableMismatch {
  public:
-  using std::runtime_error::runtime_error;
+  using runtime::SavedExecutableMismatch::SavedExecutableMismatch;
 };
 
 /// Numbers the objects an executable uses, in the order first met.

@@ -1,0 +1,183 @@
+// MPI behind kiln's collectives (see the header). Counts above INT_MAX go
+// in several calls: MPI counts are ints.
+#include "comm/communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+namespace kiln::comm {
+
+namespace {
+
+std::mutex& mpi_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+bool launched_by_mpi() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(variable)) return true;
+  return false;
+}
+
+void check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string("kiln: MPI ") + what + " failed: " + std::string(text, length));
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::f64: return MPI_DOUBLE;
+    case DType::i32: return MPI_INT32_T;
+    case DType::i64: return MPI_INT64_T;
+    case DType::bool_: return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: return MPI_SUM;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+// Mean is a sum divided by the world's size, in place.
+void divide(void* data, int64_t count, DType dtype, int size) {
+  if (dtype == DType::f32) {
+    auto* values = static_cast<float*>(data);
+    for (int64_t k = 0; k < count; ++k) values[k] /= static_cast<float>(size);
+  } else if (dtype == DType::f64) {
+    auto* values = static_cast<double*>(data);
+    for (int64_t k = 0; k < count; ++k) values[k] /= static_cast<double>(size);
+  }
+}
+
+constexpr int64_t chunk = INT_MAX / 8;  // elements per MPI call, whatever their size
+
+}  // namespace
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::mean: return "mean";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+const World& world() {
+  static const World state = [] {
+    World world;
+    if (!launched_by_mpi()) return world;
+    int started = 0;
+    MPI_Initialized(&started);
+    if (!started) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "Init_thread");
+      std::atexit([] {
+        int finished = 0;
+        MPI_Finalized(&finished);
+        if (!finished) MPI_Finalize();
+      });
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world.size);
+    world.launched = true;
+    return world;
+  }();
+  return state;
+}
+
+void barrier() {
+  if (world().size == 1) return;
+  std::lock_guard lock(mpi_mutex());
+  check(MPI_Barrier(MPI_COMM_WORLD), "Barrier");
+}
+
+void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op) {
+  size_t element = dtype_size(dtype);
+  if (world().size == 1) {
+    if (in != out && count) std::memmove(out, in, static_cast<size_t>(count) * element);
+    return;
+  }
+  {
+    std::lock_guard lock(mpi_mutex());
+    for (int64_t first = 0; first < count; first += chunk) {
+      int n = static_cast<int>(std::min(chunk, count - first));
+      const void* source = in == out ? MPI_IN_PLACE : static_cast<const char*>(in) + first * element;
+      check(MPI_Allreduce(source, static_cast<char*>(out) + first * element, n, mpi_type(dtype), mpi_op(op),
+                          MPI_COMM_WORLD),
+            "Allreduce");
+    }
+  }
+  if (op == ReduceOp::mean) divide(out, count, dtype, world().size);
+}
+
+void all_gather(const void* in, void* out, int64_t bytes) {
+  if (world().size == 1) {
+    if (bytes) std::memmove(out, in, static_cast<size_t>(bytes));
+    return;
+  }
+  if (bytes > INT_MAX) throw std::runtime_error("kiln: all_gather of more than 2 GiB per rank");
+  std::lock_guard lock(mpi_mutex());
+  check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
+        "Allgather");
+}
+
+void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, ReduceOp op) {
+  size_t element = dtype_size(dtype);
+  if (world().size == 1) {
+    if (count) std::memmove(out, in, static_cast<size_t>(count) * element);
+    return;
+  }
+  if (count > INT_MAX) throw std::runtime_error("kiln: reduce_scatter of more than INT_MAX elements per rank");
+  {
+    std::lock_guard lock(mpi_mutex());
+    check(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), mpi_type(dtype), mpi_op(op), MPI_COMM_WORLD),
+          "Reduce_scatter_block");
+  }
+  if (op == ReduceOp::mean) divide(out, count, dtype, world().size);
+}
+
+void broadcast(void* buffer, int64_t bytes, int root) {
+  if (world().size == 1) return;
+  std::lock_guard lock(mpi_mutex());
+  for (int64_t first = 0; first < bytes; first += chunk)
+    check(MPI_Bcast(static_cast<char*>(buffer) + first, static_cast<int>(std::min(chunk, bytes - first)), MPI_BYTE,
+                    root, MPI_COMM_WORLD),
+          "Bcast");
+}
+
+std::vector<std::string> all_gather_text(const std::string& text) {
+  const World& here = world();
+  if (here.size == 1) return {text};
+  auto length = static_cast<int64_t>(text.size());
+  std::vector<int64_t> lengths(static_cast<size_t>(here.size));
+  all_gather(&length, lengths.data(), sizeof length);
+  int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::string padded = text;
+  padded.resize(static_cast<size_t>(longest));
+  std::string gathered(static_cast<size_t>(longest * here.size), '\0');
+  all_gather(padded.data(), gathered.data(), longest);
+  std::vector<std::string> texts;
+  for (int r = 0; r < here.size; ++r)
+    texts.push_back(gathered.substr(static_cast<size_t>(r * longest), static_cast<size_t>(lengths[r])));
+  return texts;
+}
+
+}  // namespace kiln::comm

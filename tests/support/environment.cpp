@@ -1,0 +1,8 @@
+// Compiled into every test executable: tests count compiles, so a persistent
+// cache left by an earlier run must not turn them into loads. The
+// persistent cache's own tests point it at directories of their own.
+#include <cstdlib>
+
+namespace {
+[[maybe_unused]] const bool persistent_cache_off = ::setenv("KILN_CACHE", "off", /*overwrite=*/0) == 0;
+}  // namespace
