@@ -35,6 +35,10 @@ void init();
 int rank();
 int world_size();
 void barrier();
+/// This process's rank as a 0-d i32 array; inside jit, read when the graph
+/// runs, so a graph using it is the same on every rank (a C++ rank() baked
+/// in as a number would make the ranks' graphs differ).
+Array rank_array(Location where = Location::current());
 
 /// Every rank's x combined elementwise; every rank gets the result. mean
 /// needs a floating dtype; sum, max and min take any dtype but bool (max and

@@ -9,6 +9,7 @@
 #include "backend/llvm/kernel_cache.h"
 #include "cache/explain.h"
 #include "cache/graph_cache.h"
+#include "cache/rank_agreement.h"
 #include "core/error_format.h"
 #include "telemetry/telemetry.h"
 #include "trace/trace.h"
@@ -396,6 +397,8 @@ void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) cons
 JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& arguments, Traced traced,
                                                       Candidate candidate, Miss miss, bool by_signature) {
   cache::GraphLookup lookup = cache::get_or_compile(candidate.lifted.graph, candidate.key);
+  // Before its first run here: a graph with collectives must be the same on every rank.
+  cache::check_ranks_agree(name_, *candidate.traced, where_);
   auto entry = std::make_shared<Entry>();
   entry->signature = arguments.signature;
   entry->description = std::move(miss.description);

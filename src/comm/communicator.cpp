@@ -163,6 +163,26 @@ void broadcast(void* buffer, int64_t bytes, int root) {
           "Bcast");
 }
 
+bool Intent::same_as(const Intent& other) const {
+  return std::memcmp(operation, other.operation, sizeof operation) == 0 && setting == other.setting &&
+         dtype == other.dtype && ndim == other.ndim && std::equal(dims, dims + max_dims, other.dims);
+}
+
+std::string Intent::text() const {
+  std::string shape = "[";
+  for (int32_t d = 0; d < std::min<int32_t>(ndim, static_cast<int32_t>(max_dims)); ++d)
+    shape += (d ? "," : "") + std::to_string(dims[d]);
+  if (ndim > static_cast<int32_t>(max_dims)) shape += ",...";
+  return std::string(operation) + "(" + std::to_string(setting) + ") of " +
+         std::string(dtype_name(static_cast<DType>(dtype))) + shape + "] at " + where + ":" + std::to_string(line);
+}
+
+std::vector<Intent> exchange(const Intent& mine) {
+  std::vector<Intent> all(static_cast<size_t>(world().size));
+  all_gather(&mine, all.data(), sizeof mine);
+  return all;
+}
+
 std::vector<std::string> all_gather_text(const std::string& text) {
   const World& here = world();
   if (here.size == 1) return {text};

@@ -38,4 +38,23 @@ void broadcast(void* buffer, int64_t bytes, int root);
 /// Every rank's text, in rank order.
 std::vector<std::string> all_gather_text(const std::string& text);
 
+/// What a rank is about to do, in a fixed size so that every rank's can be
+/// exchanged with one all_gather whatever it is: ranks that disagree find out
+/// together, instead of pairing unrelated calls and hanging.
+struct Intent {
+  static constexpr size_t max_dims = 8;
+  char operation[24] = {};
+  int32_t setting = 0;  // a reduction, an axis, a root
+  int32_t dtype = 0;
+  int32_t ndim = 0;
+  int32_t line = 0;
+  int64_t dims[max_dims] = {};  // a shape, or a digest
+  char where[48] = {};          // a file name, a function name
+
+  bool same_as(const Intent& other) const;
+  std::string text() const;
+};
+/// Every rank's intent, in rank order.
+std::vector<Intent> exchange(const Intent& mine);
+
 }  // namespace kiln::comm

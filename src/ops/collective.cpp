@@ -53,7 +53,8 @@ void check_reduce_op(const Node& node, ReduceOp op, DType dtype) {
 }
 
 AbstractValue one_input(const Node& node, std::span<const AbstractValue* const> inputs, size_t ints) {
-  if (inputs.size() != 1 || node.attrs.ints.size() != ints) reject(node, "takes one array and " + std::to_string(ints) + " attributes");
+  if (inputs.size() != 1 || node.attrs.ints.size() != ints)
+    reject(node, "takes one array and " + std::to_string(ints) + " attributes");
   return *inputs[0];
 }
 
@@ -197,8 +198,7 @@ Array evaluate_reduce_scatter(const Node& node, std::span<const Array> inputs) {
   return out;
 }
 
-std::vector<Array> reduce_scatter_vjp(const Node& node, std::span<const Array>, const Array&,
-                                      const Array& cotangent) {
+std::vector<Array> reduce_scatter_vjp(const Node& node, std::span<const Array>, const Array&, const Array& cotangent) {
   Array gathered = gather_across(cotangent, node.attrs.ints[0], node.where);
   if (reduce_op(node, 1) == ReduceOp::mean) gathered = gathered / static_cast<double>(traced_world(node));
   return {gathered};
@@ -271,12 +271,11 @@ void register_collective_rules(RuleTable& table) {
       row(&infer_all_reduce, &evaluate_all_reduce, &describe_all_reduce, &all_reduce_vjp, &all_reduce_jvp);
   table[static_cast<size_t>(Primitive::all_gather)] =
       row(&infer_all_gather, &evaluate_all_gather, &describe_axis, &all_gather_vjp, &all_gather_jvp);
-  table[static_cast<size_t>(Primitive::reduce_scatter)] = row(&infer_reduce_scatter, &evaluate_reduce_scatter,
-                                                              &describe_reduce_scatter, &reduce_scatter_vjp,
-                                                              &reduce_scatter_jvp);
-  table[static_cast<size_t>(Primitive::broadcast_from)] = row(&infer_broadcast_from, &evaluate_broadcast_from,
-                                                              &describe_root, &broadcast_from_vjp,
-                                                              &broadcast_from_jvp);
+  table[static_cast<size_t>(Primitive::reduce_scatter)] =
+      row(&infer_reduce_scatter, &evaluate_reduce_scatter, &describe_reduce_scatter, &reduce_scatter_vjp,
+          &reduce_scatter_jvp);
+  table[static_cast<size_t>(Primitive::broadcast_from)] =
+      row(&infer_broadcast_from, &evaluate_broadcast_from, &describe_root, &broadcast_from_vjp, &broadcast_from_jvp);
   table[static_cast<size_t>(Primitive::rank)] = {.infer = &infer_rank,
                                                  .evaluate = &evaluate_rank,
                                                  .no_derivative = "an integer result",

@@ -1,15 +1,16 @@
 // The entry points of <kiln/distributed.h>. An eager collective first makes
 // the ranks agree on what they are about to do (one small all_gather of a
-// fixed-size description: operation, dtype, shape, line), so ranks that
+// fixed-size comm::Intent: operation, dtype, shape, line), so ranks that
 // disagree raise kiln::Error together instead of pairing unrelated MPI calls
 // and hanging. Inside a trace nothing is exchanged: the graph is compared
-// across ranks once, before it first runs (cache/distributed_check.cpp).
+// across ranks once, before it first runs (cache/rank_agreement.cpp).
+#include "kiln/distributed.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "comm/communicator.h"
 #include "core/error_format.h"
-#include "kiln/distributed.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
 #include "trace/trace.h"
@@ -18,53 +19,25 @@ namespace kiln::distributed {
 
 namespace {
 
-constexpr size_t max_described_dims = 8;
-
-struct Description {
-  char operation[24] = {};
-  int32_t setting = 0;  // reduction, axis or root
-  int32_t dtype = 0;
-  int32_t ndim = 0;
-  int32_t line = 0;
-  int64_t dims[max_described_dims] = {};
-  char file[48] = {};
-
-  std::string text() const {
-    std::string shape = "[";
-    for (int32_t d = 0; d < std::min<int32_t>(ndim, max_described_dims); ++d)
-      shape += (d ? "," : "") + std::to_string(dims[d]);
-    if (ndim > static_cast<int32_t>(max_described_dims)) shape += ",...";
-    return std::string(operation) + "(" + std::to_string(setting) + ") of " +
-           std::string(dtype_name(static_cast<DType>(dtype))) + shape + "] at " + file + ":" + std::to_string(line);
-  }
-  bool same_as(const Description& other) const {
-    return std::memcmp(operation, other.operation, sizeof operation) == 0 && setting == other.setting &&
-           dtype == other.dtype && ndim == other.ndim &&
-           std::equal(dims, dims + max_described_dims, other.dims);
-  }
-};
-
 void agree(const char* operation, int64_t setting, const Array& x, Location where) {
   if (comm::world().size == 1 || kiln::detail::current_trace()) return;
   const kiln::detail::AbstractValue& type = kiln::detail::impl_of(x, operation, where).type;
-  Description mine;
+  comm::Intent mine;
   std::strncpy(mine.operation, operation, sizeof mine.operation - 1);
   mine.setting = static_cast<int32_t>(setting);
   mine.dtype = static_cast<int32_t>(type.dtype);
   mine.ndim = static_cast<int32_t>(type.ndim());
-  for (size_t d = 0; d < std::min(type.shape.size(), max_described_dims); ++d) mine.dims[d] = type.shape[d];
+  for (size_t d = 0; d < std::min(type.shape.size(), comm::Intent::max_dims); ++d) mine.dims[d] = type.shape[d];
   std::string file = kiln::detail::location_string(where);
   file = file.substr(0, file.rfind(':'));
-  std::strncpy(mine.file, file.c_str(), sizeof mine.file - 1);
+  std::strncpy(mine.where, file.c_str(), sizeof mine.where - 1);
   mine.line = static_cast<int32_t>(where.line());
-  std::vector<Description> all(static_cast<size_t>(comm::world().size));
-  comm::all_gather(&mine, all.data(), sizeof mine);
-  bool agreed = std::all_of(all.begin(), all.end(), [&](const Description& d) { return d.same_as(all[0]); });
-  if (agreed) return;
+  std::vector<comm::Intent> all = comm::exchange(mine);
+  if (std::all_of(all.begin(), all.end(), [&](const comm::Intent& intent) { return intent.same_as(all[0]); })) return;
   std::string ranks;
   for (size_t r = 0; r < all.size(); ++r) ranks += "\n  rank " + std::to_string(r) + ": " + all[r].text();
   kiln::detail::raise(operation, "the ranks disagree on the collective they run:" + ranks, where,
-                "every rank must call the same collectives in the same order with the same dtypes and shapes");
+                      "every rank must call the same collectives in the same order with the same dtypes and shapes");
 }
 
 Array apply_collective(ir::Primitive op, const Array& x, std::vector<int64_t> ints, Location where) {
@@ -76,7 +49,7 @@ int64_t axis_of(const Array& x, int64_t axis, const char* operation, Location wh
   const kiln::detail::AbstractValue& type = kiln::detail::impl_of(x, operation, where).type;
   if (type.ndim() == 0)
     kiln::detail::raise(operation, "a 0-d array has no axis to gather or scatter along", where,
-                  "reshape it to [1] first");
+                        "reshape it to [1] first");
   return ops::normalize_axis(axis, type.ndim(), operation, type.shape, where);
 }
 
@@ -86,6 +59,10 @@ void init() { comm::world(); }
 int rank() { return comm::world().rank; }
 int world_size() { return comm::world().size; }
 void barrier() { comm::barrier(); }
+
+Array rank_array(Location where) {
+  return kiln::detail::apply(ir::Primitive::rank, std::span<const Array>(), {}, where);
+}
 
 Array all_reduce(const Array& x, ReduceOp op, Location where) {
   agree("all_reduce", static_cast<int64_t>(op), x, where);
