@@ -54,10 +54,8 @@ inline Array loss(const Mlp& p, const Array& x, const Array& labels) {
   return -kiln::mean(kiln::sum(kiln::one_hot(labels, classes) * log_probabilities, -1));
 }
 
-/// One training step: forward, backward and Adam. Returns the updated
-/// parameters, the updated state and the loss before the update.
-inline std::tuple<Mlp, Adam, Array> train_step(const Mlp& p, const Adam& s, const Array& x, const Array& y) {
-  auto [value, grads] = kiln::value_and_grad(loss)(p, x, y);
+/// Adam's update of `p` by `grads`: the updated parameters and state.
+inline std::pair<Mlp, Adam> adam_update(const Mlp& p, const Adam& s, const Mlp& grads) {
   Array t = s.step + 1.0f;
   Mlp mean = kiln::tree_map([](const Array& m, const Array& g) { return beta1 * m + (1 - beta1) * g; }, s.mean, grads);
   Mlp variance =
@@ -70,7 +68,15 @@ inline std::tuple<Mlp, Adam, Array> train_step(const Mlp& p, const Adam& s, cons
   Mlp updated = kiln::tree_map([&](const Array& w, const Array& m,
                                    const Array& v) { return w - step_size * m / (kiln::sqrt(v) * scale + epsilon); },
                                p, mean, variance);
-  return {updated, Adam{mean, variance, t}, value};
+  return {updated, Adam{mean, variance, t}};
+}
+
+/// One training step: forward, backward and Adam. Returns the updated
+/// parameters, the updated state and the loss before the update.
+inline std::tuple<Mlp, Adam, Array> train_step(const Mlp& p, const Adam& s, const Array& x, const Array& y) {
+  auto [value, grads] = kiln::value_and_grad(loss)(p, x, y);
+  auto [updated, state] = adam_update(p, s, grads);
+  return {updated, state, value};
 }
 
 }  // namespace mlp

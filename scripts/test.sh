@@ -23,8 +23,9 @@ if [ "${1:-}" = "--thread" ]; then
   options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE_THREAD=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_EXAMPLES=OFF)
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   # jit from many threads, the thread pool under parallel kernels, the caches
-  # and the allocator shared between threads; loops whose bodies run on the pool.
-  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.|ControlBackends\.|Scan\.')
+  # and the allocator shared between threads; loops whose bodies run on the
+  # pool; the persistent cache, whose directory other processes share.
+  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.|ControlBackends\.|Scan\.|NativeLoops\.|PersistentCache')
 fi
 cmake -S . -B "$build" -G Ninja "${options[@]}"
 cmake --build "$build"
