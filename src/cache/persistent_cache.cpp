@@ -91,6 +91,15 @@ std::string mode_text(mode_t mode) {
   return text;
 }
 
+// An entry this process may run: written by this build, for this target, under its name.
+void check_header(const EntryHeader& header, const std::string& key, const runtime::Backend& backend) {
+  if (header.build != build_id())
+    throw EntryProblem("written by kiln build " + header.build + ", this is " + build_id());
+  if (header.target != backend.target())
+    throw EntryProblem("compiled for '" + header.target + "', this machine is '" + backend.target() + "'");
+  if (header.key != key) throw EntryProblem("it holds key " + header.key);
+}
+
 std::mutex process_cache_mutex;
 std::shared_ptr<PersistentCache> process_cache;
 
@@ -245,11 +254,7 @@ std::optional<PersistentCache::Loaded> PersistentCache::load(const std::shared_p
       return std::nullopt;
     }
     DecodedEntry entry = decode_entry(bytes);
-    if (entry.header.build != build_id())
-      throw EntryProblem("written by kiln build " + entry.header.build + ", this is " + build_id());
-    if (entry.header.target != backend.target())
-      throw EntryProblem("compiled for '" + entry.header.target + "', this machine is '" + backend.target() + "'");
-    if (entry.header.key != key) throw EntryProblem("it holds key " + entry.header.key);
+    check_header(entry.header, key, backend);
     Loaded loaded;
     try {
       loaded.executable = backend.load(graph, entry.executable);
@@ -358,11 +363,7 @@ std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backen
       info.function = decoded.header.function;
       info.compile_seconds = decoded.header.compile_seconds;
       info.created = decoded.header.created;
-      if (check && decoded.header.build != build_id())
-        throw EntryProblem("written by kiln build " + decoded.header.build + ", this is " + build_id());
-      if (check && decoded.header.target != check->target())
-        throw EntryProblem("compiled for '" + decoded.header.target + "', this machine is '" + check->target() + "'");
-      if (check && decoded.header.key != info.key) throw EntryProblem("it holds key " + decoded.header.key);
+      if (check) check_header(decoded.header, info.key, *check);
     } catch (const std::exception& problem) {
       info.problem = problem.what();
     }
