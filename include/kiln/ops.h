@@ -148,6 +148,30 @@ Array log_softmax(const Array& x, int64_t axis = -1, Location where = Location::
 /// Without an axis, of the flattened array.
 Array cumsum(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
 
+// ---- Statistics and whole-array predicates ----------------------------------
+/// Whether any (all) element is nonzero (NaN counts as nonzero); bool. Of
+/// nothing: false (true), as NumPy.
+Array any(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+Array all(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+/// The number of nonzero elements, i64.
+Array count_nonzero(const Array& x, Axes axes = Axes::all(), bool keepdims = false,
+                    Location where = Location::current());
+/// Variance and standard deviation with NumPy's ddof (divisor n - ddof, or
+/// 0 when that is negative); integers in f32 (as mean).
+Array var(const Array& x, Axes axes = Axes::all(), int64_t ddof = 0, bool keepdims = false,
+          Location where = Location::current());
+Array std(const Array& x, Axes axes = Axes::all(), int64_t ddof = 0, bool keepdims = false,
+          Location where = Location::current());
+/// NumPy's isclose: |a - b| <= atol + rtol * |b| elementwise (broadcasting),
+/// infinities close only to themselves, NaN close to NaN only with equal_nan.
+Array isclose(const Array& a, const Array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+              Location where = Location::current());
+/// all(isclose(...)), a 0-d bool.
+Array allclose(const Array& a, const Array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+               Location where = Location::current());
+/// Same shape and equal elements (NaN equal to NaN with equal_nan), a 0-d bool.
+Array array_equal(const Array& a, const Array& b, bool equal_nan = false, Location where = Location::current());
+
 // ---- Linear algebra and indexing ---------------------------------------------
 /// NumPy matmul: 1-d operands are promoted to matrices, batch dims broadcast.
 Array matmul(const Array& a, const Array& b, Location where = Location::current());
