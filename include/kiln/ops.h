@@ -129,6 +129,47 @@ Array flip(const Array& x, Axes axes = Axes::all(), Location where = Location::c
 Array pad_to_bucket(const Array& x, int64_t axis, std::vector<int64_t> buckets = {}, Scalar value = 0,
                     Location where = Location::current());
 
+/// NumPy's shape helpers, built from reshape, transpose, slice and concatenate.
+Array flatten(const Array& x, Location where = Location::current());
+Array ravel(const Array& x, Location where = Location::current());
+Array swapaxes(const Array& x, int64_t axis1, int64_t axis2, Location where = Location::current());
+/// Moves axis `source` to position `destination`, the others keeping their order.
+Array moveaxis(const Array& x, int64_t source, int64_t destination, Location where = Location::current());
+Array atleast_1d(const Array& x, Location where = Location::current());
+/// A vector [n] becomes [1, n].
+Array atleast_2d(const Array& x, Location where = Location::current());
+/// [n] becomes [1, n, 1]; [m, n] becomes [m, n, 1].
+Array atleast_3d(const Array& x, Location where = Location::current());
+/// Elements shifted by `shift` along `axis` (the flattened array without
+/// one), wrapping around.
+Array roll(const Array& x, int64_t shift, std::optional<int64_t> axis = std::nullopt,
+           Location where = Location::current());
+/// `sections` equal parts along `axis` (its extent must divide evenly).
+std::vector<Array> split(const Array& x, int64_t sections, int64_t axis = 0, Location where = Location::current());
+/// Parts cut before each of `indices` along `axis` (NumPy's split with a list).
+std::vector<Array> split(const Array& x, const std::vector<int64_t>& indices, int64_t axis = 0,
+                         Location where = Location::current());
+/// The slices along `axis`, that axis removed.
+std::vector<Array> unstack(const Array& x, int64_t axis = 0, Location where = Location::current());
+/// x repeated `reps[i]` times along each axis (NumPy's tile).
+Array tile(const Array& x, std::vector<int64_t> reps, Location where = Location::current());
+/// Each element repeated `repeats` times along `axis` (the flattened array without one).
+Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt,
+             Location where = Location::current());
+/// The lower (upper) triangle of the last two axes: elements with
+/// column - row <= k (>= k) kept, the others 0.
+Array tril(const Array& x, int64_t k = 0, Location where = Location::current());
+Array triu(const Array& x, int64_t k = 0, Location where = Location::current());
+/// n x m ones on and below diagonal k.
+Array tri(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DType dtype = DType::f32,
+          Location where = Location::current());
+/// Every array broadcast to their common shape.
+std::vector<Array> broadcast_arrays(const std::vector<Array>& xs, Location where = Location::current());
+/// Coordinate arrays from 1-d arrays; `xy` indexing swaps the first two
+/// output axes (NumPy's default), `ij` keeps them.
+std::vector<Array> meshgrid(const std::vector<Array>& xs, bool xy_indexing = true,
+                            Location where = Location::current());
+
 // ---- Reductions --------------------------------------------------------------
 /// Sum of bool/i32 gives i32 (JAX), i64 stays i64.
 Array sum(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
