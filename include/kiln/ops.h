@@ -97,6 +97,21 @@ Array relu(const Array& x, Location where = Location::current());
 /// Conversion; floating to integer truncates toward zero, NaN becomes 0 and
 /// out-of-range values saturate (defined behaviour, unlike a C++ cast).
 Array astype(const Array& x, DType dtype, Location where = Location::current());
+/// Composites of the primitives above (NumPy's names and special values).
+Array tan(const Array& x, Location where = Location::current());
+Array sinh(const Array& x, Location where = Location::current());
+Array cosh(const Array& x, Location where = Location::current());
+/// 1 / x; integers give floats (true division).
+Array reciprocal(const Array& x, Location where = Location::current());
+Array degrees(const Array& x, Location where = Location::current());
+Array radians(const Array& x, Location where = Location::current());
+Array isinf(const Array& x, Location where = Location::current());
+Array isfinite(const Array& x, Location where = Location::current());
+/// log(exp(a) + exp(b)) without overflow.
+Array logaddexp(Operand a, Operand b);
+/// sqrt(a*a + b*b) without overflow or underflow in the squares.
+Array hypot(Operand a, Operand b);
+
 /// Identity whose derivative is zero.
 Array stop_gradient(const Array& x, Location where = Location::current());
 

@@ -187,6 +187,15 @@ const std::vector<UnaryCase>& unary_cases() {
        true},
       {"isnan", [](const Array& x) { return isnan(x); }, "np.isnan(x)", Result::boolean, -3, 3},
       {"stop_gradient", [](const Array& x) { return stop_gradient(x); }, "x", Result::same, -3, 3},
+      // Composites.
+      {"tan", [](const Array& x) { return tan(x); }, "np.tan(x)", Result::floating, -1.4, 1.4},
+      {"sinh", [](const Array& x) { return sinh(x); }, "np.sinh(x)", Result::floating, -5, 5},
+      {"cosh", [](const Array& x) { return cosh(x); }, "np.cosh(x)", Result::floating, -5, 5},
+      {"reciprocal", [](const Array& x) { return reciprocal(x); }, "1 / x", Result::floating, 0.1, 3},
+      {"degrees", [](const Array& x) { return degrees(x); }, "np.degrees(x)", Result::floating, -7, 7},
+      {"radians", [](const Array& x) { return radians(x); }, "np.radians(x)", Result::floating, -400, 400},
+      {"isinf", [](const Array& x) { return isinf(x); }, "np.isinf(x)", Result::boolean, -3, 3},
+      {"isfinite", [](const Array& x) { return isfinite(x); }, "np.isfinite(x)", Result::boolean, -3, 3},
   };
   return cases;
 }
