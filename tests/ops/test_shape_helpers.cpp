@@ -16,22 +16,6 @@ using testing::all_close;
 using testing::NumpyOracle;
 using testing::RandomArrays;
 
-struct Pending {
-  int id;
-  Array actual;
-  std::string context;
-};
-
-void check_all(NumpyOracle& oracle, const std::vector<Pending>& cases) {
-  oracle.run();
-  for (const Pending& c : cases) {
-    std::optional<Array> expected = oracle.result(c.id);
-    ASSERT_TRUE(expected) << c.context << ": NumPy failed:\n" << oracle.error(c.id);
-    EXPECT_EQ(c.actual.shape(), expected->shape()) << c.context;
-    EXPECT_TRUE(all_close(c.actual, *expected, 0, 0, c.context));
-  }
-}
-
 std::string list(const std::vector<int64_t>& values) {
   std::string text = "(";
   for (int64_t v : values) text += std::to_string(v) + ",";
@@ -41,14 +25,14 @@ std::string list(const std::vector<int64_t>& values) {
 TEST(ShapeHelpers, MatchNumpyOnRandomShapes) {
   RandomArrays random(41);
   NumpyOracle oracle;
-  std::vector<Pending> cases;
+  std::vector<testing::OracleCase> cases;
   for (int trial = 0; trial < 40; ++trial) {
     Shape shape = random.shape(0, 4, 4);
     Array x = random.uniform(shape, trial % 2 ? DType::f32 : DType::i32);
     std::string context = shape_string(shape);
     int64_t rank = x.ndim();
     auto add = [&](const std::string& expression, const Array& actual, const std::string& what) {
-      cases.push_back({oracle.add(expression, {x}), actual, what + " " + context});
+      cases.push_back({actual, oracle.add(expression, {x}), what + " " + context, 0});
     };
     add("a.flatten()", flatten(x), "flatten");
     add("np.ravel(a)", ravel(x), "ravel");
@@ -87,19 +71,20 @@ TEST(ShapeHelpers, MatchNumpyOnRandomShapes) {
       add("np.triu(a, " + std::to_string(k) + ")", triu(x, k), "triu");
     }
   }
-  cases.push_back({oracle.add("np.tri(3, 5, 1, dtype=np.float32)", {}), tri(3, 5, 1), "tri"});
+  cases.push_back({tri(3, 5, 1), oracle.add("np.tri(3, 5, 1, dtype=np.float32)", {}), "tri", 0});
   Array u = array({1.0f, 2.0f, 3.0f}), v = array({4.0f, 5.0f});
   std::vector<Array> grid = meshgrid({u, v});
   std::vector<Array> matrix = meshgrid({u, v}, false);
-  cases.push_back({oracle.add("np.meshgrid(a, b)[0]", {u, v}), grid[0], "meshgrid xy 0"});
-  cases.push_back({oracle.add("np.meshgrid(a, b)[1]", {u, v}), grid[1], "meshgrid xy 1"});
-  cases.push_back({oracle.add("np.meshgrid(a, b, indexing='ij')[0]", {u, v}), matrix[0], "meshgrid ij 0"});
-  cases.push_back({oracle.add("np.meshgrid(a, b, indexing='ij')[1]", {u, v}), matrix[1], "meshgrid ij 1"});
+  cases.push_back({grid[0], oracle.add("np.meshgrid(a, b)[0]", {u, v}), "meshgrid xy 0", 0});
+  cases.push_back({grid[1], oracle.add("np.meshgrid(a, b)[1]", {u, v}), "meshgrid xy 1", 0});
+  cases.push_back({matrix[0], oracle.add("np.meshgrid(a, b, indexing='ij')[0]", {u, v}), "meshgrid ij 0", 0});
+  cases.push_back({matrix[1], oracle.add("np.meshgrid(a, b, indexing='ij')[1]", {u, v}), "meshgrid ij 1", 0});
   Array column = reshape(u, {3, 1});
   std::vector<Array> both = broadcast_arrays({column, v});
-  cases.push_back({oracle.add("np.broadcast_arrays(a, b)[0]", {column, v}), both[0], "broadcast_arrays 0"});
-  cases.push_back({oracle.add("np.broadcast_arrays(a, b)[1]", {column, v}), both[1], "broadcast_arrays 1"});
-  check_all(oracle, cases);
+  cases.push_back({both[0], oracle.add("np.broadcast_arrays(a, b)[0]", {column, v}), "broadcast_arrays 0", 0});
+  cases.push_back({both[1], oracle.add("np.broadcast_arrays(a, b)[1]", {column, v}), "broadcast_arrays 1", 0});
+  oracle.run();
+  testing::expect_cases_match(oracle, cases);
 }
 
 TEST(ShapeHelpers, UnderJitAndThroughDerivatives) {

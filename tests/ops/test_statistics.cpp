@@ -19,23 +19,6 @@ using testing::all_dtypes;
 using testing::NumpyOracle;
 using testing::RandomArrays;
 
-struct Pending {
-  int id;
-  Array actual;
-  std::string context;
-  double rtol;
-};
-
-void check_all(NumpyOracle& oracle, const std::vector<Pending>& cases) {
-  oracle.run();
-  for (const Pending& c : cases) {
-    std::optional<Array> expected = oracle.result(c.id);
-    ASSERT_TRUE(expected) << c.context << ": NumPy failed:\n" << oracle.error(c.id);
-    EXPECT_EQ(c.actual.dtype(), expected->dtype()) << c.context;
-    EXPECT_TRUE(all_close(c.actual, *expected, c.rtol, c.rtol, c.context));
-  }
-}
-
 Array with_specials(RandomArrays& random, const Array& x) {
   if (!is_floating(x.dtype())) return x;
   std::vector<double> values = x.to_vector<double>();
@@ -61,7 +44,7 @@ std::string python_bool(bool value) { return value ? "True" : "False"; }
 TEST(Statistics, PredicatesAndCountsMatchNumpy) {
   RandomArrays random(31);
   NumpyOracle oracle;
-  std::vector<Pending> cases;
+  std::vector<testing::OracleCase> cases;
   for (DType dtype : all_dtypes) {
     for (int trial = 0; trial < 20; ++trial) {
       Shape shape = random.shape(0, 3, 4);
@@ -71,23 +54,25 @@ TEST(Statistics, PredicatesAndCountsMatchNumpy) {
       bool keepdims = random.integer(0, 1);
       std::string tail = ", axis=" + python + ", keepdims=" + python_bool(keepdims) + ")";
       std::string context = std::string(dtype_name(dtype)) + shape_string(shape) + " axis=" + python;
-      cases.push_back({oracle.add("np.any(a" + tail, {x}), any(x, axes, keepdims), "any " + context, 0});
-      cases.push_back({oracle.add("np.all(a" + tail, {x}), all(x, axes, keepdims), "all " + context, 0});
-      cases.push_back({oracle.add("np.asarray(np.count_nonzero(a" + tail + ", dtype=np.int64)", {x}),
-                       count_nonzero(x, axes, keepdims), "count_nonzero " + context, 0});
+      cases.push_back({any(x, axes, keepdims), oracle.add("np.any(a" + tail, {x}), "any " + context, 0});
+      cases.push_back({all(x, axes, keepdims), oracle.add("np.all(a" + tail, {x}), "all " + context, 0});
+      cases.push_back({count_nonzero(x, axes, keepdims),
+                       oracle.add("np.asarray(np.count_nonzero(a" + tail + ", dtype=np.int64)", {x}),
+                       "count_nonzero " + context, 0});
       // Inside jit: the same graph of primitives, compiled.
       auto traced = jit([axes = axes, keepdims](const Array& v) { return count_nonzero(v, axes, keepdims); });
-      cases.push_back({oracle.add("np.asarray(np.count_nonzero(a" + tail + ", dtype=np.int64)", {x}), traced(x),
+      cases.push_back({traced(x), oracle.add("np.asarray(np.count_nonzero(a" + tail + ", dtype=np.int64)", {x}),
                        "count_nonzero under jit " + context, 0});
     }
   }
-  check_all(oracle, cases);
+  oracle.run();
+  testing::expect_cases_match(oracle, cases);
 }
 
 TEST(Statistics, VarianceAndDeviationMatchNumpyWithDdof) {
   RandomArrays random(32);
   NumpyOracle oracle;
-  std::vector<Pending> cases;
+  std::vector<testing::OracleCase> cases;
   for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_}) {
     for (int trial = 0; trial < 20; ++trial) {
       Shape shape = random.shape(0, 3, 5);
@@ -102,22 +87,23 @@ TEST(Statistics, VarianceAndDeviationMatchNumpyWithDdof) {
       std::string context =
           std::string(dtype_name(dtype)) + shape_string(shape) + " axis=" + python + " ddof=" + std::to_string(ddof);
       double rtol = result == DType::f32 ? 2e-4 : 1e-10;
-      cases.push_back({oracle.add("np.var(a.astype(np.float64)" + tail, {x}), var(x, axes, ddof, keepdims),
+      cases.push_back({var(x, axes, ddof, keepdims), oracle.add("np.var(a.astype(np.float64)" + tail, {x}),
                        "var " + context, rtol});
-      cases.push_back({oracle.add("np.std(a.astype(np.float64)" + tail, {x}), std(x, axes, ddof, keepdims),
+      cases.push_back({std(x, axes, ddof, keepdims), oracle.add("np.std(a.astype(np.float64)" + tail, {x}),
                        "std " + context, rtol});
       auto traced = jit([axes = axes, ddof, keepdims](const Array& v) { return var(v, axes, ddof, keepdims); });
       cases.push_back(
-          {oracle.add("np.var(a.astype(np.float64)" + tail, {x}), traced(x), "var under jit " + context, rtol});
+          {traced(x), oracle.add("np.var(a.astype(np.float64)" + tail, {x}), "var under jit " + context, rtol});
     }
   }
-  check_all(oracle, cases);
+  oracle.run();
+  testing::expect_cases_match(oracle, cases);
 }
 
 TEST(Statistics, ClosenessAndEqualityMatchNumpy) {
   RandomArrays random(33);
   NumpyOracle oracle;
-  std::vector<Pending> cases;
+  std::vector<testing::OracleCase> cases;
   for (DType dtype : {DType::f32, DType::f64, DType::i32}) {
     for (int trial = 0; trial < 25; ++trial) {
       Shape shape = random.shape(0, 3, 4);
@@ -132,17 +118,18 @@ TEST(Statistics, ClosenessAndEqualityMatchNumpy) {
       std::string flag = ", equal_nan=" + python_bool(equal_nan) + ")";
       std::string context = std::string(dtype_name(dtype)) + shape_string(shape) + " vs " + shape_string(b_shape) +
                             " equal_nan=" + python_bool(equal_nan);
-      cases.push_back({oracle.add("np.isclose(a, b" + flag, {a, b}), isclose(a, b, 1e-5, 1e-8, equal_nan),
+      cases.push_back({isclose(a, b, 1e-5, 1e-8, equal_nan), oracle.add("np.isclose(a, b" + flag, {a, b}),
                        "isclose " + context, 0});
-      cases.push_back({oracle.add("np.asarray(np.allclose(a, b" + flag + ")", {a, b}),
-                       allclose(a, b, 1e-5, 1e-8, equal_nan), "allclose " + context, 0});
-      cases.push_back({oracle.add("np.asarray(np.array_equal(a, b" + flag + ")", {a, b}), array_equal(a, b, equal_nan),
+      cases.push_back({allclose(a, b, 1e-5, 1e-8, equal_nan),
+                       oracle.add("np.asarray(np.allclose(a, b" + flag + ")", {a, b}), "allclose " + context, 0});
+      cases.push_back({array_equal(a, b, equal_nan), oracle.add("np.asarray(np.array_equal(a, b" + flag + ")", {a, b}),
                        "array_equal " + context, 0});
-      cases.push_back({oracle.add("np.asarray(np.array_equal(a, a" + flag + ")", {a}), array_equal(a, a, equal_nan),
+      cases.push_back({array_equal(a, a, equal_nan), oracle.add("np.asarray(np.array_equal(a, a" + flag + ")", {a}),
                        "array_equal with itself " + context, 0});
     }
   }
-  check_all(oracle, cases);
+  oracle.run();
+  testing::expect_cases_match(oracle, cases);
 }
 
 TEST(Statistics, VarianceAndDeviationDifferentiate) {
