@@ -20,6 +20,8 @@ struct AbstractValue {
 
   int64_t size() const { return shape_size(shape); }
   int64_t ndim() const { return static_cast<int64_t>(shape.size()); }
+  /// The bytes a contiguous array of this type holds (its size was checked when allocated).
+  size_t bytes() const { return static_cast<size_t>(size()) * dtype_size(dtype); }
   bool operator==(const AbstractValue& other) const = default;
   /// "f32[2,3]", with a trailing "~" for weakly typed values.
   std::string to_string() const;

@@ -6,6 +6,8 @@
 //
 // The last int of every collective node is the world's size it was traced
 // for: part of the graph, so of every cache key.
+#include "ops/collective.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -29,9 +31,6 @@ using comm::ReduceOp;
 
 ReduceOp reduce_op(const Node& node, size_t index) { return static_cast<ReduceOp>(node.attrs.ints.at(index)); }
 int64_t traced_world(const Node& node) { return node.attrs.ints.back(); }
-
-char* bytes_at(const Array& array) { return static_cast<char*>(array.impl()->buffer->data()); }
-size_t bytes_of(const AbstractValue& type) { return static_cast<size_t>(type.size()) * dtype_size(type.dtype); }
 
 // A graph traced for one world's size runs only in a world of that size.
 void check_world(const Node& node) {
@@ -69,12 +68,13 @@ AbstractValue infer_all_reduce(const Node& node, std::span<const AbstractValue* 
 Array evaluate_all_reduce(const Node& node, std::span<const Array> inputs) {
   check_world(node);
   Array out = detail::allocate(node.type);
-  comm::all_reduce(bytes_at(inputs[0]), bytes_at(out), node.type.size(), node.type.dtype, reduce_op(node, 0));
+  comm::all_reduce(inputs[0].impl()->data<char>(), out.impl()->mutable_data<char>(), node.type.size(), node.type.dtype,
+                   reduce_op(node, 0));
   return out;
 }
 
 Array reduce_across(const Array& x, ReduceOp op, Location where) {
-  return detail::apply(Primitive::all_reduce, x, {.ints = {static_cast<int64_t>(op), comm::world().size}}, where);
+  return collective(Primitive::all_reduce, x, {static_cast<int64_t>(op)}, where);
 }
 
 // max and min: the derivative goes to the ranks holding the extreme, shared
@@ -118,7 +118,7 @@ struct Blocks {
 Blocks blocks_along(const AbstractValue& type, int64_t axis) {
   Blocks blocks;
   for (int64_t d = 0; d < axis; ++d) blocks.outer *= type.shape[static_cast<size_t>(d)];
-  blocks.run_bytes = static_cast<int64_t>(bytes_of(type)) / std::max<int64_t>(blocks.outer, 1);
+  blocks.run_bytes = static_cast<int64_t>(type.bytes()) / std::max<int64_t>(blocks.outer, 1);
   return blocks;
 }
 
@@ -126,27 +126,26 @@ Array evaluate_all_gather(const Node& node, std::span<const Array> inputs) {
   check_world(node);
   const AbstractValue& type = inputs[0].impl()->type;
   Array out = detail::allocate(node.type);
-  int64_t world = comm::world().size, bytes = static_cast<int64_t>(bytes_of(type));
+  int64_t world = comm::world().size, bytes = static_cast<int64_t>(type.bytes());
   if (node.attrs.ints[0] == 0 || bytes == 0) {
-    comm::all_gather(bytes_at(inputs[0]), bytes_at(out), bytes);
+    comm::all_gather(inputs[0].impl()->data<char>(), out.impl()->mutable_data<char>(), bytes);
     return out;
   }
   std::string gathered(static_cast<size_t>(bytes * world), '\0');
-  comm::all_gather(bytes_at(inputs[0]), gathered.data(), bytes);
+  comm::all_gather(inputs[0].impl()->data<char>(), gathered.data(), bytes);
   Blocks blocks = blocks_along(type, node.attrs.ints[0]);
   for (int64_t p = 0; p < blocks.outer; ++p)
     for (int64_t r = 0; r < world; ++r)
-      std::memcpy(bytes_at(out) + (p * world + r) * blocks.run_bytes,
+      std::memcpy(out.impl()->mutable_data<char>() + (p * world + r) * blocks.run_bytes,
                   gathered.data() + r * bytes + p * blocks.run_bytes, static_cast<size_t>(blocks.run_bytes));
   return out;
 }
 
 Array gather_across(const Array& x, int64_t axis, Location where) {
-  return detail::apply(Primitive::all_gather, x, {.ints = {axis, comm::world().size}}, where);
+  return collective(Primitive::all_gather, x, {axis}, where);
 }
 Array scatter_across(const Array& x, int64_t axis, ReduceOp op, Location where) {
-  return detail::apply(Primitive::reduce_scatter, x, {.ints = {axis, static_cast<int64_t>(op), comm::world().size}},
-                       where);
+  return collective(Primitive::reduce_scatter, x, {axis, static_cast<int64_t>(op)}, where);
 }
 
 std::vector<Array> all_gather_vjp(const Node& node, std::span<const Array>, const Array&, const Array& cotangent) {
@@ -183,18 +182,19 @@ Array evaluate_reduce_scatter(const Node& node, std::span<const Array> inputs) {
   int64_t world = comm::world().size, count = node.type.size();
   ReduceOp op = reduce_op(node, 1);
   if (node.attrs.ints[0] == 0 || count == 0) {
-    comm::reduce_scatter(bytes_at(inputs[0]), bytes_at(out), count, node.type.dtype, op);
+    comm::reduce_scatter(inputs[0].impl()->data<char>(), out.impl()->mutable_data<char>(), count, node.type.dtype, op);
     return out;
   }
   // Rank r's block, spread along the axis, made contiguous first.
   Blocks blocks = blocks_along(node.type, node.attrs.ints[0]);
-  int64_t block_bytes = static_cast<int64_t>(bytes_of(node.type));
+  int64_t block_bytes = static_cast<int64_t>(node.type.bytes());
   std::string arranged(static_cast<size_t>(block_bytes * world), '\0');
   for (int64_t p = 0; p < blocks.outer; ++p)
     for (int64_t r = 0; r < world; ++r)
       std::memcpy(arranged.data() + r * block_bytes + p * blocks.run_bytes,
-                  bytes_at(inputs[0]) + (p * world + r) * blocks.run_bytes, static_cast<size_t>(blocks.run_bytes));
-  comm::reduce_scatter(arranged.data(), bytes_at(out), count, node.type.dtype, op);
+                  inputs[0].impl()->data<char>() + (p * world + r) * blocks.run_bytes,
+                  static_cast<size_t>(blocks.run_bytes));
+  comm::reduce_scatter(arranged.data(), out.impl()->mutable_data<char>(), count, node.type.dtype, op);
   return out;
 }
 
@@ -220,21 +220,19 @@ AbstractValue infer_broadcast_from(const Node& node, std::span<const AbstractVal
 Array evaluate_broadcast_from(const Node& node, std::span<const Array> inputs) {
   check_world(node);
   Array out = detail::allocate(node.type);
-  size_t bytes = bytes_of(node.type);
-  if (bytes) std::memcpy(bytes_at(out), bytes_at(inputs[0]), bytes);
-  comm::broadcast(bytes_at(out), static_cast<int64_t>(bytes), static_cast<int>(node.attrs.ints[0]));
+  size_t bytes = node.type.bytes();
+  if (bytes) std::memcpy(out.impl()->mutable_data<char>(), inputs[0].impl()->data<char>(), bytes);
+  comm::broadcast(out.impl()->mutable_data<char>(), static_cast<int64_t>(bytes), static_cast<int>(node.attrs.ints[0]));
   return out;
 }
-
-Array rank_value(Location where) { return detail::apply(Primitive::rank, std::span<const Array>(), {}, where); }
 
 // Every rank's output is the root's input: the root's cotangent is the sum of all of them.
 std::vector<Array> broadcast_from_vjp(const Node& node, std::span<const Array>, const Array&, const Array& cotangent) {
   Array total = reduce_across(cotangent, ReduceOp::sum, node.where);
-  return {where(equal(rank_value(node.where), node.attrs.ints[0]), total, 0.0)};
+  return {where(equal(distributed::rank_array(node.where), node.attrs.ints[0]), total, 0.0)};
 }
 Array broadcast_from_jvp(const Node& node, std::span<const Array>, const Array&, std::span<const Array> tangents) {
-  return detail::apply(Primitive::broadcast_from, tangents[0], {.ints = node.attrs.ints}, node.where);
+  return collective(Primitive::broadcast_from, tangents[0], {node.attrs.ints[0]}, node.where);
 }
 
 // ---- rank: no inputs, 0-d i32 ----
@@ -257,6 +255,11 @@ std::string describe_reduce_scatter(const Node& node) {
 std::string describe_root(const Node& node) { return "root=" + std::to_string(node.attrs.ints[0]); }
 
 }  // namespace
+
+Array collective(Primitive op, const Array& x, std::vector<int64_t> ints, Location where) {
+  ints.push_back(comm::world().size);
+  return detail::apply(op, x, {.ints = std::move(ints)}, where);
+}
 
 void register_collective_rules(RuleTable& table) {
   auto row = [](auto infer, auto evaluate, auto describe, auto vjp, auto jvp) {

@@ -156,17 +156,14 @@ int64_t integer_value(const Array& value) {
   return detail::dispatch(impl.type.dtype, [&]<class T>() { return static_cast<int64_t>(impl.data<T>()[0]); });
 }
 
-size_t bytes_of(const AbstractValue& type) { return static_cast<size_t>(type.size()) * dtype_size(type.dtype); }
-
-char* bytes_at(const Array& array) { return static_cast<char*>(array.impl()->buffer->data()); }
-
 // Row t of x, as an array of its own.
 Array row_of(const Array& x, int64_t t) {
   AbstractValue type = x.impl()->type;
   type.shape.erase(type.shape.begin());
   Array row = detail::allocate(type);
-  size_t bytes = bytes_of(type);
-  if (bytes) std::memcpy(bytes_at(row), bytes_at(x) + static_cast<size_t>(t) * bytes, bytes);
+  size_t bytes = type.bytes();
+  if (bytes)
+    std::memcpy(row.impl()->mutable_data<char>(), x.impl()->data<char>() + static_cast<size_t>(t) * bytes, bytes);
   return row;
 }
 
@@ -222,8 +219,10 @@ std::vector<Array> run_scan(const Node& node, std::span<const Array> operands, B
     std::vector<Array> out = run_body(0, arguments, captures, owned);
     for (size_t k = 0; k < carries; ++k) results[k] = std::move(out[k]);
     for (size_t k = carries; k < types.size(); ++k) {
-      size_t bytes = bytes_of(out[k].impl()->type);
-      if (bytes) std::memcpy(bytes_at(results[k]) + static_cast<size_t>(t) * bytes, bytes_at(out[k]), bytes);
+      size_t bytes = out[k].impl()->type.bytes();
+      if (bytes)
+        std::memcpy(results[k].impl()->mutable_data<char>() + static_cast<size_t>(t) * bytes,
+                    out[k].impl()->data<char>(), bytes);
     }
   }
   return results;

@@ -13,6 +13,7 @@
 #include "core/error_format.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
+#include "ops/collective.h"
 #include "trace/trace.h"
 
 namespace kiln::distributed {
@@ -40,11 +41,6 @@ void agree(const char* operation, int64_t setting, const Array& x, Location wher
                       "every rank must call the same collectives in the same order with the same dtypes and shapes");
 }
 
-Array apply_collective(ir::Primitive op, const Array& x, std::vector<int64_t> ints, Location where) {
-  ints.push_back(comm::world().size);
-  return kiln::detail::apply(op, x, {.ints = std::move(ints)}, where);
-}
-
 int64_t axis_of(const Array& x, int64_t axis, const char* operation, Location where) {
   const kiln::detail::AbstractValue& type = kiln::detail::impl_of(x, operation, where).type;
   if (type.ndim() == 0)
@@ -66,24 +62,24 @@ Array rank_array(Location where) {
 
 Array all_reduce(const Array& x, ReduceOp op, Location where) {
   agree("all_reduce", static_cast<int64_t>(op), x, where);
-  return apply_collective(ir::Primitive::all_reduce, x, {static_cast<int64_t>(op)}, where);
+  return ops::collective(ir::Primitive::all_reduce, x, {static_cast<int64_t>(op)}, where);
 }
 
 Array all_gather(const Array& x, int64_t axis, Location where) {
   axis = axis_of(x, axis, "all_gather", where);
   agree("all_gather", axis, x, where);
-  return apply_collective(ir::Primitive::all_gather, x, {axis}, where);
+  return ops::collective(ir::Primitive::all_gather, x, {axis}, where);
 }
 
 Array reduce_scatter(const Array& x, int64_t axis, ReduceOp op, Location where) {
   axis = axis_of(x, axis, "reduce_scatter", where);
   agree("reduce_scatter", axis, x, where);
-  return apply_collective(ir::Primitive::reduce_scatter, x, {axis, static_cast<int64_t>(op)}, where);
+  return ops::collective(ir::Primitive::reduce_scatter, x, {axis, static_cast<int64_t>(op)}, where);
 }
 
 Array broadcast(const Array& x, int root, Location where) {
   agree("broadcast", root, x, where);
-  return apply_collective(ir::Primitive::broadcast_from, x, {root}, where);
+  return ops::collective(ir::Primitive::broadcast_from, x, {root}, where);
 }
 
 namespace detail {

@@ -28,6 +28,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operatio
 Array materialize(const Operand& operand, TypeClass target, const Shape& shape, Location where);
 /// Identity when `x` already has the dtype; otherwise a convert node.
 Array convert_to(const Array& x, DType dtype, bool weak, Location where);
+/// Integers and bool in the default float (f32), as mean, logsumexp and softmax compute them (reduce.cpp).
+Array as_floating(const Array& x, const AbstractValue& type, Location where);
 /// Identity when shapes match; otherwise a broadcast node (NumPy rule).
 Array broadcast_to_shape(const Array& x, const Shape& shape, Location where);
 

@@ -282,12 +282,6 @@ Array as_accumulation_dtype(const Array& x, const AbstractValue& type, Location 
   return x;
 }
 
-/// Integers and bool computed in the default float, as JAX does for mean, logsumexp, softmax.
-Array as_floating(const Array& x, const AbstractValue& type, Location where) {
-  if (is_floating(type.dtype)) return x;
-  return convert_to(x, DType::f32, type.weak && type.dtype != DType::bool_, where);
-}
-
 void require_nonempty_axes(std::string_view operation, std::string_view numpy_name, const AbstractValue& type,
                            const std::vector<int64_t>& axes, Location where) {
   for (int64_t axis : axes)
@@ -480,6 +474,12 @@ Array cumsum_jvp(const Node& node, std::span<const Array>, const Array&, std::sp
 }
 
 }  // namespace
+
+/// Integers and bool computed in the default float, as JAX does for mean, logsumexp, softmax.
+Array as_floating(const Array& x, const AbstractValue& type, Location where) {
+  if (is_floating(type.dtype)) return x;
+  return convert_to(x, DType::f32, type.weak && type.dtype != DType::bool_, where);
+}
 
 void register_reduce_rules(RuleTable& table) {
   auto reduction = [&](Primitive op, auto vjp, auto jvp, Reduction combine) {

@@ -7,6 +7,7 @@
 #include "core/error_format.h"
 #include "kiln/ops.h"
 #include "ops/axes.h"
+#include "ops/elementwise.h"
 
 namespace kiln {
 
@@ -16,7 +17,10 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 
 Array nonzero(const Array& x, Location where) { return not_equal(Operand(x, where), Operand(0, where)); }
 
-Array floating(const Array& x, Location where) { return is_floating(x.dtype()) ? x : astype(x, DType::f32, where); }
+// As mean computes them: var's dtype is mean's.
+Array floating(const Array& x, Location where) {
+  return ops::as_floating(x, detail::impl_of(x, "var", where).type, where);
+}
 
 int64_t reduced_count(const Array& x, const Axes& axes, const char* operation, Location where) {
   std::vector<int64_t> normalized = ops::normalize_axes(axes, x.ndim(), operation, x.shape(), where);

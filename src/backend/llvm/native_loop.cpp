@@ -37,8 +37,6 @@ namespace {
 constexpr int64_t max_elements_per_iteration = int64_t{1} << 16;
 constexpr size_t slot_alignment = 64;
 
-size_t bytes_of(const AbstractValue& type) { return static_cast<size_t>(type.size()) * dtype_size(type.dtype); }
-
 // Where a value of a body lives while the loop runs.
 struct Location {
   enum class Kind { none, arena, table, row } kind = Kind::none;
@@ -59,6 +57,7 @@ struct Body {
   std::shared_ptr<ir::Graph> graph;  // simplified
   Plan plan;
   std::vector<Location> locations;  // by node id
+  std::vector<ir::ValueId> origin;  // by node id: the value whose memory it is (a view's source)
   std::vector<size_t> staging;      // by carry: an arena slot, or npos when not staged
   static constexpr size_t npos = ~size_t{0};
 };
@@ -91,7 +90,7 @@ class LayoutBuilder {
     size_t leading = ir::leading_operand_count(node_);
     layout_.carries = node_.op == ir::Primitive::scan ? ir::scan_carry_count(node_) : leading;
     for (size_t k = 0; k < layout_.carries; ++k)
-      layout_.carry_offsets.push_back(reserve(bytes_of(layout_.result_types[k])));
+      layout_.carry_offsets.push_back(reserve(layout_.result_types[k].bytes()));
     for (size_t k = layout_.carries; k < leading; ++k) xs_slots_.push_back(add({TableEntry::Kind::operand, k}));
     for (size_t k = layout_.carries; k < layout_.result_types.size(); ++k)
       ys_slots_.push_back(add({TableEntry::Kind::result, k}));
@@ -137,13 +136,19 @@ class LayoutBuilder {
       if (scan && k >= layout_.carries)
         at[id] = {.kind = Location::Kind::row,
                   .slot = xs_slots_[k - layout_.carries],
-                  .row_bytes = bytes_of(graph->nodes[id].type)};
+                  .row_bytes = graph->nodes[id].type.bytes()};
     }
     size_t first_capture = ir::body_capture_begin(node_, b);
     for (size_t k = 0; k < graph->captures.size(); ++k)
       at[static_cast<size_t>(graph->captures[k])] = {.kind = Location::Kind::table,
                                                      .slot = add({TableEntry::Kind::operand, first_capture + k})};
     std::vector<Array> constants = fold_constants(*graph, body.plan);
+    body.origin.resize(graph->nodes.size());
+    for (size_t id = 0; id < graph->nodes.size(); ++id) body.origin[id] = static_cast<ir::ValueId>(id);
+    for (const Step& step : body.plan.steps)
+      if (step.kind == Step::Kind::view)
+        body.origin[static_cast<size_t>(step.value)] =
+            body.origin[static_cast<size_t>(graph->nodes[static_cast<size_t>(step.value)].inputs[0])];
     for (const Step& step : body.plan.steps) {
       auto id = static_cast<size_t>(step.value);
       switch (step.kind) {
@@ -156,7 +161,7 @@ class LayoutBuilder {
           for (ir::ValueId value : written) {
             const AbstractValue& type = graph->nodes[static_cast<size_t>(value)].type;
             std::optional<size_t> carry = carry_written_in_place(body, b, value);
-            size_t offset = carry ? layout_.carry_offsets[*carry] : reserve(bytes_of(type));
+            size_t offset = carry ? layout_.carry_offsets[*carry] : reserve(type.bytes());
             at[static_cast<size_t>(value)] = {.kind = Location::Kind::arena, .offset = offset, .written = true};
           }
           break;
@@ -178,7 +183,7 @@ class LayoutBuilder {
       bool unchanged = place.kind == Location::Kind::arena && place.offset == layout_.carry_offsets[k];
       if (unchanged) continue;
       const AbstractValue& type = layout_.result_types[k];
-      if (!place.written) body.staging[k] = reserve(bytes_of(type));
+      if (!place.written) body.staging[k] = reserve(type.bytes());
       elements_ += type.size() * (place.written ? 1 : 2);  // copied once, or staged and copied
     }
     for (size_t k = layout_.carries; updates_carries(b) && k < graph->outputs.size(); ++k)
@@ -195,12 +200,7 @@ class LayoutBuilder {
   std::optional<size_t> carry_written_in_place(const Body& body, size_t b, ir::ValueId value) const {
     if (!updates_carries(b)) return std::nullopt;
     const ir::Graph& graph = *body.graph;
-    std::vector<ir::ValueId> origin(graph.nodes.size());
-    for (size_t id = 0; id < graph.nodes.size(); ++id) origin[id] = static_cast<ir::ValueId>(id);
-    for (const Step& step : body.plan.steps)
-      if (step.kind == Step::Kind::view)
-        origin[static_cast<size_t>(step.value)] =
-            origin[static_cast<size_t>(graph.nodes[static_cast<size_t>(step.value)].inputs[0])];
+    const std::vector<ir::ValueId>& origin = body.origin;
     std::optional<size_t> carry;
     for (size_t k = 0; k < layout_.carries; ++k)
       if (graph.outputs[k] == value) carry = k;
@@ -326,7 +326,7 @@ class LoopEmitter {
   llvm::Value* arena(size_t offset) { return builder_.CreateConstGEP1_64(builder_.getInt8Ty(), table_[0], offset); }
 
   void copy(llvm::Value* to, llvm::Value* from, const AbstractValue& type) {
-    size_t bytes = bytes_of(type);
+    size_t bytes = type.bytes();
     if (bytes == 0) return;
     llvm::Align alignment(dtype_size(type.dtype));
     builder_.CreateMemCpy(to, alignment, from, alignment, bytes);
@@ -393,7 +393,7 @@ class LoopEmitter {
       for (size_t k = layout_.carries; k < outputs.size(); ++k) {
         const AbstractValue& row_type = bodies_[0].graph->nodes[static_cast<size_t>(outputs[k])].type;
         llvm::Value* target = builder_.CreateGEP(builder_.getInt8Ty(), table_[ys_slots_[k - layout_.carries]],
-                                                 builder_.CreateMul(row, builder_.getInt64(bytes_of(row_type))));
+                                                 builder_.CreateMul(row, builder_.getInt64(row_type.bytes())));
         copy(target, address(0, outputs[k], row), row_type);
       }
       update_carries(0, row);
@@ -410,8 +410,6 @@ class LoopEmitter {
   std::vector<llvm::Value*> table_;
   std::vector<std::vector<EmittedKernel>> kernels_;  // by body, by kernel
 };
-
-char* bytes_at(const Array& array) { return static_cast<char*>(array.impl()->buffer->data()); }
 
 std::atomic<size_t> loops_compiled{0};
 
@@ -467,25 +465,25 @@ std::vector<Array> NativeLoop::run(std::span<const Array> operands) const {
   detail::Buffer arena(layout.arena_bytes);
   auto* base = static_cast<char*>(arena.data());
   for (size_t k = 0; k < layout.carries; ++k)
-    if (size_t bytes = bytes_of(layout.result_types[k]))
-      std::memcpy(base + layout.carry_offsets[k], bytes_at(operands[k]), bytes);
+    if (size_t bytes = layout.result_types[k].bytes())
+      std::memcpy(base + layout.carry_offsets[k], operands[k].impl()->data<char>(), bytes);
   std::vector<Array> results(layout.result_types.size());
   std::vector<char*> table{base};
   for (const TableEntry& entry : layout.table) {
     switch (entry.kind) {
-      case TableEntry::Kind::operand: table.push_back(bytes_at(operands[entry.index])); break;
-      case TableEntry::Kind::constant: table.push_back(bytes_at(entry.constant)); break;
+      case TableEntry::Kind::operand: table.push_back(operands[entry.index].impl()->mutable_data<char>()); break;
+      case TableEntry::Kind::constant: table.push_back(entry.constant.impl()->mutable_data<char>()); break;
       case TableEntry::Kind::result:
         results[entry.index] = detail::allocate(layout.result_types[entry.index]);
-        table.push_back(bytes_at(results[entry.index]));
+        table.push_back(results[entry.index].impl()->mutable_data<char>());
         break;
     }
   }
   layout.function(table.data());
   for (size_t k = 0; k < layout.carries; ++k) {
     results[k] = detail::allocate(layout.result_types[k]);
-    if (size_t bytes = bytes_of(layout.result_types[k]))
-      std::memcpy(bytes_at(results[k]), base + layout.carry_offsets[k], bytes);
+    if (size_t bytes = layout.result_types[k].bytes())
+      std::memcpy(results[k].impl()->mutable_data<char>(), base + layout.carry_offsets[k], bytes);
   }
   return results;
 }

@@ -29,7 +29,6 @@ LinkedObjects::LinkedObjects(detail::ByteReader& in) {
     objects_.push_back(std::move(object));
   }
   linked_.resize(objects_.size());
-  is_linked_.assign(objects_.size(), 0);
 }
 
 const std::shared_ptr<const ObjectCode>& LinkedObjects::object(uint32_t index) const {
@@ -40,10 +39,7 @@ const std::shared_ptr<const ObjectCode>& LinkedObjects::object(uint32_t index) c
 std::pair<void*, std::shared_ptr<const void>> LinkedObjects::address(uint32_t index, uint32_t symbol) {
   object(index);
   if (symbol >= objects_[index]->symbols.size()) throw SavedCodeMismatch("a symbol index out of range");
-  if (!is_linked_[index]) {
-    linked_[index] = Engine::instance().load(objects_[index]);
-    is_linked_[index] = 1;
-  }
+  if (!linked_[index].code) linked_[index] = Engine::instance().load(objects_[index]);
   return {linked_[index].addresses[symbol], linked_[index].code};
 }
 

@@ -42,8 +42,7 @@ class LinkedObjects {
 
  private:
   std::vector<std::shared_ptr<const ObjectCode>> objects_;
-  std::vector<Engine::Linked> linked_;
-  std::vector<char> is_linked_;
+  std::vector<Engine::Linked> linked_;  // empty (no code) until first used
 };
 
 }  // namespace kiln::llvm_backend
