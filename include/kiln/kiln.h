@@ -13,3 +13,4 @@
 #include "kiln/random.h"
 #include "kiln/telemetry.h"
 #include "kiln/tree.h"
+#include "kiln/vmap.h"

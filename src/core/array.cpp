@@ -123,9 +123,13 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
         "cannot read the value of traced array " + impl.type.to_string() + " inside the trace of '" + trace.name +
             "' (begun at " + location_string(trace.where) + ")",
         where,
-        "a traced value is known only when the compiled code runs: use kiln::where for a data-dependent "
-        "choice of values, kiln::cond or kiln::while_loop for a choice of code, or pass the value as a static "
-        "(non-Array) argument");
+        trace.name.starts_with("vmap")
+            ? "inside vmap every lane has its own value, so C++ code cannot branch on it or read it: use "
+              "kiln::where for a choice of values, kiln::cond or kiln::while_loop for a choice of code (vmap batches "
+              "both), or pass the value as a static (non-Array) argument"
+            : "a traced value is known only when the compiled code runs: use kiln::where for a data-dependent "
+              "choice of values, kiln::cond or kiln::while_loop for a choice of code, or pass the value as a static "
+              "(non-Array) argument");
   }
   if (std::string_view(operation) == "item" && impl.type.size() != 1)
     raise(operation, "needs exactly one element, got " + impl.type.to_string(), where,

@@ -7,6 +7,7 @@
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/apply.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 
 namespace kiln {
@@ -273,6 +274,7 @@ PrimitiveRules row() {
     rules.vjp = &vjp<op>;
     rules.jvp = &jvp<op>;
   }
+  rules.batch = &batch_elementwise;
   rules.fusion = Fusion::elementwise;
   rules.cost = op == Primitive::pow ? 16 : 1;  // pow is exp(b log a) in vector math
   rules.lower = &lower<op>;

@@ -16,6 +16,7 @@
 #include "kiln/distributed.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
+#include "ops/batching.h"
 #include "ops/rules.h"
 #include "trace/trace.h"
 
@@ -262,26 +263,32 @@ Array collective(Primitive op, const Array& x, std::vector<int64_t> ints, Locati
 }
 
 void register_collective_rules(RuleTable& table) {
-  auto row = [](auto infer, auto evaluate, auto describe, auto vjp, auto jvp) {
+  // Every rank batches alike, so the lanes travel together in one message:
+  // elementwise across ranks (all_reduce, broadcast) the batch axis is just
+  // another axis; the gathering ones move their axis past it.
+  auto row = [](auto infer, auto evaluate, auto describe, auto vjp, auto jvp, auto batch) {
     return PrimitiveRules{.infer = infer,
                           .evaluate = evaluate,
                           .describe = describe,
                           .vjp = vjp,
                           .jvp = jvp,
+                          .batch = batch,
                           .fusion = Fusion::collective};
   };
-  table[static_cast<size_t>(Primitive::all_reduce)] =
-      row(&infer_all_reduce, &evaluate_all_reduce, &describe_all_reduce, &all_reduce_vjp, &all_reduce_jvp);
-  table[static_cast<size_t>(Primitive::all_gather)] =
-      row(&infer_all_gather, &evaluate_all_gather, &describe_axis, &all_gather_vjp, &all_gather_jvp);
+  table[static_cast<size_t>(Primitive::all_reduce)] = row(&infer_all_reduce, &evaluate_all_reduce, &describe_all_reduce,
+                                                          &all_reduce_vjp, &all_reduce_jvp, &batch_elementwise);
+  table[static_cast<size_t>(Primitive::all_gather)] = row(&infer_all_gather, &evaluate_all_gather, &describe_axis,
+                                                          &all_gather_vjp, &all_gather_jvp, &batch_shifting_first_int);
   table[static_cast<size_t>(Primitive::reduce_scatter)] =
       row(&infer_reduce_scatter, &evaluate_reduce_scatter, &describe_reduce_scatter, &reduce_scatter_vjp,
-          &reduce_scatter_jvp);
+          &reduce_scatter_jvp, &batch_shifting_first_int);
   table[static_cast<size_t>(Primitive::broadcast_from)] =
-      row(&infer_broadcast_from, &evaluate_broadcast_from, &describe_root, &broadcast_from_vjp, &broadcast_from_jvp);
+      row(&infer_broadcast_from, &evaluate_broadcast_from, &describe_root, &broadcast_from_vjp, &broadcast_from_jvp,
+          &batch_elementwise);
   table[static_cast<size_t>(Primitive::rank)] = {.infer = &infer_rank,
                                                  .evaluate = &evaluate_rank,
                                                  .no_derivative = "an integer result",
+                                                 .never_batched = "no operands: the same in every lane",
                                                  .fusion = Fusion::collective};
 }
 

@@ -110,11 +110,13 @@ void register_leaf_rules(RuleTable& table) {
                                                   .evaluate = &evaluate_input,
                                                   .describe = &describe_input,
                                                   .no_derivative = "leaf: its derivative is the seed itself",
+                                                  .never_batched = "leaf: vmap binds it batched or not itself",
                                                   .fusion = Fusion::input};
   table[static_cast<size_t>(Primitive::literal)] = {.infer = &infer_literal,
                                                     .evaluate = &evaluate_literal,
                                                     .describe = &describe_literal,
                                                     .no_derivative = "constant",
+                                                    .never_batched = "a C++ number: the same in every lane",
                                                     .fusion = Fusion::elementwise,
                                                     .lower = &lower_literal};
 }
@@ -124,6 +126,7 @@ void register_creation_rules(RuleTable& table) {
                                                  .evaluate = &evaluate_iota,
                                                  .describe = &describe_iota,
                                                  .no_derivative = "constant: no inputs",
+                                                 .never_batched = "no operands: the same in every lane",
                                                  .fusion = Fusion::elementwise,
                                                  .lower = &lower_iota};
 }

@@ -16,6 +16,7 @@
 #include "core/error_format.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 
 namespace kiln {
@@ -431,6 +432,7 @@ void register_indexing_rules(RuleTable& table) {
                                                  .describe = &describe_axis,
                                                  .vjp = &vjp_take,
                                                  .jvp = &jvp_take,
+                                                 .batch = &batch_take,
                                                  .fusion = Fusion::kernel,
                                                  .kernel = NativeKernel::take};
   table[static_cast<size_t>(Primitive::scatter_add)] = {.infer = &infer_scatter_add,
@@ -438,6 +440,7 @@ void register_indexing_rules(RuleTable& table) {
                                                         .describe = &describe_axis,
                                                         .vjp = &vjp_scatter_add,
                                                         .jvp = &jvp_scatter_add,
+                                                        .batch = &batch_scatter_add,
                                                         .fusion = Fusion::kernel,
                                                         .kernel = NativeKernel::scatter_add};
   table[static_cast<size_t>(Primitive::dynamic_slice)] = {.infer = &infer_dynamic_slice,
@@ -445,6 +448,7 @@ void register_indexing_rules(RuleTable& table) {
                                                           .describe = &describe_dynamic_slice,
                                                           .vjp = &vjp_dynamic_slice,
                                                           .jvp = &jvp_dynamic_slice,
+                                                          .batch = &batch_dynamic_slice,
                                                           .fusion = Fusion::kernel,
                                                           .kernel = NativeKernel::dynamic_slice};
   table[static_cast<size_t>(Primitive::dynamic_update_slice)] = {.infer = &infer_dynamic_update_slice,
@@ -452,6 +456,7 @@ void register_indexing_rules(RuleTable& table) {
                                                                  .describe = nullptr,
                                                                  .vjp = &vjp_dynamic_update_slice,
                                                                  .jvp = &jvp_dynamic_update_slice,
+                                                                 .batch = &batch_dynamic_update_slice,
                                                                  .fusion = Fusion::kernel,
                                                                  .kernel = NativeKernel::dynamic_update_slice};
 }

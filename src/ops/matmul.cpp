@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/apply.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 
 namespace kiln {
@@ -123,12 +124,62 @@ Array matmul_jvp(const Node& node, std::span<const Array> inputs, const Array&, 
 
 }  // namespace
 
+// A batched operand times an unbatched one is one matmul, not a matmul per
+// lane: the lanes' rows (or columns) join the operand's own, so BLAS sees one
+// taller (or wider) matrix and the unbatched operand is read once.
+Array batch_matmul(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size) {
+  const Array& a = inputs[0];
+  const Array& b = inputs[1];
+  if (batched[0] && batched[1]) return apply_node_to(node, inputs);
+  const Shape& a_shape = a.impl()->type.shape;
+  const Shape& b_shape = b.impl()->type.shape;
+  auto rank = static_cast<int64_t>((batched[0] ? b_shape : a_shape).size());  // of one lane
+  std::vector<int64_t> lanes_before_matrix(static_cast<size_t>(rank + 1));
+  // Axes [B, dims..., r, c] -> [dims..., B, r, c] and back.
+  for (int64_t axis = 0; axis < rank - 2; ++axis) lanes_before_matrix[static_cast<size_t>(axis)] = axis + 1;
+  lanes_before_matrix[static_cast<size_t>(rank - 2)] = 0;
+  lanes_before_matrix[static_cast<size_t>(rank - 1)] = rank - 1;
+  lanes_before_matrix[static_cast<size_t>(rank)] = rank;
+  std::vector<int64_t> lanes_first(static_cast<size_t>(rank + 1));
+  for (size_t axis = 0; axis < lanes_first.size(); ++axis)
+    lanes_first[static_cast<size_t>(lanes_before_matrix[axis])] = static_cast<int64_t>(axis);
+  Shape dims(batched[0] ? b_shape.begin() : a_shape.begin(), (batched[0] ? b_shape.end() : a_shape.end()) - 2);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape shape = dims;
+    shape.insert(shape.end(), tail);
+    return shape;
+  };
+  if (batched[0]) {
+    int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
+    Array rows = reshape(transpose(a, lanes_before_matrix), with({size * m, k}));
+    std::vector<Array> operands{rows, b};
+    return transpose(reshape(apply_node_to(node, operands), with({size, m, n})), lanes_first);
+  }
+  // [B, dims..., k, n] -> [dims..., k, B, n] -> [dims..., k, B * n]
+  int64_t m = a_shape[a_shape.size() - 2], k = b_shape[b_shape.size() - 2], n = b_shape.back();
+  std::vector<int64_t> lanes_before_columns(static_cast<size_t>(rank + 1));
+  for (int64_t axis = 0; axis < rank - 2; ++axis) lanes_before_columns[static_cast<size_t>(axis)] = axis + 1;
+  lanes_before_columns[static_cast<size_t>(rank - 2)] = rank - 1;
+  lanes_before_columns[static_cast<size_t>(rank - 1)] = 0;
+  lanes_before_columns[static_cast<size_t>(rank)] = rank;
+  Array columns = reshape(transpose(b, lanes_before_columns), with({k, size * n}));
+  std::vector<Array> operands{a, columns};
+  // [dims..., m, B * n] -> [dims..., m, B, n] -> [B, dims..., m, n]
+  std::vector<int64_t> back(static_cast<size_t>(rank + 1));
+  back[0] = rank - 1;
+  for (int64_t axis = 0; axis < rank - 2; ++axis) back[static_cast<size_t>(axis + 1)] = axis;
+  back[static_cast<size_t>(rank - 1)] = rank - 2;
+  back[static_cast<size_t>(rank)] = rank;
+  return transpose(reshape(apply_node_to(node, operands), with({m, size, n})), back);
+}
+
 void register_matmul_rules(RuleTable& table) {
   // Floating products go to BLAS; BLAS has no integer product, so those run a native kernel.
   table[static_cast<size_t>(Primitive::matmul)] = {.infer = &infer_matmul,
                                                    .evaluate = &evaluate_matmul,
                                                    .vjp = &matmul_vjp,
                                                    .jvp = &matmul_jvp,
+                                                   .batch = &batch_matmul,
                                                    .fusion = Fusion::matmul,
                                                    .kernel = NativeKernel::integer_matmul};
 }

@@ -15,6 +15,7 @@
 #include "core/error_format.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 
 namespace kiln {
@@ -506,6 +507,71 @@ std::vector<Array> vjp_reverse(const Node& node, std::span<const Array>, const A
   return {apply_like(node, std::span<const Array>(&cotangent, 1))};
 }
 
+// ---- batching: the batch axis is first (ops/batching.h) ------------------------
+
+Array batch_reshape(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t size) {
+  ir::Attributes attrs = node.attrs;
+  attrs.shape.insert(attrs.shape.begin(), size);
+  return detail::apply(node.op, inputs, std::move(attrs), node.where);
+}
+
+Array batch_transpose(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t) {
+  std::vector<int64_t> permutation{0};
+  for (int64_t axis : node.attrs.ints) permutation.push_back(axis + 1);
+  return apply_node_to(node, inputs, std::move(permutation));
+}
+
+// Trailing-aligned broadcasting would align the batch axis with a target
+// axis: the operand first gets the target's rank after its batch axis.
+Array batch_broadcast(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t size) {
+  const Shape& x = inputs[0].impl()->type.shape;
+  Shape aligned{size};
+  aligned.insert(aligned.end(), node.attrs.shape.size() + 1 - x.size(), 1);
+  aligned.insert(aligned.end(), x.begin() + 1, x.end());
+  Shape target = node.attrs.shape;
+  target.insert(target.begin(), size);
+  return broadcast_to(reshape(inputs[0], aligned), target);
+}
+
+Array batch_slice(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t size) {
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = ints.size() / 3;
+  std::vector<int64_t> batched_ints{0};
+  batched_ints.insert(batched_ints.end(), ints.begin(), ints.begin() + static_cast<std::ptrdiff_t>(rank));
+  batched_ints.push_back(size);
+  batched_ints.insert(batched_ints.end(), ints.begin() + static_cast<std::ptrdiff_t>(rank),
+                      ints.begin() + static_cast<std::ptrdiff_t>(2 * rank));
+  batched_ints.push_back(1);
+  batched_ints.insert(batched_ints.end(), ints.begin() + static_cast<std::ptrdiff_t>(2 * rank), ints.end());
+  return apply_node_to(node, inputs, std::move(batched_ints));
+}
+
+Array batch_pad(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size) {
+  const std::vector<int64_t>& ints = node.attrs.ints;
+  size_t rank = ints.size() / 2;
+  std::vector<int64_t> batched_ints{0};
+  batched_ints.insert(batched_ints.end(), ints.begin(), ints.begin() + static_cast<std::ptrdiff_t>(rank));
+  batched_ints.push_back(0);
+  batched_ints.insert(batched_ints.end(), ints.begin() + static_cast<std::ptrdiff_t>(rank), ints.end());
+  Array x = with_batch_axis(inputs[0], batched[0], size);
+  if (!batched[1]) return apply_node_to(node, std::vector<Array>{x, inputs[1]}, std::move(batched_ints));
+  // A padding value per lane: pad with anything, then choose the lane's value
+  // wherever a mask of the original elements, padded with false, says so.
+  const AbstractValue& type = x.impl()->type;
+  Array filler = detail::literal(0, type.dtype, type.weak, node.where);
+  Array padded = apply_node_to(node, std::vector<Array>{x, filler}, batched_ints);
+  Array inside = broadcast_to(detail::literal(true, DType::bool_, false, node.where), type.shape);
+  Array outside = detail::literal(false, DType::bool_, false, node.where);
+  Array mask = apply_node_to(node, std::vector<Array>{inside, outside}, std::move(batched_ints));
+  Shape lane_shape(static_cast<size_t>(type.ndim()), 1);
+  lane_shape[0] = size;
+  return where(mask, padded, reshape(inputs[1], lane_shape));
+}
+
+Array batch_reverse(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t) {
+  return apply_node_to(node, inputs, shifted_axes(node.attrs.ints));
+}
+
 // ---- helpers for the builders ----------------------------------------------------
 
 const detail::AbstractValue& type_of(const Array& x, const char* operation, Location where) {
@@ -527,27 +593,29 @@ Array apply_with_ints(Primitive op, std::span<const Array> inputs, std::vector<i
 }  // namespace
 
 void register_movement_rules(RuleTable& table) {
-  auto set = [&](Primitive op, PrimitiveRules rules, NativeKernel kernel) {
+  auto set = [&](Primitive op, PrimitiveRules rules, NativeKernel kernel, auto batch) {
+    rules.batch = batch;
     rules.fusion = Fusion::kernel;
     rules.kernel = kernel;
     table[static_cast<size_t>(op)] = rules;
   };
   set(Primitive::transpose, {&infer_transpose, &evaluate_transpose, &describe_transpose, &vjp_transpose, &jvp_movement},
-      NativeKernel::transpose);
+      NativeKernel::transpose, &batch_transpose);
   set(Primitive::slice, {&infer_slice, &evaluate_slice, &describe_slice, &vjp_slice, &jvp_movement},
-      NativeKernel::slice);
+      NativeKernel::slice, &batch_slice);
   set(Primitive::concatenate,
       {&infer_concatenate, &evaluate_concatenate, &describe_concatenate, &vjp_concatenate, &jvp_concatenate},
-      NativeKernel::concatenate);
-  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad, &vjp_pad, &jvp_pad}, NativeKernel::pad);
+      NativeKernel::concatenate, &batch_shifting_first_int);
+  set(Primitive::pad, {&infer_pad, &evaluate_pad, &describe_pad, &vjp_pad, &jvp_pad}, NativeKernel::pad, &batch_pad);
   set(Primitive::reverse, {&infer_reverse, &evaluate_reverse, &describe_reverse, &vjp_reverse, &jvp_movement},
-      NativeKernel::reverse);
+      NativeKernel::reverse, &batch_reverse);
   // Row-major data reshaped keeps its order: the same buffer, another shape.
   table[static_cast<size_t>(Primitive::reshape)] = {.infer = &infer_reshape,
                                                     .evaluate = &evaluate_reshape,
                                                     .describe = &describe_reshape,
                                                     .vjp = &vjp_reshape,
                                                     .jvp = &jvp_movement,
+                                                    .batch = &batch_reshape,
                                                     .fusion = Fusion::view};
   // A fused broadcast is a load at a stride of 0 where its extent is 1 (the
   // kernel's indexing does it), so its code is its operand's.
@@ -557,6 +625,7 @@ void register_movement_rules(RuleTable& table) {
       .describe = &describe_broadcast,
       .vjp = &vjp_broadcast,
       .jvp = &jvp_movement,
+      .batch = &batch_broadcast,
       .fusion = Fusion::elementwise,
       .lower = [](ScalarEmitter&, const Node&, std::span<const ScalarValue> operands, std::span<const DType>) {
         return operands[0];

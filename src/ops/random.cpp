@@ -20,6 +20,7 @@
 
 #include "core/error_format.h"
 #include "ops/apply.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 #include "ops/threefry.h"
 
@@ -177,10 +178,13 @@ double below(double value, DType dtype) {
 void register_random_rules(RuleTable& table) {
   // The only input is an integer key, so the samples are constants of
   // differentiation. Threefry is a few dozen integer operations per pair of words.
+  // A batch of keys gives each lane its own stream (JAX's semantics); the
+  // kernel takes one key, so each lane is drawn by its own node.
   table[static_cast<size_t>(Primitive::random_bits)] = {.infer = &infer_random,
                                                         .evaluate = &evaluate_random_bits,
                                                         .describe = &describe_random,
                                                         .no_derivative = "integer key and integer result",
+                                                        .batch = &batch_lane_by_lane,
                                                         .fusion = Fusion::kernel,
                                                         .cost = 16,
                                                         .kernel = NativeKernel::random};
@@ -188,6 +192,7 @@ void register_random_rules(RuleTable& table) {
                                                            .evaluate = &evaluate_random_uniform,
                                                            .describe = &describe_random,
                                                            .no_derivative = "integer key: samples are constants",
+                                                           .batch = &batch_lane_by_lane,
                                                            .fusion = Fusion::kernel,
                                                            .cost = 16,
                                                            .kernel = NativeKernel::random};

@@ -15,6 +15,7 @@
 #include "core/error_format.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 
 namespace kiln {
@@ -481,6 +482,10 @@ Array as_floating(const Array& x, const AbstractValue& type, Location where) {
   return convert_to(x, DType::f32, type.weak && type.dtype != DType::bool_, where);
 }
 
+Array batch_reduce(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t) {
+  return apply_node_to(node, inputs, shifted_axes(node.attrs.ints));
+}
+
 void register_reduce_rules(RuleTable& table) {
   auto reduction = [&](Primitive op, auto vjp, auto jvp, Reduction combine) {
     table[static_cast<size_t>(op)] = {.infer = &infer_reduce,
@@ -488,6 +493,7 @@ void register_reduce_rules(RuleTable& table) {
                                       .describe = &describe_reduce,
                                       .vjp = vjp,
                                       .jvp = jvp,
+                                      .batch = &batch_reduce,
                                       .fusion = Fusion::reduction,
                                       .reduction = combine};
   };
@@ -500,6 +506,7 @@ void register_reduce_rules(RuleTable& table) {
                                       .evaluate = &evaluate_argument_reduce,
                                       .describe = &describe_argument_reduce,
                                       .no_derivative = "integer (i32) index result",
+                                      .batch = &batch_shifting_first_int,
                                       .fusion = Fusion::kernel,
                                       .kernel = NativeKernel::argument_reduce};
   table[static_cast<size_t>(Primitive::cumsum)] = {.infer = &infer_cumsum,
@@ -507,6 +514,7 @@ void register_reduce_rules(RuleTable& table) {
                                                    .describe = &describe_cumsum,
                                                    .vjp = &cumsum_vjp,
                                                    .jvp = &cumsum_jvp,
+                                                   .batch = &batch_shifting_first_int,
                                                    .fusion = Fusion::kernel,
                                                    .kernel = NativeKernel::cumsum};
 }

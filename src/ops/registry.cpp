@@ -34,8 +34,9 @@ std::vector<std::string> rule_problems(const PrimitiveRules& row) {
   if (!row.infer) problems.push_back("no shape/dtype rule");
   if (row.fusion == Fusion::control) {
     // Run by ops::run_control with each executor's bodies, differentiated by
-    // transform/autodiff: nothing more belongs in the row.
-    if (row.evaluate || row.vjp || row.jvp || row.lower || row.kernel != NativeKernel::none)
+    // transform/autodiff and batched by transform/batching over those bodies:
+    // nothing more belongs in the row.
+    if (row.evaluate || row.vjp || row.jvp || row.batch || row.lower || row.kernel != NativeKernel::none)
       problems.push_back("a control flow row with kernels or derivative rules of its own");
     return problems;
   }
@@ -46,6 +47,12 @@ std::vector<std::string> rule_problems(const PrimitiveRules& row) {
   } else {
     if (!row.vjp) problems.push_back("no vjp rule and no waiver");
     if (!row.jvp) problems.push_back("no jvp rule and no waiver");
+  }
+  if (row.never_batched) {
+    if (row.batch) problems.push_back("a batching waiver but also a batching rule");
+    if (!*row.never_batched) problems.push_back("a batching waiver that gives no reason");
+  } else if (!row.batch) {
+    problems.push_back("no batching rule and no waiver");
   }
   if (row.fusion == Fusion::unset) problems.push_back("no fusion kind");
   if (row.cost < 1) problems.push_back("a cost below 1");

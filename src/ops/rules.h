@@ -62,6 +62,20 @@ struct PrimitiveRules {
   /// (e.g. "bool result", "piecewise constant: zero almost everywhere").
   const char* no_derivative = nullptr;
 
+  /// Batching (vmap): the primitive applied to every lane of a batch of
+  /// `size` lanes at once. An input comes with its batch axis first where
+  /// `batched[k]` is set (at least one is), and as the primitive saw it
+  /// otherwise; the result has its batch axis first. Written with the public
+  /// ops like the derivative rules, run under a LocationScope of the node, and
+  /// careful not to materialize an unbatched operand for every lane when the
+  /// operation can read it once (a matmul by an unbatched matrix is one
+  /// matmul).
+  Array (*batch)(const Node& node, std::span<const Array> inputs, std::span<const char> batched,
+                 int64_t size) = nullptr;
+  /// Set instead of batch for primitives that read no operand (inputs,
+  /// literals, iota, rank): their value is the same in every lane, with why.
+  const char* never_batched = nullptr;
+
   Fusion fusion = Fusion::unset;
   /// Roughly how many vector operations one element costs in a fused loop:
   /// tens for the transcendental functions, else 1. Decides whether a value

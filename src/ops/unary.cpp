@@ -9,6 +9,7 @@
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "ops/apply.h"
+#include "ops/batching.h"
 #include "ops/elementwise.h"
 
 namespace kiln {
@@ -228,6 +229,7 @@ PrimitiveRules row() {
     rules.jvp = &jvp<op>;
   }
   if constexpr (op == Primitive::convert) rules.describe = &describe_convert;
+  rules.batch = &batch_elementwise;
   rules.fusion = Fusion::elementwise;
   rules.cost = cost(op);
   rules.lower = &lower<op>;

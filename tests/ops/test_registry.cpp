@@ -1,7 +1,7 @@
 // Every primitive's record is complete: a shape/dtype rule, a reference
-// kernel, derivatives or a stated reason for none, a fusion kind, a cost and
-// a native lowering or a stated reason for none. A row that lacks one is
-// named with what it lacks.
+// kernel, derivatives and a batching rule (or a stated reason for none), a
+// fusion kind, a cost and a native lowering or a stated reason for none. A
+// row that lacks one is named with what it lacks.
 #include <gtest/gtest.h>
 
 #include "ops/rules.h"
@@ -26,12 +26,14 @@ std::vector<Array> vjp_throwaway(const Node&, std::span<const Array>, const Arra
 Array jvp_throwaway(const Node&, std::span<const Array>, const Array&, std::span<const Array> tangents) {
   return tangents[0];
 }
+Array batch_throwaway(const Node&, std::span<const Array> inputs, std::span<const char>, int64_t) { return inputs[0]; }
 
 PrimitiveRules throwaway_row() {
   return {.infer = &infer_throwaway,
           .evaluate = &evaluate_throwaway,
           .vjp = &vjp_throwaway,
           .jvp = &jvp_throwaway,
+          .batch = &batch_throwaway,
           .fusion = Fusion::elementwise};
 }
 
@@ -74,12 +76,25 @@ TEST(Registry, AWaiverMustSayWhy) {
 TEST(Registry, CatchesEveryOtherMissingRule) {
   PrimitiveRules empty;
   EXPECT_EQ(joined(rule_problems(empty)),
-            "no shape/dtype rule; no reference kernel; no vjp rule and no waiver; no jvp rule and no waiver; no fusion "
-            "kind; ");
+            "no shape/dtype rule; no reference kernel; no vjp rule and no waiver; no jvp rule and no waiver; no "
+            "batching rule and no waiver; no fusion kind; ");
   PrimitiveRules cheap = throwaway_row();
   cheap.no_native_lowering = "reference kernel";
   cheap.cost = 0;
   EXPECT_EQ(joined(rule_problems(cheap)), "a cost below 1; ");
+}
+
+TEST(Registry, CatchesAPrimitiveThatVmapCannotBatch) {
+  PrimitiveRules unbatched = throwaway_row();
+  unbatched.no_native_lowering = "reference kernel";
+  unbatched.batch = nullptr;
+  EXPECT_EQ(joined(rule_problems(unbatched)), "no batching rule and no waiver; ");
+  unbatched.never_batched = "";
+  EXPECT_EQ(joined(rule_problems(unbatched)), "a batching waiver that gives no reason; ");
+  unbatched.never_batched = "no operands: the same in every lane";
+  EXPECT_TRUE(rule_problems(unbatched).empty()) << joined(rule_problems(unbatched));
+  unbatched.batch = &batch_throwaway;
+  EXPECT_EQ(joined(rule_problems(unbatched)), "a batching waiver but also a batching rule; ");
 }
 
 }  // namespace kiln::ops
