@@ -130,6 +130,14 @@ Array matmul_jvp(const Node& node, std::span<const Array> inputs, const Array&, 
 Array batch_matmul(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size) {
   const Array& a = inputs[0];
   const Array& b = inputs[1];
+  // An outer product (one term contracted, as in the per-example gradient of
+  // a matmul) is a broadcast multiply: one fused kernel over every lane, not
+  // a product per lane. Adding +0.0 as the sum does keeps -0.0 products +0.0.
+  DType dtype = node.type.dtype;
+  if (a.impl()->type.shape.back() == 1 && dtype != DType::bool_) {
+    Array product = mul(a, b);
+    return is_floating(dtype) ? add(product, detail::literal(0.0, dtype, true, node.where)) : product;
+  }
   if (batched[0] && batched[1]) return apply_node_to(node, inputs);
   const Shape& a_shape = a.impl()->type.shape;
   const Shape& b_shape = b.impl()->type.shape;

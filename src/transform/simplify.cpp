@@ -158,6 +158,23 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
     bool identity = true;
     for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == static_cast<int64_t>(a);
     if (identity) return same_as(nodes, node, in[0]);
+    // Moving only axes of extent 1 keeps the elements in row-major order (a
+    // row [1, n] turned into a column [n, 1], as the derivative of a matmul
+    // by a vector does): the same bytes, a reshape.
+    const Shape& input_shape = producer(nodes, in[0]).type.shape;
+    int64_t previous = -1;
+    bool in_order = true;
+    for (int64_t axis : perm) {
+      if (input_shape[static_cast<size_t>(axis)] == 1) continue;
+      in_order = in_order && axis > previous;
+      previous = axis;
+    }
+    if (in_order) {
+      node.op = Primitive::reshape;
+      node.attrs.ints.clear();
+      node.attrs.shape = node.type.shape;
+      return {Outcome::rewritten};
+    }
     // Output axis a of the outer transpose is inner axis perm[a], which is
     // axis inner_perm[perm[a]] of the inner transpose's input.
     const Node& inner = producer(nodes, in[0]);

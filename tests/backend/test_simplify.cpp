@@ -388,14 +388,15 @@ TEST(Simplify, MovementIdentitiesAndChains) {
     Array e = reshape(reshape(c, {6}), {2, 3});                                         // +10: c again
     Array f = transpose(transpose(e, {1, 0}), {1, 0});                                  // +11: identity
     Array g = broadcast_to(broadcast_to(f, {1, 2, 3}), {4, 2, 3});                      // +12: one broadcast
-    Array h = transpose(transpose(reshape(f, {1, 2, 3}), {1, 0, 2}), {0, 2, 1});        // +13: composed
+    Array h = transpose(transpose(reshape(f, {1, 2, 3}), {1, 0, 2}), {0, 2, 1});        // +13: unit axes only
     Array s = stop_gradient(stop_gradient(f));                                          // +14: kept
-    return std::vector<Array>{d, g, h, s};
+    Array k = transpose(transpose(g, {1, 0, 2}), {0, 2, 1});                            // +15: composed
+    return std::vector<Array>{d, g, h, s, k};
   };
-  Graph graph = make_graph("movement", fn, x);  // +17
+  Graph graph = make_graph("movement", fn, x);  // +18
   check_golden(graph,
                at_lines("graph movement(%0: f32[2,3]) {\n"
-                        "  %0 = input arg 0 : f32[2,3]                     # test_simplify.cpp:@17\n"
+                        "  %0 = input arg 0 : f32[2,3]                     # test_simplify.cpp:@18\n"
                         "  %1 = reshape[shape=[2,3]] %0 : f32[2,3]         # test_simplify.cpp:@6\n"
                         "  %2 = broadcast[shape=[2,3]] %1 : f32[2,3]       # test_simplify.cpp:@7\n"
                         "  %3 = transpose[perm=[0,1]] %2 : f32[2,3]        # test_simplify.cpp:@8\n"
@@ -412,18 +413,20 @@ TEST(Simplify, MovementIdentitiesAndChains) {
                         "  %14 = transpose[perm=[0,2,1]] %13 : f32[2,3,1]  # test_simplify.cpp:@13\n"
                         "  %15 = stop_gradient %9 : f32[2,3]               # test_simplify.cpp:@14\n"
                         "  %16 = stop_gradient %15 : f32[2,3]              # test_simplify.cpp:@14\n"
-                        "  return %5, %11, %14, %16\n"
+                        "  %17 = transpose[perm=[1,0,2]] %11 : f32[2,4,3]  # test_simplify.cpp:@15\n"
+                        "  %18 = transpose[perm=[0,2,1]] %17 : f32[2,3,4]  # test_simplify.cpp:@15\n"
+                        "  return %5, %11, %14, %16, %18\n"
                         "}\n",
                         base),
                at_lines("graph movement(%0: f32[2,3]) {\n"
-                        "  %0 = input arg 0 : f32[2,3]                     # test_simplify.cpp:@17\n"
+                        "  %0 = input arg 0 : f32[2,3]                     # test_simplify.cpp:@18\n"
                         "  %1 = reshape[shape=[6]] %0 : f32[6]             # test_simplify.cpp:@9\n"
                         "  %2 = broadcast[shape=[4,2,3]] %0 : f32[4,2,3]   # test_simplify.cpp:@12\n"
-                        "  %3 = reshape[shape=[1,2,3]] %0 : f32[1,2,3]     # test_simplify.cpp:@13\n"
-                        "  %4 = transpose[perm=[1,2,0]] %3 : f32[2,3,1]    # test_simplify.cpp:@13\n"
-                        "  %5 = stop_gradient %0 : f32[2,3]                # test_simplify.cpp:@14\n"
-                        "  %6 = stop_gradient %5 : f32[2,3]                # test_simplify.cpp:@14\n"
-                        "  return %1, %2, %4, %6\n"
+                        "  %3 = reshape[shape=[2,3,1]] %0 : f32[2,3,1]     # test_simplify.cpp:@13\n"
+                        "  %4 = stop_gradient %0 : f32[2,3]                # test_simplify.cpp:@14\n"
+                        "  %5 = stop_gradient %4 : f32[2,3]                # test_simplify.cpp:@14\n"
+                        "  %6 = transpose[perm=[1,2,0]] %2 : f32[2,3,4]    # test_simplify.cpp:@15\n"
+                        "  return %1, %2, %3, %5, %6\n"
                         "}\n",
                         base),
                {x});

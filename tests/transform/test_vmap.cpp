@@ -206,6 +206,28 @@ TEST(Vmap, ScanOverBatchedSequences) {
   EXPECT_TRUE(all_close(shared_finals, inits + sum(x_rows[0]), 1e-12, 1e-12, "shared xs"));
 }
 
+TEST(Vmap, DerivativesFlowThroughBatchedLoopsAndBranches) {
+  // A scan per lane (a product of running sums), a branch per lane, summed:
+  // vjp and jvp through every batched control node against finite differences.
+  auto lane = [](const Array& init, const Array& xs) {
+    auto [last, stacked] = scan(
+        [](const Array& c, const Array& x) {
+          return std::pair{c * 0.5 + sin(x), c * x};
+        },
+        init, xs);
+    return cond(
+               last > 0.0, [](const Array& v) { return v * v; }, [](const Array& v) { return -v; }, last) +
+           sum(stacked);
+  };
+  testing::ArrayFunction fn = [&](const std::vector<Array>& in) { return sum(vmap(lane)(in[0], in[1])); };
+  EXPECT_TRUE(testing::check_derivatives(fn, {normal_array(85, {4}), normal_array(86, {4, 6})}));
+  // The pullback of vjp, batched over a batch of cotangents, is the Jacobian's rows.
+  Array x = normal_array(87, {3});
+  auto [y, pullback] = vjp([](const Array& v) { return exp(v) * 2.0; }, x);
+  auto rows = vmap([&](const Array& c) { return std::get<0>(pullback(c)); })(eye(3, std::nullopt, 0, DType::f64));
+  EXPECT_TRUE(all_close(rows, eye(3, std::nullopt, 0, DType::f64) * y, tight, tight, "vmap(pullback)"));
+}
+
 TEST(Vmap, CondWithABatchedPredicateTakesEachLanesBranch) {
   auto f = [](const Array& v) {
     return cond(
