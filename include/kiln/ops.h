@@ -182,6 +182,14 @@ Array tri(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DTy
 std::vector<Array> broadcast_arrays(const std::vector<Array>& xs, Location where = Location::current());
 /// Coordinate arrays from 1-d arrays; `xy` indexing swaps the first two
 /// output axes (NumPy's default), `ij` keeps them.
+/// The diagonal `offset` of the matrices in axes (axis1, axis2), moved last (NumPy).
+Array diagonal(const Array& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1,
+               Location where = Location::current());
+/// The sum of that diagonal.
+Array trace(const Array& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1,
+            Location where = Location::current());
+/// A vector's square matrix with it on diagonal k, or a matrix's diagonal k (NumPy).
+Array diag(const Array& x, int64_t k = 0, Location where = Location::current());
 std::vector<Array> meshgrid(const std::vector<Array>& xs, bool xy_indexing = true,
                             Location where = Location::current());
 
@@ -231,6 +239,28 @@ Array array_equal(const Array& a, const Array& b, bool equal_nan = false, Locati
 // ---- Linear algebra and indexing ---------------------------------------------
 /// NumPy matmul: 1-d operands are promoted to matrices, batch dims broadcast.
 Array matmul(const Array& a, const Array& b, Location where = Location::current());
+
+// ---- Sorting (NumPy: NaN orders after every number; ties keep their order) ----
+/// Along `axis`; descending puts NaN first, then largest to smallest (torch.sort).
+Array sort(const Array& x, int64_t axis = -1, bool descending = false, Location where = Location::current());
+/// The stable order along `axis` as indices (i32, or i64 past 2^31 elements).
+Array argsort(const Array& x, int64_t axis = -1, bool descending = false, Location where = Location::current());
+/// The k largest along the last axis, largest first (ties: lower index
+/// first), and their indices: (values, indices).
+std::pair<Array, Array> top_k(const Array& x, int64_t k, Location where = Location::current());
+/// Element kth (negative counts from the end) in its sorted place along
+/// `axis`, none larger before it, none smaller after it (NumPy's partition);
+/// argpartition gives the indices.
+Array partition(const Array& x, int64_t kth, int64_t axis = -1, Location where = Location::current());
+Array argpartition(const Array& x, int64_t kth, int64_t axis = -1, Location where = Location::current());
+/// NumPy's median and quantile (the linear method) over `axes`, in the
+/// floating dtype (integers and bool in f32); a NaN in a line makes its result NaN.
+Array median(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Location where = Location::current());
+Array quantile(const Array& x, double q, Axes axes = Axes::all(), bool keepdims = false,
+               Location where = Location::current());
+/// One result per q, stacked along a new first axis (NumPy).
+Array quantile(const Array& x, const std::vector<double>& qs, Axes axes = Axes::all(), bool keepdims = false,
+               Location where = Location::current());
 /// Gathers along `axis` (flattened when omitted). Indices are wrapped once if
 /// negative, then clamped into range (NumPy would raise for out-of-range).
 Array take(const Array& x, const Array& indices, std::optional<int64_t> axis = std::nullopt,

@@ -20,6 +20,7 @@ RuleTable build_table() {
   register_indexing_rules(table);
   register_control_rules(table);
   register_collective_rules(table);
+  register_sort_rules(table);
   return table;
 }
 }  // namespace

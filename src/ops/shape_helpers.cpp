@@ -1,12 +1,13 @@
 // NumPy's shape helpers as composites of reshape, transpose, broadcast,
 // slice and concatenate: flatten, ravel, swapaxes, moveaxis, atleast_*d,
 // roll, split, unstack, tile, repeat, tril, triu, tri, broadcast_arrays,
-// meshgrid. They trace and differentiate through the primitives they use.
+// meshgrid, diagonal, trace, diag. They trace and differentiate through the primitives they use.
 #include <algorithm>
 #include <numeric>
 
 #include "core/error_format.h"
 #include "kiln/ops.h"
+#include "ops/apply.h"
 #include "ops/axes.h"
 #include "ops/elementwise.h"
 
@@ -191,6 +192,63 @@ std::vector<Array> meshgrid(const std::vector<Array>& xs, bool xy_indexing, Loca
     out.push_back(broadcast_to(reshape(xs[k], shape, where), grid, where));
   }
   return out;
+}
+
+Array diagonal(const Array& x, int64_t offset, int64_t axis1, int64_t axis2, Location where) {
+  const detail::AbstractValue& type = detail::impl_of(x, "diagonal", where).type;
+  if (type.ndim() < 2)
+    detail::raise("diagonal", "needs at least 2 dimensions, got " + type.to_string(), where,
+                  "use diag to build a matrix from a vector");
+  int64_t a1 = axis_of(x, axis1, "diagonal", where), a2 = axis_of(x, axis2, "diagonal", where);
+  if (a1 == a2)
+    detail::raise("diagonal", "axis1 and axis2 are both " + std::to_string(a1) + " for " + type.to_string(), where,
+                  "name two different axes");
+  // The two axes last (NumPy puts the diagonal last), then the diagonal's
+  // elements gathered from the flattened matrices.
+  std::vector<int64_t> permutation;
+  for (int64_t a = 0; a < type.ndim(); ++a)
+    if (a != a1 && a != a2) permutation.push_back(a);
+  permutation.push_back(a1);
+  permutation.push_back(a2);
+  Array moved = transpose(x, permutation, where);
+  Shape shape = moved.shape();
+  int64_t rows = shape[shape.size() - 2], columns = shape.back();
+  int64_t first_row = std::max<int64_t>(-offset, 0), first_column = std::max<int64_t>(offset, 0);
+  int64_t length = std::max<int64_t>(0, std::min(rows - first_row, columns - first_column));
+  shape.resize(shape.size() - 2);
+  Shape flat = shape;
+  flat.push_back(rows * columns);
+  // Element i of the diagonal is at (first_row + i) * columns + first_column + i.
+  Array positions = arange(first_row * columns + first_column,
+                           first_row * columns + first_column + length * (columns + 1), columns + 1, DType::i64, where);
+  return take(reshape(moved, flat, where), positions, -1, where);
+}
+
+Array trace(const Array& x, int64_t offset, int64_t axis1, int64_t axis2, Location where) {
+  return sum(diagonal(x, offset, axis1, axis2, where), -1, false, where);
+}
+
+Array diag(const Array& x, int64_t k, Location where) {
+  const detail::AbstractValue& type = detail::impl_of(x, "diag", where).type;
+  if (type.ndim() == 2) return diagonal(x, k, 0, 1, where);
+  if (type.ndim() != 1)
+    detail::raise("diag",
+                  "needs a vector (to build a matrix) or a matrix (to read a diagonal), got " + type.to_string(), where,
+                  "use diagonal for the diagonals of stacked matrices");
+  // A square matrix of n + |k| rows, zero off the k-th diagonal, which holds x.
+  int64_t n = type.shape[0], size = n + std::abs(k);
+  Array offsets = diagonal_offsets({size, size}, "diag", where);
+  Array on_diagonal = equal(Operand(offsets, where), Operand(k, where));
+  Array rows = reshape(arange(0, size, 1, DType::i64, where), {size, 1}, where);
+  Array columns = reshape(arange(0, size, 1, DType::i64, where), {1, size}, where);
+  Array position = k >= 0 ? rows : columns;  // where along x each diagonal element sits
+  Array values = n == 0 ? zeros({size, size}, type.dtype, where)
+                        : take(x,
+                               clip(Operand(broadcast_to(position, {size, size}, where), where), Operand(0, where),
+                                    Operand(n - 1, where)),
+                               0, where);
+  return kiln::where(Operand(on_diagonal, where), Operand(values, where),
+                     Operand(detail::literal(0, type.dtype, true, where), where));
 }
 
 }  // namespace kiln

@@ -162,6 +162,17 @@ std::vector<Sample> samples() {
       {Primitive::random_uniform, "random_uniform", {{{2}, DType::i32, Values::key}}, [](const std::vector<Array>& in) {
          return with(Primitive::random_uniform, in, {}, {4}, DType::f64);
        }});
+  // Sorting, ties included (the operands are drawn as few integers).
+  list.push_back(
+      {Primitive::sort, "sort descending", {{{3, 4}, DType::i64, Values::index, 2}}, [](const std::vector<Array>& in) {
+         return with(Primitive::sort, {astype(in[0], DType::f64)}, {0, 1});
+       }});
+  list.push_back({Primitive::argsort,
+                  "argsort, first 2 in order",
+                  {{{3, 4}, DType::i32, Values::index, 2}},
+                  [](const std::vector<Array>& in) {
+                    return with(Primitive::argsort, in, {1, 0, 2});
+                  }});
   // Collectives, in a world of one.
   list.push_back({Primitive::all_reduce, "all_reduce", {{{2, 3}}}, [](const std::vector<Array>& in) {
                     return ops::collective(Primitive::all_reduce, in[0], {0}, Location::current());
