@@ -1,5 +1,5 @@
 // The sort family: sort (the values in order) and argsort (the order itself,
-// whose first k positions may be all that is asked for: top_k, partition).
+// or only its first k positions: top_k).
 // NaN orders after every number, as in NumPy (before every number when
 // descending, as torch.sort does), and ties keep their order: argsort is
 // stable. Both run their reference kernels everywhere: std::sort over each
@@ -45,7 +45,10 @@ AbstractValue infer_sort(const Node& node, std::span<const AbstractValue* const>
 
 AbstractValue infer_argsort(const Node& node, std::span<const AbstractValue* const> inputs) {
   AbstractValue x = check_sort(node, inputs, 3);
-  return {index_dtype(x.shape[static_cast<size_t>(node.attrs.ints[0])]), false, x.shape};
+  auto axis = static_cast<size_t>(node.attrs.ints[0]);
+  DType dtype = index_dtype(x.shape[axis]);
+  x.shape[axis] = node.attrs.ints[2];
+  return {dtype, false, x.shape};
 }
 
 // NaN after every number; the comparison of the descending order puts it first.
@@ -55,12 +58,13 @@ bool is_nan(T value) {
   else return false;
 }
 
+// Written with one comparison: `!(a >= b)` holds for a < b and for any NaN.
 template <class T>
 struct Order {
   bool descending;
   bool operator()(T a, T b) const {
-    if (is_nan(a) || is_nan(b)) return descending ? is_nan(a) && !is_nan(b) : !is_nan(a) && is_nan(b);
-    return descending ? b < a : a < b;
+    if constexpr (std::is_floating_point_v<T>) return descending ? !(a <= b) && !is_nan(b) : !(a >= b) && !is_nan(a);
+    else return descending ? b < a : a < b;
   }
 };
 
@@ -75,10 +79,11 @@ struct Lines {
     }
     extent = shape[static_cast<size_t>(axis)];
   }
+  /// line(o, i) for every line: its first element is at o * extent * inner + i.
   template <class F>
   void each(F&& line) const {
     for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) line(o * extent * inner + i);
+      for (int64_t i = 0; i < inner; ++i) line(o, i);
   }
 };
 
@@ -91,7 +96,8 @@ Array evaluate_sort(const Node& node, std::span<const Array> inputs) {
     T* out = result.impl()->mutable_data<T>();
     std::vector<T> line(static_cast<size_t>(lines.extent));
     Order<T> order{descending(node)};
-    lines.each([&](int64_t start) {
+    lines.each([&](int64_t o, int64_t i) {
+      int64_t start = o * lines.extent * lines.inner + i;
       for (int64_t j = 0; j < lines.extent; ++j) line[static_cast<size_t>(j)] = in[start + j * lines.inner];
       // NaNs set apart first, so the sort itself compares numbers only.
       auto numbers = std::partition(line.begin(), line.end(), [&](T v) { return order.descending == is_nan(v); });
@@ -109,25 +115,51 @@ Array evaluate_argsort(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *inputs[0].impl();
   Array result = detail::allocate(node.type);
   Lines lines(x.type.shape, node.attrs.ints[0]);
-  auto k = static_cast<std::ptrdiff_t>(node.attrs.ints[2]);
+  int64_t k = node.attrs.ints[2];
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    std::vector<std::pair<T, int64_t>> line(static_cast<size_t>(lines.extent));
+    using Entry = std::pair<T, int64_t>;
+    std::vector<Entry> line;
     Order<T> order{descending(node)};
-    // Ties broken by position: a total order, so std::sort is stable here.
-    auto before = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
+    // Ties broken by position: a total order, so the result is stable.
+    auto before = [&](const Entry& a, const Entry& b) {
       if (order(a.first, b.first)) return true;
       return !order(b.first, a.first) && a.second < b.second;
     };
     detail::dispatch(node.type.dtype, [&]<class I>() {
       if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
         I* out = result.impl()->mutable_data<I>();
-        lines.each([&](int64_t start) {
-          for (int64_t j = 0; j < lines.extent; ++j) line[static_cast<size_t>(j)] = {in[start + j * lines.inner], j};
-          if (k >= static_cast<std::ptrdiff_t>(line.size())) std::sort(line.begin(), line.end(), before);
-          else std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
-          for (int64_t j = 0; j < lines.extent; ++j)
-            out[start + j * lines.inner] = static_cast<I>(line[static_cast<size_t>(j)].second);
+        lines.each([&](int64_t o, int64_t i) {
+          int64_t start = o * lines.extent * lines.inner + i;
+          line.clear();
+          if (k == 0) return;
+          if (2 * k >= lines.extent) {
+            for (int64_t j = 0; j < lines.extent; ++j) line.push_back({in[start + j * lines.inner], j});
+            if (k == lines.extent) std::sort(line.begin(), line.end(), before);
+            else std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
+          } else {
+            // A few of many: a heap of the first k so far, whose root (the
+            // last of them) each later element must beat to get in.
+            // Positions only grow, so a later element ties with none it must
+            // beat: one comparison with the root's value, held in a register.
+            const T* row = in + start;
+            for (int64_t j = 0; j < k; ++j) line.push_back({row[j * lines.inner], j});
+            std::make_heap(line.begin(), line.end(), before);
+            T threshold = line.front().first;
+            for (int64_t j = k; j < lines.extent; ++j) {
+              T value = row[j * lines.inner];
+              if (!order(value, threshold)) [[likely]]
+                continue;
+              std::pop_heap(line.begin(), line.end(), before);
+              line.back() = {value, j};
+              std::push_heap(line.begin(), line.end(), before);
+              threshold = line.front().first;
+            }
+            std::sort_heap(line.begin(), line.end(), before);
+          }
+          int64_t out_start = o * k * lines.inner + i;
+          for (int64_t j = 0; j < k; ++j)
+            out[out_start + j * lines.inner] = static_cast<I>(line[static_cast<size_t>(j)].second);
         });
       }
     });
@@ -221,9 +253,7 @@ std::pair<Array, Array> top_k(const Array& x, int64_t k, Location where) {
         "top_k",
         "k=" + std::to_string(k) + " is outside [0, " + std::to_string(extent) + "] for " + x.impl()->type.to_string(),
         where, "ask for at most as many elements as the last axis holds");
-  Shape start(static_cast<size_t>(x.ndim()), 0), stop = x.shape();
-  stop.back() = k;
-  Array indices = slice(ops::apply_argsort(x, axis, true, k, where), start, stop, {}, where);
+  Array indices = ops::apply_argsort(x, axis, true, k, where);
   return {take_along_axis(x, indices, axis, where), indices};
 }
 
@@ -235,8 +265,9 @@ Array argpartition(const Array& x, int64_t kth, int64_t axis, Location where) {
                   "kth=" + std::to_string(kth) + " is out of range for axis " + std::to_string(a) + " of " +
                       x.impl()->type.to_string(),
                   where, "kth counts from 0, or from the end when negative");
-  int64_t k = kth < 0 ? kth + extent : kth;
-  return ops::apply_argsort(x, a, false, k + 1, where);
+  // The whole order is one valid partition for every kth (NumPy leaves the
+  // order on either side unspecified).
+  return ops::apply_argsort(x, a, false, extent, where);
 }
 
 Array partition(const Array& x, int64_t kth, int64_t axis, Location where) {

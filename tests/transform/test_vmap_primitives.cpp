@@ -168,7 +168,7 @@ std::vector<Sample> samples() {
          return with(Primitive::sort, {astype(in[0], DType::f64)}, {0, 1});
        }});
   list.push_back({Primitive::argsort,
-                  "argsort, first 2 in order",
+                  "argsort, the first 2",
                   {{{3, 4}, DType::i32, Values::index, 2}},
                   [](const std::vector<Array>& in) {
                     return with(Primitive::argsort, in, {1, 0, 2});
