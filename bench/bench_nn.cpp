@@ -22,9 +22,8 @@ void register_for_threads(int threads) {
   Array x = kiln::random::normal(kiln::random::key(1), {batch, size, size, channels});
   Array w = kiln::random::normal(kiln::random::key(2), {3, 3, channels, channels}) * 0.05f;
   kiln::ConvOptions options{.padding = kiln::Padding::same()};
-  auto forward = kiln::jit([options](const Array& images, const Array& kernel) {
-    return kiln::conv(images, kernel, options);
-  });
+  auto forward =
+      kiln::jit([options](const Array& images, const Array& kernel) { return kiln::conv(images, kernel, options); });
   auto backward = kiln::jit(kiln::value_and_grad(
       [options](const Array& images, const Array& kernel) { return kiln::sum(kiln::conv(images, kernel, options)); },
       {0, 1}));

@@ -107,6 +107,8 @@ Array degrees(const Array& x, Location where = Location::current());
 Array radians(const Array& x, Location where = Location::current());
 Array isinf(const Array& x, Location where = Location::current());
 Array isfinite(const Array& x, Location where = Location::current());
+/// The inverse of erf on [-1, 1] (+-inf at +-1, NaN outside).
+Array erfinv(const Array& x, Location where = Location::current());
 /// log(exp(a) + exp(b)) without overflow.
 Array logaddexp(Operand a, Operand b);
 /// sqrt(a*a + b*b) without overflow or underflow in the squares.

@@ -2,6 +2,8 @@
 // gives the same numbers everywhere, eagerly or inside a trace.
 #pragma once
 
+#include <optional>
+
 #include "kiln/ops.h"
 
 namespace kiln::random {
@@ -22,5 +24,27 @@ Array randint(const Array& key, Shape shape, int64_t minval, int64_t maxval, DTy
               Location where = Location::current());
 /// True with probability p.
 Array bernoulli(const Array& key, double p, Shape shape, Location where = Location::current());
+
+/// Standard Gumbel: -log(-log(u)).
+Array gumbel(const Array& key, Shape shape, DType dtype = DType::f32, Location where = Location::current());
+/// Standard Laplace (location 0, scale 1).
+Array laplace(const Array& key, Shape shape, DType dtype = DType::f32, Location where = Location::current());
+/// Standard normal restricted to (lower, upper) (infinite bounds allowed).
+Array truncated_normal(const Array& key, double lower, double upper, Shape shape, DType dtype = DType::f32,
+                       Location where = Location::current());
+/// A class index along `axis` per row of unnormalized log-probabilities (i32).
+Array categorical(const Array& key, const Array& logits, int64_t axis = -1, Location where = Location::current());
+/// A random order of 0..n-1.
+Array permutation(const Array& key, int64_t n, Location where = Location::current());
+/// x with its slices along `axis` in a random order.
+Array permutation(const Array& key, const Array& x, int64_t axis = 0, Location where = Location::current());
+Array shuffle(const Array& key, const Array& x, int64_t axis = 0, Location where = Location::current());
+/// Indices of 0..n-1 (i32), `shape` of them, with or without replacement,
+/// uniform or with probabilities p (a vector of n).
+Array choice(const Array& key, int64_t n, Shape shape, bool replace = true,
+             const std::optional<Array>& p = std::nullopt, Location where = Location::current());
+/// Rows of `a` chosen the same way.
+Array choice(const Array& key, const Array& a, Shape shape, bool replace = true,
+             const std::optional<Array>& p = std::nullopt, Location where = Location::current());
 
 }  // namespace kiln::random
