@@ -213,6 +213,10 @@ Array softmax(const Array& x, int64_t axis = -1, Location where = Location::curr
 Array log_softmax(const Array& x, int64_t axis = -1, Location where = Location::current());
 /// Without an axis, of the flattened array.
 Array cumsum(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
+/// Running maximum / minimum along `axis` (the flattened array without one);
+/// NaN, once met, stays (np.maximum.accumulate).
+Array cummax(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
+Array cummin(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
 
 // ---- Statistics and whole-array predicates ----------------------------------
 /// Whether any (all) element is nonzero (NaN counts as nonzero); bool. Of

@@ -21,6 +21,7 @@ RuleTable build_table() {
   register_control_rules(table);
   register_collective_rules(table);
   register_sort_rules(table);
+  register_cumulative_rules(table);
   return table;
 }
 }  // namespace

@@ -173,6 +173,11 @@ std::vector<Sample> samples() {
                   [](const std::vector<Array>& in) {
                     return with(Primitive::argsort, in, {1, 0, 2});
                   }});
+  for (Primitive op : {Primitive::cummax, Primitive::cummin})
+    list.push_back(
+        {op, std::string(ir::primitive_name(op)) + " axis 1", {{{3, 4}}}, [op](const std::vector<Array>& in) {
+           return with(op, in, {1});
+         }});
   // Collectives, in a world of one.
   list.push_back({Primitive::all_reduce, "all_reduce", {{{2, 3}}}, [](const std::vector<Array>& in) {
                     return ops::collective(Primitive::all_reduce, in[0], {0}, Location::current());

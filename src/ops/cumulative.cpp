@@ -1,0 +1,147 @@
+// The cumulative family: cummax and cummin, the running maximum and minimum
+// along an axis (np.maximum.accumulate). NaN, once met, stays, as in NumPy.
+// Each element's derivative comes from the element that holds the running
+// extreme there: the last one equal to it so far (torch.cummax's choice at
+// ties), so tangents are gathered from those positions and cotangents added
+// back to them.
+#include <cmath>
+
+#include "core/dispatch.h"
+#include "core/error_format.h"
+#include "kiln/ops.h"
+#include "ops/apply.h"
+#include "ops/axes.h"
+#include "ops/batching.h"
+#include "ops/elementwise.h"
+
+namespace kiln {
+namespace ops {
+namespace {
+
+AbstractValue infer_cumulative(const Node& node, std::span<const AbstractValue* const> inputs) {
+  const char* name = ir::primitive_name(node.op).data();
+  if (inputs.size() != 1) detail::raise(name, "takes 1 operand, got " + std::to_string(inputs.size()), node.where);
+  const AbstractValue& x = *inputs[0];
+  if (node.attrs.ints.size() != 1 || node.attrs.ints[0] < 0 || node.attrs.ints[0] >= x.ndim())
+    detail::raise(name, "attributes " + ints_string(node.attrs.ints) + " do not fit " + x.to_string(), node.where);
+  return x;
+}
+
+template <class T>
+bool is_nan(T value) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(value);
+  else return false;
+}
+
+Array evaluate_cumulative(const Node& node, std::span<const Array> inputs) {
+  const detail::ArrayImpl& x = *inputs[0].impl();
+  Array result = detail::allocate(node.type);
+  const Shape& shape = x.type.shape;
+  auto axis = static_cast<size_t>(node.attrs.ints[0]);
+  int64_t outer = 1, inner = 1, extent = shape[axis];
+  for (size_t a = 0; a < shape.size(); ++a) {
+    if (a < axis) outer *= shape[a];
+    if (a > axis) inner *= shape[a];
+  }
+  bool maximum = node.op == Primitive::cummax;
+  detail::dispatch(x.type.dtype, [&]<class T>() {
+    const T* in = x.data<T>();
+    T* out = result.impl()->mutable_data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t base = o * extent * inner + i;
+        for (int64_t j = 0; j < extent; ++j) {
+          T value = in[base + j * inner];
+          if (j > 0) {
+            T running = out[base + (j - 1) * inner];
+            bool keep = is_nan(running) || (!is_nan(value) && (maximum ? !(running < value) : !(value < running)));
+            if (keep) value = running;
+          }
+          out[base + j * inner] = value;
+        }
+      }
+  });
+  return result;
+}
+
+std::string describe_cumulative(const Node& node) { return "axis=" + std::to_string(node.attrs.ints.at(0)); }
+
+/// Where each running extreme comes from: the last position so far whose
+/// element equals the running extreme there (or is NaN), as i64 positions.
+Array sources(const Node& node, const Array& x, const Array& output) {
+  int64_t axis = node.attrs.ints[0];
+  const Shape& shape = node.type.shape;
+  Array positions = iota(DType::i64, shape, axis, node.where);
+  Array holds = logical_or(equal(x, output), isnan(x));
+  Array marked = where(holds, positions, detail::literal(int64_t{0}, DType::i64, false, node.where));
+  ir::Attributes attrs;
+  attrs.ints = {axis};
+  return detail::apply(Primitive::cummax, {marked}, std::move(attrs), node.where);
+}
+
+Array cumulative_jvp(const Node& node, std::span<const Array> inputs, const Array& output,
+                     std::span<const Array> tangents) {
+  return take_along_axis(tangents[0], sources(node, inputs[0], output), node.attrs.ints[0], node.where);
+}
+
+// The transpose of that gather: each cotangent added at its source, by flat position.
+std::vector<Array> cumulative_vjp(const Node& node, std::span<const Array> inputs, const Array& output,
+                                  const Array& cotangent) {
+  const Shape& shape = node.type.shape;
+  int64_t axis = node.attrs.ints[0], stride = 1, size = node.type.size();
+  Array from = sources(node, inputs[0], output), linear;
+  for (size_t d = shape.size(); d-- > 0;) {
+    Array coordinate =
+        static_cast<int64_t>(d) == axis ? from : iota(DType::i64, shape, static_cast<int64_t>(d), node.where);
+    Array term = stride == 1 ? coordinate : mul(coordinate, stride);
+    linear = linear.defined() ? add(linear, term) : term;
+    stride *= shape[d];
+  }
+  Array flat = zeros({size}, node.type.dtype, node.where);
+  Array summed = scatter_add(flat, reshape(linear, {size}), reshape(cotangent, {size}), 0, node.where);
+  return {reshape(summed, shape, node.where)};
+}
+
+constexpr const char* cumulative_waiver = "runs its reference kernel: one pass along each line";
+
+}  // namespace
+
+void register_cumulative_rules(RuleTable& table) {
+  for (Primitive op : {Primitive::cummax, Primitive::cummin})
+    table[static_cast<size_t>(op)] = {.infer = &infer_cumulative,
+                                      .evaluate = &evaluate_cumulative,
+                                      .describe = &describe_cumulative,
+                                      .vjp = &cumulative_vjp,
+                                      .jvp = &cumulative_jvp,
+                                      .batch = &batch_shifting_first_int,
+                                      .fusion = Fusion::kernel,
+                                      .no_native_lowering = cumulative_waiver};
+}
+
+}  // namespace ops
+
+namespace {
+
+Array cumulative(ops::Primitive op, const char* name, const Array& x, std::optional<int64_t> axis, Location where) {
+  const detail::AbstractValue& type = detail::impl_of(x, name, where).type;
+  // As cumsum: no axis runs along the flattened array.
+  Array operand = x;
+  int64_t normalized = 0;
+  if (axis && type.ndim() > 0) normalized = ops::normalize_axis(*axis, type.ndim(), name, type.shape, where);
+  else operand = reshape(x, {type.size()}, where);
+  ir::Attributes attrs;
+  attrs.ints = {normalized};
+  return detail::apply(op, {operand}, std::move(attrs), where);
+}
+
+}  // namespace
+
+Array cummax(const Array& x, std::optional<int64_t> axis, Location where) {
+  return cumulative(ops::Primitive::cummax, "cummax", x, axis, where);
+}
+
+Array cummin(const Array& x, std::optional<int64_t> axis, Location where) {
+  return cumulative(ops::Primitive::cummin, "cummin", x, axis, where);
+}
+
+}  // namespace kiln
