@@ -9,6 +9,7 @@
 #include "kiln/graph.h"
 #include "kiln/io.h"
 #include "kiln/jit.h"
+#include "kiln/linalg.h"
 #include "kiln/nn.h"
 #include "kiln/ops.h"
 #include "kiln/random.h"

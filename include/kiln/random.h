@@ -47,4 +47,9 @@ Array choice(const Array& key, int64_t n, Shape shape, bool replace = true,
 Array choice(const Array& key, const Array& a, Shape shape, bool replace = true,
              const std::optional<Array>& p = std::nullopt, Location where = Location::current());
 
+/// Draws of the normal with this mean [d] and covariance [d, d] (symmetric
+/// positive definite): shape + [d].
+Array multivariate_normal(const Array& key, const Array& mean, const Array& covariance, Shape shape,
+                          Location where = Location::current());
+
 }  // namespace kiln::random

@@ -1,12 +1,14 @@
 // Distributions built on the counter-based draws of random.cpp, so they are
 // identical eagerly, under jit and on every backend: gumbel, laplace,
-// truncated_normal, categorical, permutation, shuffle and choice.
+// truncated_normal, categorical, permutation, shuffle, choice and
+// multivariate_normal.
 #include <cmath>
 #include <limits>
 #include <numbers>
 
 #include "core/array_impl.h"
 #include "core/error_format.h"
+#include "kiln/linalg.h"
 #include "kiln/ops.h"
 #include "kiln/random.h"
 
@@ -141,6 +143,21 @@ Array choice(const Array& key, const Array& a, Shape shape, bool replace, const 
                   where, "pass n to draw indices of 0..n-1");
   Array indices = choice(key, a.shape(0, where), shape, replace, p, where);
   return take(a, indices, 0, where);
+}
+
+Array multivariate_normal(const Array& key, const Array& mean, const Array& covariance, Shape shape, Location where) {
+  const Shape& mean_shape = mean.shape(where);
+  if (mean_shape.size() != 1 || covariance.shape(where) != Shape{mean_shape[0], mean_shape[0]})
+    detail::raise("random.multivariate_normal",
+                  "needs a mean [d] and a covariance [d, d], got " + mean.impl()->type.to_string() + " and " +
+                      covariance.impl()->type.to_string(),
+                  where);
+  // mean + z L^T with L L^T = covariance (Cholesky, as numpy.random's "cholesky" method).
+  DType dtype = mean.dtype(where);
+  shape.push_back(mean_shape[0]);
+  Array z = normal(key, std::move(shape), dtype, where);
+  Array factor = linalg::cholesky(covariance, where);
+  return add(Operand(mean, where), Operand(matmul(z, transpose(factor, {}, where), where), where));
 }
 
 }  // namespace kiln::random

@@ -22,6 +22,7 @@ RuleTable build_table() {
   register_collective_rules(table);
   register_sort_rules(table);
   register_cumulative_rules(table);
+  register_linalg_rules(table);
   return table;
 }
 }  // namespace

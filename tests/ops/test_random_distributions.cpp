@@ -115,6 +115,18 @@ TEST(RandomDistributions, DiscreteDrawsFollowTheirProbabilities) {
   EXPECT_EQ(uniform_pick.shape(), (Shape{4, 5}));
 }
 
+TEST(RandomDistributions, MultivariateNormalHasItsMeanAndCovariance) {
+  Array mean = array({1.0, -2.0, 0.5});
+  Array covariance = array({2.0, 0.6, -0.3, 0.6, 1.0, 0.2, -0.3, 0.2, 0.5}, {3, 3});
+  Array x = random::multivariate_normal(random::key(67), mean, covariance, {draws});
+  ASSERT_EQ(x.shape(), (Shape{draws, 3}));
+  Array centered = x - kiln::mean(x, 0);
+  Array sample_covariance = matmul(transpose(centered), centered) / static_cast<double>(draws - 1);
+  // Standard errors of about sqrt(2 / n) * scale: 0.03 holds them with room.
+  EXPECT_TRUE(all_close(kiln::mean(x, 0), mean, 0, 0.03, "mean"));
+  EXPECT_TRUE(all_close(sample_covariance, covariance, 0, 0.05, "covariance"));
+}
+
 TEST(RandomDistributions, PermutationsAreShuffles) {
   Array key = random::key(63);
   Array order = random::permutation(key, 1000);

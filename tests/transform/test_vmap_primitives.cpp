@@ -178,6 +178,23 @@ std::vector<Sample> samples() {
         {op, std::string(ir::primitive_name(op)) + " axis 1", {{{3, 4}}}, [op](const std::vector<Array>& in) {
            return with(op, in, {1});
          }});
+  // Linear algebra, on matrices kept well conditioned (3 I added).
+  auto conditioned = [](const Array& a) { return a + eye(3, std::nullopt, 0, DType::f64) * 3.0; };
+  list.push_back({Primitive::cholesky, "cholesky", {{{3, 3}}}, [=](const std::vector<Array>& in) {
+                    return with(Primitive::cholesky, {conditioned(matmul(in[0], transpose(in[0])))});
+                  }});
+  list.push_back({Primitive::triangular_solve,
+                  "triangular_solve, upper, transposed",
+                  {{{3, 3}}, {{3, 2}}},
+                  [=](const std::vector<Array>& in) {
+                    return with(Primitive::triangular_solve, {conditioned(in[0]), in[1]}, {0, 1, 0});
+                  }});
+  list.push_back({Primitive::solve, "solve", {{{3, 3}}, {{3, 2}}}, [=](const std::vector<Array>& in) {
+                    return with(Primitive::solve, {conditioned(in[0]), in[1]});
+                  }});
+  list.push_back({Primitive::slogdet, "slogdet", {{{3, 3}}}, [=](const std::vector<Array>& in) {
+                    return with(Primitive::slogdet, {conditioned(in[0])});
+                  }});
   // Collectives, in a world of one.
   list.push_back({Primitive::all_reduce, "all_reduce", {{{2, 3}}}, [](const std::vector<Array>& in) {
                     return ops::collective(Primitive::all_reduce, in[0], {0}, Location::current());
