@@ -25,6 +25,7 @@
 #include "ops/rules.h"
 #include "runtime/executable.h"
 #include "support/numpy_oracle.h"
+#include "support/primitive.h"
 
 namespace kiln {
 namespace {
@@ -58,15 +59,7 @@ std::string bitwise_difference(const Array& got, const Array& expected, bool any
   return "";
 }
 
-/// A primitive with explicit attributes, bypassing the builders.
-Array primitive(Primitive op, std::vector<Array> inputs, std::vector<int64_t> ints, Shape shape = {},
-                DType dtype = DType::f32) {
-  ir::Attributes attrs;
-  attrs.ints = std::move(ints);
-  attrs.shape = std::move(shape);
-  attrs.dtype = dtype;
-  return detail::apply(op, inputs, std::move(attrs), Location::current());
-}
+using testing::primitive;
 
 /// Runs every standalone-lowered node of `graph` that reads arguments only
 /// through its kernel directly (the executable would first simplify some of

@@ -16,12 +16,14 @@
 #include "ops/collective.h"
 #include "ops/rules.h"
 #include "support/numpy_oracle.h"
+#include "support/primitive.h"
 
 namespace kiln {
 namespace {
 
 using ir::Primitive;
 using testing::all_close;
+using testing::primitive;
 
 /// How a lane's operand is drawn.
 enum class Values { real, positive, boolean, index, start, key };
@@ -40,18 +42,9 @@ struct Sample {
   std::function<Array(const std::vector<Array>&)> apply;
 };
 
-Array with(Primitive op, const std::vector<Array>& inputs, std::vector<int64_t> ints = {}, Shape shape = {},
-           DType dtype = DType::f32) {
-  ir::Attributes attrs;
-  attrs.ints = std::move(ints);
-  attrs.shape = std::move(shape);
-  attrs.dtype = dtype;
-  return detail::apply(op, inputs, std::move(attrs), Location::current());
-}
-
 Sample unary(Primitive op, Values values = Values::real, DType dtype = DType::f64) {
   return {op, std::string(ir::primitive_name(op)), {{{2, 3}, dtype, values}}, [op](const std::vector<Array>& in) {
-            return with(op, in, {}, {}, op == Primitive::convert ? DType::f32 : DType::f32);
+            return primitive(op, in, {}, {}, op == Primitive::convert ? DType::f32 : DType::f32);
           }};
 }
 
@@ -59,7 +52,7 @@ Sample binary(Primitive op, Values values = Values::real, DType dtype = DType::f
   return {op,
           std::string(ir::primitive_name(op)),
           {{{2, 3}, dtype, values}, {{2, 3}, dtype, values}},
-          [op](const std::vector<Array>& in) { return with(op, in); }};
+          [op](const std::vector<Array>& in) { return primitive(op, in); }};
 }
 
 std::vector<Sample> samples() {
@@ -81,32 +74,32 @@ std::vector<Sample> samples() {
   list.push_back({Primitive::select,
                   "select",
                   {{{2, 3}, DType::bool_, Values::boolean}, {{2, 3}}, {{2, 3}}},
-                  [](const std::vector<Array>& in) { return with(Primitive::select, in); }});
+                  [](const std::vector<Array>& in) { return primitive(Primitive::select, in); }});
   // Movement.
   list.push_back({Primitive::reshape, "reshape", {{{2, 3}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::reshape, in, {}, {3, 1, 2});
+                    return primitive(Primitive::reshape, in, {}, {3, 1, 2});
                   }});
   list.push_back({Primitive::transpose, "transpose", {{{2, 3, 4}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::transpose, in, {2, 0, 1});
+                    return primitive(Primitive::transpose, in, {2, 0, 1});
                   }});
   list.push_back({Primitive::broadcast, "broadcast of a vector", {{{3}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::broadcast, in, {}, {2, 3});
+                    return primitive(Primitive::broadcast, in, {}, {2, 3});
                   }});
   list.push_back({Primitive::broadcast, "broadcast of extent 1", {{{2, 1}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::broadcast, in, {}, {4, 2, 3});
+                    return primitive(Primitive::broadcast, in, {}, {4, 2, 3});
                   }});
   list.push_back({Primitive::slice, "strided slice", {{{4, 5}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::slice, in, {1, 0, 3, 5, 1, 2});
+                    return primitive(Primitive::slice, in, {1, 0, 3, 5, 1, 2});
                   }});
   list.push_back(
       {Primitive::concatenate, "concatenate axis 1", {{{2, 3}}, {{2, 1}}, {{2, 2}}}, [](const std::vector<Array>& in) {
-         return with(Primitive::concatenate, in, {1});
+         return primitive(Primitive::concatenate, in, {1});
        }});
   list.push_back({Primitive::pad, "pad", {{{2, 3}}, {{}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::pad, in, {1, 0, 0, 2});
+                    return primitive(Primitive::pad, in, {1, 0, 0, 2});
                   }});
   list.push_back({Primitive::reverse, "reverse", {{{3, 4}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::reverse, in, {1});
+                    return primitive(Primitive::reverse, in, {1});
                   }});
   // Reductions.
   for (Primitive op : {Primitive::reduce_sum, Primitive::reduce_prod, Primitive::reduce_max, Primitive::reduce_min})
@@ -114,86 +107,86 @@ std::vector<Sample> samples() {
                     std::string(ir::primitive_name(op)) + " over axes 0 and 2",
                     {{{2, 3, 4}}},
                     [op](const std::vector<Array>& in) {
-                      return with(op, in, {0, 2});
+                      return primitive(op, in, {0, 2});
                     }});
   for (Primitive op : {Primitive::argmax, Primitive::argmin})
     list.push_back({op, std::string(ir::primitive_name(op)), {{{3, 4}}}, [op](const std::vector<Array>& in) {
-                      return with(op, in, {1});
+                      return primitive(op, in, {1});
                     }});
   list.push_back({Primitive::cumsum, "reverse cumsum", {{{3, 4}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::cumsum, in, {0, 1});
+                    return primitive(Primitive::cumsum, in, {0, 1});
                   }});
   // Matmul, with and without batch dimensions of its own.
   list.push_back({Primitive::matmul, "matmul", {{{2, 3}}, {{3, 4}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::matmul, in);
+                    return primitive(Primitive::matmul, in);
                   }});
   list.push_back({Primitive::matmul, "batched matmul", {{{2, 2, 3}}, {{2, 3, 4}}}, [](const std::vector<Array>& in) {
-                    return with(Primitive::matmul, in);
+                    return primitive(Primitive::matmul, in);
                   }});
   // Indexing, indices out of range and negative included.
   list.push_back({Primitive::take,
                   "take axis 1",
                   {{{4, 5}}, {{2, 3}, DType::i32, Values::index, 5}},
-                  [](const std::vector<Array>& in) { return with(Primitive::take, in, {1}); }});
+                  [](const std::vector<Array>& in) { return primitive(Primitive::take, in, {1}); }});
   list.push_back({Primitive::take,
                   "take axis 0",
                   {{{4, 2}}, {{3}, DType::i64, Values::index, 4}},
-                  [](const std::vector<Array>& in) { return with(Primitive::take, in, {0}); }});
+                  [](const std::vector<Array>& in) { return primitive(Primitive::take, in, {0}); }});
   list.push_back({Primitive::scatter_add,
                   "scatter_add axis 1",
                   {{{3, 4}}, {{5}, DType::i32, Values::index, 4}, {{3, 5}}},
-                  [](const std::vector<Array>& in) { return with(Primitive::scatter_add, in, {1}); }});
+                  [](const std::vector<Array>& in) { return primitive(Primitive::scatter_add, in, {1}); }});
   list.push_back({Primitive::dynamic_slice,
                   "dynamic_slice",
                   {{{5, 4}}, {{}, DType::i32, Values::start, 5}, {{}, DType::i32, Values::start, 4}},
                   [](const std::vector<Array>& in) {
-                    return with(Primitive::dynamic_slice, in, {}, {2, 3});
+                    return primitive(Primitive::dynamic_slice, in, {}, {2, 3});
                   }});
   list.push_back({Primitive::dynamic_update_slice,
                   "dynamic_update_slice",
                   {{{5, 4}}, {{2, 3}}, {{}, DType::i32, Values::start, 5}, {{}, DType::i32, Values::start, 4}},
-                  [](const std::vector<Array>& in) { return with(Primitive::dynamic_update_slice, in); }});
+                  [](const std::vector<Array>& in) { return primitive(Primitive::dynamic_update_slice, in); }});
   // Random: a key per lane is a stream per lane.
   list.push_back(
       {Primitive::random_bits, "random_bits", {{{2}, DType::i32, Values::key}}, [](const std::vector<Array>& in) {
-         return with(Primitive::random_bits, in, {}, {3, 2});
+         return primitive(Primitive::random_bits, in, {}, {3, 2});
        }});
   list.push_back(
       {Primitive::random_uniform, "random_uniform", {{{2}, DType::i32, Values::key}}, [](const std::vector<Array>& in) {
-         return with(Primitive::random_uniform, in, {}, {4}, DType::f64);
+         return primitive(Primitive::random_uniform, in, {}, {4}, DType::f64);
        }});
   // Sorting, ties included (the operands are drawn as few integers).
   list.push_back(
       {Primitive::sort, "sort descending", {{{3, 4}, DType::i64, Values::index, 2}}, [](const std::vector<Array>& in) {
-         return with(Primitive::sort, {astype(in[0], DType::f64)}, {0, 1});
+         return primitive(Primitive::sort, {astype(in[0], DType::f64)}, {0, 1});
        }});
   list.push_back({Primitive::argsort,
                   "argsort, the first 2",
                   {{{3, 4}, DType::i32, Values::index, 2}},
                   [](const std::vector<Array>& in) {
-                    return with(Primitive::argsort, in, {1, 0, 2});
+                    return primitive(Primitive::argsort, in, {1, 0, 2});
                   }});
   for (Primitive op : {Primitive::cummax, Primitive::cummin})
     list.push_back(
         {op, std::string(ir::primitive_name(op)) + " axis 1", {{{3, 4}}}, [op](const std::vector<Array>& in) {
-           return with(op, in, {1});
+           return primitive(op, in, {1});
          }});
   // Linear algebra, on matrices kept well conditioned (3 I added).
   auto conditioned = [](const Array& a) { return a + eye(3, std::nullopt, 0, DType::f64) * 3.0; };
   list.push_back({Primitive::cholesky, "cholesky", {{{3, 3}}}, [=](const std::vector<Array>& in) {
-                    return with(Primitive::cholesky, {conditioned(matmul(in[0], transpose(in[0])))});
+                    return primitive(Primitive::cholesky, {conditioned(matmul(in[0], transpose(in[0])))});
                   }});
   list.push_back({Primitive::triangular_solve,
                   "triangular_solve, upper, transposed",
                   {{{3, 3}}, {{3, 2}}},
                   [=](const std::vector<Array>& in) {
-                    return with(Primitive::triangular_solve, {conditioned(in[0]), in[1]}, {0, 1, 0});
+                    return primitive(Primitive::triangular_solve, {conditioned(in[0]), in[1]}, {0, 1, 0});
                   }});
   list.push_back({Primitive::solve, "solve", {{{3, 3}}, {{3, 2}}}, [=](const std::vector<Array>& in) {
-                    return with(Primitive::solve, {conditioned(in[0]), in[1]});
+                    return primitive(Primitive::solve, {conditioned(in[0]), in[1]});
                   }});
   list.push_back({Primitive::slogdet, "slogdet", {{{3, 3}}}, [=](const std::vector<Array>& in) {
-                    return with(Primitive::slogdet, {conditioned(in[0])});
+                    return primitive(Primitive::slogdet, {conditioned(in[0])});
                   }});
   // Collectives, in a world of one.
   list.push_back({Primitive::all_reduce, "all_reduce", {{{2, 3}}}, [](const std::vector<Array>& in) {
