@@ -37,10 +37,6 @@ Array batch_shifting_first_int(const Node& node, std::span<const Array> inputs, 
 /// a lane's values (a key), where no batched form of the kernel exists.
 Array batch_lane_by_lane(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size);
 
-}  // namespace kiln::ops
-
-namespace kiln::ops {
-
 // The indexing family's rules, kept beside its file (indexing_batching.cpp):
 // a batch of indices or starts reads a different place in every lane, which
 // they turn into one gather over the lanes' rows laid end to end.
