@@ -280,6 +280,44 @@ Array dynamic_update_slice(const Array& x, const Array& update, std::vector<Oper
 /// into a copy of x at `indices` along `axis`; repeated indices accumulate.
 Array scatter_add(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
                   Location where = Location::current());
+/// NumPy's basic indexing, x[...] written kiln::index(x, {...}): an integer
+/// (negative counts from the end) drops its axis, Slice{start, stop, step}
+/// is Python's start:stop:step (any bound may be omitted, steps may be
+/// negative), kiln::newaxis adds an axis of extent 1, kiln::ellipsis stands
+/// for every axis not named, and one integer Array gathers along its axis
+/// (NumPy's advanced indexing with a single index array, its dimensions
+/// moved first when an integer index stands apart from it; its out-of-range
+/// entries are clamped, as take's, where NumPy raises).
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+struct NewAxis {};
+inline constexpr NewAxis newaxis{};
+struct Ellipsis {};
+inline constexpr Ellipsis ellipsis{};
+class Index {
+ public:
+  enum class Kind { integer, slice, new_axis, ellipsis, array };
+  Index(int value) : kind_(Kind::integer), integer_(value) {}
+  Index(int64_t value) : kind_(Kind::integer), integer_(value) {}
+  Index(Slice value) : kind_(Kind::slice), slice_(value) {}
+  Index(NewAxis) : kind_(Kind::new_axis) {}
+  Index(Ellipsis) : kind_(Kind::ellipsis) {}
+  Index(Array value) : kind_(Kind::array), array_(std::move(value)) {}
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return integer_; }
+  const Slice& slice() const { return slice_; }
+  const Array& array() const { return array_; }
+
+ private:
+  Kind kind_;
+  int64_t integer_ = 0;
+  Slice slice_;
+  Array array_;
+};
+Array index(const Array& x, const std::vector<Index>& indices, Location where = Location::current());
+
 Array one_hot(const Array& indices, int64_t num_classes, DType dtype = DType::f32,
               Location where = Location::current());
 
