@@ -95,8 +95,20 @@ Array reshape_to(const Array& x, const Shape& shape, Location where) {
   return detail::apply(Primitive::reshape, {x}, std::move(attrs), where);
 }
 
-/// The matmul primitive on operands that already fit it.
+/// The matmul primitive on operands that already fit it. An outer product
+/// (one term contracted: the derivative of a matmul by a vector, a
+/// per-example gradient under vmap) is a broadcast multiply, one fused
+/// kernel instead of a BLAS call per matrix. Adding +0.0, as the sum
+/// does, keeps -0.0 products +0.0, so the result is the matmul's bit for bit.
 Array product(const Array& a, const Array& b, Location where) {
+  const AbstractValue& type = detail::impl_of(a, "matmul", where).type;
+  if (type.shape.back() == 1 && type.dtype != DType::bool_ &&
+      type.dtype == detail::impl_of(b, "matmul", where).type.dtype) {
+    Array outer = mul(Operand(a, where), Operand(b, where));
+    return is_floating(type.dtype)
+               ? add(Operand(outer, where), Operand(detail::literal(0.0, type.dtype, true, where), where))
+               : outer;
+  }
   return detail::apply(Primitive::matmul, {a, b}, {}, where);
 }
 
@@ -130,15 +142,7 @@ Array matmul_jvp(const Node& node, std::span<const Array> inputs, const Array&, 
 Array batch_matmul(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size) {
   const Array& a = inputs[0];
   const Array& b = inputs[1];
-  // An outer product (one term contracted, as in the per-example gradient of
-  // a matmul) is a broadcast multiply: one fused kernel over every lane, not
-  // a product per lane. Adding +0.0 as the sum does keeps -0.0 products +0.0.
-  DType dtype = node.type.dtype;
-  if (a.impl()->type.shape.back() == 1 && dtype != DType::bool_) {
-    Array product = mul(a, b);
-    return is_floating(dtype) ? add(product, detail::literal(0.0, dtype, true, node.where)) : product;
-  }
-  if (batched[0] && batched[1]) return apply_node_to(node, inputs);
+  if (batched[0] && batched[1]) return product(a, b, node.where);
   const Shape& a_shape = a.impl()->type.shape;
   const Shape& b_shape = b.impl()->type.shape;
   auto rank = static_cast<int64_t>((batched[0] ? b_shape : a_shape).size());  // of one lane
@@ -160,8 +164,7 @@ Array batch_matmul(const Node& node, std::span<const Array> inputs, std::span<co
   if (batched[0]) {
     int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
     Array rows = reshape(transpose(a, lanes_before_matrix), with({size * m, k}));
-    std::vector<Array> operands{rows, b};
-    return transpose(reshape(apply_node_to(node, operands), with({size, m, n})), lanes_first);
+    return transpose(reshape(product(rows, b, node.where), with({size, m, n})), lanes_first);
   }
   // [B, dims..., k, n] -> [dims..., k, B, n] -> [dims..., k, B * n]
   int64_t m = a_shape[a_shape.size() - 2], k = b_shape[b_shape.size() - 2], n = b_shape.back();
@@ -171,14 +174,13 @@ Array batch_matmul(const Node& node, std::span<const Array> inputs, std::span<co
   lanes_before_columns[static_cast<size_t>(rank - 1)] = 0;
   lanes_before_columns[static_cast<size_t>(rank)] = rank;
   Array columns = reshape(transpose(b, lanes_before_columns), with({k, size * n}));
-  std::vector<Array> operands{a, columns};
   // [dims..., m, B * n] -> [dims..., m, B, n] -> [B, dims..., m, n]
   std::vector<int64_t> back(static_cast<size_t>(rank + 1));
   back[0] = rank - 1;
   for (int64_t axis = 0; axis < rank - 2; ++axis) back[static_cast<size_t>(axis + 1)] = axis;
   back[static_cast<size_t>(rank - 1)] = rank - 2;
   back[static_cast<size_t>(rank)] = rank;
-  return transpose(reshape(apply_node_to(node, operands), with({m, size, n})), back);
+  return transpose(reshape(product(a, columns, node.where), with({m, size, n})), back);
 }
 
 void register_matmul_rules(RuleTable& table) {
@@ -245,7 +247,7 @@ Array matmul(const Array& a, const Array& b, Location where) {
   };
   Array lhs = prepare(a, a_shape, {m, k});
   Array rhs = prepare(b, b_shape, {k, n});
-  Array product = detail::apply(ops::Primitive::matmul, {lhs, rhs}, {}, where);
+  Array product = ops::product(lhs, rhs, where);
 
   // Drop the dims that 1-d operands gained.
   Shape out_shape = batch;
