@@ -26,4 +26,11 @@ To convert_element(From value) {
   }
 }
 
+/// NaN test for an element of any dtype (integers and bool are never NaN).
+template <class T>
+bool is_nan_element(T value) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(value);
+  else return false;
+}
+
 }  // namespace kiln::detail

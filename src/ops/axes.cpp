@@ -1,4 +1,4 @@
-// Axis normalization shared by reductions, movement and indexing.
+// Axis normalization and axis splits shared by reductions, movement, indexing and sorting.
 #include "ops/axes.h"
 
 #include <algorithm>
@@ -39,6 +39,17 @@ std::vector<int64_t> normalize_axes(const Axes& axes, int64_t rank, std::string_
             "] for shape " + shape_string(shape),
         where, "list each axis once");
   return result;
+}
+
+AxisSplit split_at(const Shape& shape, int64_t axis) {
+  AxisSplit split;
+  for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a) {
+    int64_t e = shape[static_cast<size_t>(a)];
+    if (a < axis) split.outer *= e;
+    else if (a == axis) split.extent = e;
+    else split.inner *= e;
+  }
+  return split;
 }
 
 }  // namespace kiln::ops

@@ -15,4 +15,18 @@ int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view operation, c
 std::vector<int64_t> normalize_axes(const Axes& axes, int64_t rank, std::string_view operation, const Shape& shape,
                                     Location where);
 
+/// Extents before, along and after `axis`: the array seen as [outer, extent,
+/// inner], whose lines along the axis are what kernels along one axis walk.
+struct AxisSplit {
+  int64_t outer = 1, extent = 1, inner = 1;
+  /// line(o, i) for every line: its first element is at o * extent * inner + i,
+  /// its elements `inner` apart.
+  template <class F>
+  void each_line(F&& line) const {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) line(o, i);
+  }
+};
+AxisSplit split_at(const Shape& shape, int64_t axis);
+
 }  // namespace kiln::ops

@@ -6,6 +6,7 @@
 // back to them.
 #include <cmath>
 
+#include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "kiln/ops.h"
@@ -27,39 +28,27 @@ AbstractValue infer_cumulative(const Node& node, std::span<const AbstractValue* 
   return x;
 }
 
-template <class T>
-bool is_nan(T value) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(value);
-  else return false;
-}
-
 Array evaluate_cumulative(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *inputs[0].impl();
   Array result = detail::allocate(node.type);
-  const Shape& shape = x.type.shape;
-  auto axis = static_cast<size_t>(node.attrs.ints[0]);
-  int64_t outer = 1, inner = 1, extent = shape[axis];
-  for (size_t a = 0; a < shape.size(); ++a) {
-    if (a < axis) outer *= shape[a];
-    if (a > axis) inner *= shape[a];
-  }
+  AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
   bool maximum = node.op == Primitive::cummax;
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
     T* out = result.impl()->mutable_data<T>();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t base = o * extent * inner + i;
-        for (int64_t j = 0; j < extent; ++j) {
-          T value = in[base + j * inner];
-          if (j > 0) {
-            T running = out[base + (j - 1) * inner];
-            bool keep = is_nan(running) || (!is_nan(value) && (maximum ? !(running < value) : !(value < running)));
-            if (keep) value = running;
-          }
-          out[base + j * inner] = value;
+    split.each_line([&](int64_t o, int64_t i) {
+      int64_t base = o * split.extent * split.inner + i;
+      for (int64_t j = 0; j < split.extent; ++j) {
+        T value = in[base + j * split.inner];
+        if (j > 0) {
+          T running = out[base + (j - 1) * split.inner];
+          bool keep = detail::is_nan_element(running) ||
+                      (!detail::is_nan_element(value) && (maximum ? !(running < value) : !(value < running)));
+          if (keep) value = running;
         }
+        out[base + j * split.inner] = value;
       }
+    });
   });
   return result;
 }

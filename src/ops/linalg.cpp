@@ -207,8 +207,7 @@ Array solve_system(const Array& a, const Array& b, Location where) {
 
 /// The part of a square matrix's derivative a triangular solve reads.
 Array used_triangle(const Node& node, const Array& m) {
-  Array kept = lower(node) ? tril(m, unit_diagonal(node) ? -1 : 0) : triu(m, unit_diagonal(node) ? 1 : 0);
-  return kept;
+  return lower(node) ? tril(m, unit_diagonal(node) ? -1 : 0) : triu(m, unit_diagonal(node) ? 1 : 0);
 }
 
 std::vector<Array> triangular_vjp(const Node& node, std::span<const Array> inputs, const Array& output,
@@ -341,8 +340,7 @@ Array solve(const Array& a, const Array& b, Location where) {
 Array inv(const Array& a, Location where) {
   const detail::AbstractValue& type = detail::impl_of(a, "inv", where).type;
   ops::check_square("inv", type, where);
-  return ops::solve_system(
-      a, broadcast_to(eye(type.shape.back(), std::nullopt, 0, type.dtype, where), type.shape, where), where);
+  return ops::solve_system(a, ops::identity_like(a), where);
 }
 
 std::pair<Array, Array> slogdet(const Array& a, Location where) {

@@ -70,12 +70,6 @@ Array channels_first(const Array& x, Location where) {
   return transpose(x, permutation, where);
 }
 
-int64_t product(const Shape& shape) {
-  int64_t result = 1;
-  for (int64_t extent : shape) result *= extent;
-  return result;
-}
-
 Shape joined(Shape a, const Shape& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -133,7 +127,7 @@ Array patch_positions(const Windows& w, const Shape& window, Location where) {
     positions = positions.defined() ? add(Operand(positions, where), Operand(term, where)) : term;
     pitch *= w.padded[i];
   }
-  return reshape(broadcast_to(positions, full, where), {product(full)}, where);
+  return reshape(broadcast_to(positions, full, where), {shape_size(full)}, where);
 }
 
 /// The patches of channels-last `x`: [N, prod(out), prod(window), C], and the positions read.
@@ -143,10 +137,10 @@ std::pair<Array, Array> patches(const Array& x, const Windows& w, const Shape& w
   lo.push_back(0);
   hi.push_back(0);
   Array padded = pad(x, lo, hi, fill, where);
-  Array flat = reshape(padded, {w.batch, product(w.padded), w.channels}, where);
+  Array flat = reshape(padded, {w.batch, shape_size(w.padded), w.channels}, where);
   Array positions = patch_positions(w, window, where);
   Array gathered = take(flat, positions, 1, where);
-  return {reshape(gathered, {w.batch, product(w.out), product(window), w.channels}, where), positions};
+  return {reshape(gathered, {w.batch, shape_size(w.out), shape_size(window), w.channels}, where), positions};
 }
 
 struct ConvShapes {
@@ -196,7 +190,7 @@ ConvShapes conv_shapes(const Shape& x_last, const Array& kernel, const ConvOptio
 
 /// Patches [N, M, Kt, C] times the kernel: [N, M, O].
 Array patches_times_kernel(const Array& patches, const ConvShapes& s, Location where) {
-  int64_t rows = s.windows.batch * product(s.windows.out), taps = product(s.window), g = s.groups;
+  int64_t rows = s.windows.batch * shape_size(s.windows.out), taps = shape_size(s.window), g = s.groups;
   int64_t cg = s.group_channels, og = s.out_channels / g;
   if (g == 1)
     return matmul(reshape(patches, {rows, taps * cg}, where), reshape(s.kernel, {taps * cg, s.out_channels}, where),
@@ -249,10 +243,10 @@ Array conv_transpose(const Array& y, const Array& kernel, const Shape& spatial, 
                       ", channels last)",
                   where, "pass the spatial size of the convolution's input");
   Array y_rows = reshape(options.channels_last ? y : channels_last(y, where),
-                         {s.windows.batch * product(s.windows.out), s.out_channels}, where);
+                         {s.windows.batch * shape_size(s.windows.out), s.out_channels}, where);
   // The product's transpose: each output row back to its patch.
-  int64_t taps = product(s.window), g = s.groups, cg = s.group_channels, og = s.out_channels / g;
-  int64_t rows = s.windows.batch * product(s.windows.out);
+  int64_t taps = shape_size(s.window), g = s.groups, cg = s.group_channels, og = s.out_channels / g;
+  int64_t rows = s.windows.batch * shape_size(s.windows.out);
   Array patch_rows;
   if (g == 1) {
     patch_rows = matmul(y_rows, transpose(reshape(s.kernel, {taps * cg, s.out_channels}, where), {}, where), where);
@@ -265,10 +259,10 @@ Array conv_transpose(const Array& y, const Array& kernel, const Shape& spatial, 
   }
   // Each patch element added back where it was read, then the padding cut off.
   const Windows& w = s.windows;
-  Array updates = reshape(patch_rows, {w.batch, product(w.out) * taps, w.channels}, where);
+  Array updates = reshape(patch_rows, {w.batch, shape_size(w.out) * taps, w.channels}, where);
   Array positions = patch_positions(w, s.window, where);
-  Array padded =
-      scatter_add(zeros({w.batch, product(w.padded), w.channels}, y_type.dtype, where), positions, updates, 1, where);
+  Array padded = scatter_add(zeros({w.batch, shape_size(w.padded), w.channels}, y_type.dtype, where), positions,
+                             updates, 1, where);
   std::vector<int64_t> start{0}, stop{w.batch};
   for (size_t i = 0; i < w.sizes.size(); ++i) {
     start.push_back(w.pads[i].first);

@@ -173,22 +173,6 @@ Array evaluate_reduce(const Node& node, std::span<const Array> inputs) {
   return result;
 }
 
-/// Extents before, along and after `axis`: the array seen as [outer, extent, inner].
-struct AxisSplit {
-  int64_t outer = 1, extent = 1, inner = 1;
-};
-
-AxisSplit split_at(const Shape& shape, int64_t axis) {
-  AxisSplit split;
-  for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a) {
-    int64_t e = shape[static_cast<size_t>(a)];
-    if (a < axis) split.outer *= e;
-    else if (a == axis) split.extent = e;
-    else split.inner *= e;
-  }
-  return split;
-}
-
 // Whether `value` displaces `best` as the extreme. A NaN is the extreme (as
 // in NumPy), and ties keep the first occurrence.
 template <class T>

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
 #include "kiln/ops.h"
@@ -52,55 +53,32 @@ AbstractValue infer_argsort(const Node& node, std::span<const AbstractValue* con
 }
 
 // NaN after every number; the comparison of the descending order puts it first.
-template <class T>
-bool is_nan(T value) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(value);
-  else return false;
-}
-
 // Written with one comparison: `!(a >= b)` holds for a < b and for any NaN.
 template <class T>
 struct Order {
   bool descending;
   bool operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return descending ? !(a <= b) && !is_nan(b) : !(a >= b) && !is_nan(a);
+    if constexpr (std::is_floating_point_v<T>)
+      return descending ? !(a <= b) && !detail::is_nan_element(b) : !(a >= b) && !detail::is_nan_element(a);
     else return descending ? b < a : a < b;
-  }
-};
-
-// x viewed as [outer, extent, inner] around the sorted axis: each (outer,
-// inner) pair is one line, its elements `inner` apart.
-struct Lines {
-  int64_t outer = 1, extent = 1, inner = 1;
-  Lines(const Shape& shape, int64_t axis) {
-    for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a) {
-      if (a < axis) outer *= shape[static_cast<size_t>(a)];
-      else if (a > axis) inner *= shape[static_cast<size_t>(a)];
-    }
-    extent = shape[static_cast<size_t>(axis)];
-  }
-  /// line(o, i) for every line: its first element is at o * extent * inner + i.
-  template <class F>
-  void each(F&& line) const {
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) line(o, i);
   }
 };
 
 Array evaluate_sort(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *inputs[0].impl();
   Array result = detail::allocate(node.type);
-  Lines lines(x.type.shape, node.attrs.ints[0]);
+  AxisSplit lines = split_at(x.type.shape, node.attrs.ints[0]);
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
     T* out = result.impl()->mutable_data<T>();
     std::vector<T> line(static_cast<size_t>(lines.extent));
     Order<T> order{descending(node)};
-    lines.each([&](int64_t o, int64_t i) {
+    lines.each_line([&](int64_t o, int64_t i) {
       int64_t start = o * lines.extent * lines.inner + i;
       for (int64_t j = 0; j < lines.extent; ++j) line[static_cast<size_t>(j)] = in[start + j * lines.inner];
       // NaNs set apart first, so the sort itself compares numbers only.
-      auto numbers = std::partition(line.begin(), line.end(), [&](T v) { return order.descending == is_nan(v); });
+      auto numbers =
+          std::partition(line.begin(), line.end(), [&](T v) { return order.descending == detail::is_nan_element(v); });
       auto first = order.descending ? numbers : line.begin();
       auto last = order.descending ? line.end() : numbers;
       if (order.descending) std::sort(first, last, [](T a, T b) { return b < a; });
@@ -114,7 +92,7 @@ Array evaluate_sort(const Node& node, std::span<const Array> inputs) {
 Array evaluate_argsort(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *inputs[0].impl();
   Array result = detail::allocate(node.type);
-  Lines lines(x.type.shape, node.attrs.ints[0]);
+  AxisSplit lines = split_at(x.type.shape, node.attrs.ints[0]);
   int64_t k = node.attrs.ints[2];
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
@@ -129,7 +107,7 @@ Array evaluate_argsort(const Node& node, std::span<const Array> inputs) {
     detail::dispatch(node.type.dtype, [&]<class I>() {
       if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
         I* out = result.impl()->mutable_data<I>();
-        lines.each([&](int64_t o, int64_t i) {
+        lines.each_line([&](int64_t o, int64_t i) {
           int64_t start = o * lines.extent * lines.inner + i;
           line.clear();
           if (k == 0) return;
