@@ -29,4 +29,11 @@ struct AxisSplit {
 };
 AxisSplit split_at(const Shape& shape, int64_t axis);
 
+/// Flat positions in an array of shape `source` of the elements whose
+/// coordinate along `axis` is `coordinate` (shaped like the result, in its
+/// dtype) and whose other coordinates are their own, read at 0 where
+/// `source` has extent 1 (broadcast): what take_along_axis gathers from and
+/// its transpose adds back into.
+Array flat_positions(const Shape& source, const Array& coordinate, int64_t axis, Location where);
+
 }  // namespace kiln::ops

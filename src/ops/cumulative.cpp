@@ -77,15 +77,8 @@ Array cumulative_jvp(const Node& node, std::span<const Array> inputs, const Arra
 std::vector<Array> cumulative_vjp(const Node& node, std::span<const Array> inputs, const Array& output,
                                   const Array& cotangent) {
   const Shape& shape = node.type.shape;
-  int64_t axis = node.attrs.ints[0], stride = 1, size = node.type.size();
-  Array from = sources(node, inputs[0], output), linear;
-  for (size_t d = shape.size(); d-- > 0;) {
-    Array coordinate =
-        static_cast<int64_t>(d) == axis ? from : iota(DType::i64, shape, static_cast<int64_t>(d), node.where);
-    Array term = stride == 1 ? coordinate : mul(coordinate, stride);
-    linear = linear.defined() ? add(linear, term) : term;
-    stride *= shape[d];
-  }
+  int64_t size = node.type.size();
+  Array linear = flat_positions(shape, sources(node, inputs[0], output), node.attrs.ints[0], node.where);
   Array flat = zeros({size}, node.type.dtype, node.where);
   Array summed = scatter_add(flat, reshape(linear, {size}), reshape(cotangent, {size}), 0, node.where);
   return {reshape(summed, shape, node.where)};

@@ -461,6 +461,23 @@ void register_indexing_rules(RuleTable& table) {
                                                                  .kernel = NativeKernel::dynamic_update_slice};
 }
 
+Array flat_positions(const Shape& source, const Array& coordinate, int64_t axis, Location where) {
+  const AbstractValue& type = detail::impl_of(coordinate, "take_along_axis", where).type;
+  int64_t stride = 1;
+  Array linear;
+  for (size_t d = type.shape.size(); d-- > 0;) {
+    Array term;
+    if (static_cast<int64_t>(d) == axis) term = coordinate;
+    else if (source[d] != 1) term = iota(type.dtype, type.shape, static_cast<int64_t>(d), where);
+    if (term.defined()) {
+      if (stride != 1) term = mul(Operand(term, where), Operand(stride, where));
+      linear = linear.defined() ? add(Operand(linear, where), Operand(term, where)) : term;
+    }
+    stride *= source[d];
+  }
+  return linear;
+}
+
 }  // namespace ops
 
 using ops::Primitive;
@@ -521,19 +538,7 @@ Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Locati
                               Operand(add(index, Operand(extent, where)), where), index);
   Array clamped = clip(Operand(wrapped, where), Operand(0, where), Operand(std::max<int64_t>(extent - 1, 0), where));
   Array coordinate = ops::broadcast_to_shape(ops::convert_to(clamped, linear_dtype, false, where), shape, where);
-  int64_t stride = 1;
-  Array linear;
-  for (size_t d = shape.size(); d-- > 0;) {
-    Array term;
-    if (d == ax) term = coordinate;
-    else if (x_type.shape[d] != 1) term = ops::iota(linear_dtype, shape, static_cast<int64_t>(d), where);
-    if (term.defined()) {
-      if (stride != 1) term = mul(Operand(term, where), Operand(stride, where));
-      linear = linear.defined() ? add(Operand(linear, where), Operand(term, where)) : term;
-    }
-    stride *= x_type.shape[d];
-  }
-  return ops::apply_take(ops::flatten(x, where), linear, 0, where);
+  return ops::apply_take(ops::flatten(x, where), ops::flat_positions(x_type.shape, coordinate, a, where), 0, where);
 }
 
 Array dynamic_slice(const Array& x, std::vector<Operand> starts, Shape sizes, Location where) {
