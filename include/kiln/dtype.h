@@ -2,21 +2,35 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "kiln/half.h"
+
 namespace kiln {
 
-/// Element type of an Array. Promotion between them follows JAX's lattice;
-/// C++ numbers mixed with arrays are weakly typed (`x_f32 * 2.0` stays f32).
-enum class DType : uint8_t { bool_, i32, i64, f32, f64 };
+/// Element type of an Array. Promotion between them follows JAX's lattice
+/// (README, "Dtypes"); C++ numbers mixed with arrays are weakly typed
+/// (`x_f32 * 2.0` stays f32, `x_u8 + 1` stays u8). The numbering is stable:
+/// persistent cache keys hold it, so new dtypes go at the end.
+enum class DType : uint8_t { bool_, i32, i64, f32, f64, i8, i16, u8, u16, u32, u64, f16, bf16 };
+inline constexpr int dtype_count = static_cast<int>(DType::bf16) + 1;
 
 inline constexpr DType bool_ = DType::bool_;
+inline constexpr DType i8 = DType::i8;
+inline constexpr DType i16 = DType::i16;
 inline constexpr DType i32 = DType::i32;
 inline constexpr DType i64 = DType::i64;
+inline constexpr DType u8 = DType::u8;
+inline constexpr DType u16 = DType::u16;
+inline constexpr DType u32 = DType::u32;
+inline constexpr DType u64 = DType::u64;
+inline constexpr DType f16 = DType::f16;
+inline constexpr DType bf16 = DType::bf16;
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
 
@@ -25,8 +39,13 @@ using Shape = std::vector<int64_t>;
 
 std::string_view dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
-bool is_floating(DType dtype);
-bool is_integer(DType dtype);  // i32, i64 (not bool)
+bool is_floating(DType dtype);  // f16, bf16, f32, f64
+bool is_integer(DType dtype);   // signed and unsigned (not bool)
+bool is_unsigned(DType dtype);  // u8, u16, u32, u64
+/// f16 and bf16: stored in 16 bits, computed in f32.
+bool is_half(DType dtype);
+/// Parses a name dtype_name gives ("u8", "bf16", ...); nullopt otherwise.
+std::optional<DType> dtype_from_name(std::string_view name);
 std::ostream& operator<<(std::ostream& out, DType dtype);
 
 /// "[2,3]" — the notation used in every error message and in printed IR.
@@ -35,18 +54,28 @@ int64_t shape_size(const Shape& shape);
 
 /// The C++ types that map onto a DType.
 template <class T>
-concept Element = std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
-    std::is_same_v<T, float> || std::is_same_v<T, double>;
+concept Element = std::is_same_v<T, bool> || std::is_same_v<T, int8_t> || std::is_same_v<T, int16_t> ||
+    std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t> ||
+    std::is_same_v<T, uint16_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t> ||
+    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> || std::is_same_v<T, double>;
 
-/// Any C++ arithmetic type that may be mixed with arrays.
+/// Any C++ number that may be mixed with arrays.
 template <class T>
-concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>> || HalfFloat<std::remove_cvref_t<T>>;
 
 template <Element T>
 constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, bool>) return DType::bool_;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::i8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::i16;
   else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
   else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::u8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::u16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::u32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::u64;
+  else if constexpr (std::is_same_v<T, float16>) return DType::f16;
+  else if constexpr (std::is_same_v<T, bfloat16>) return DType::bf16;
   else if constexpr (std::is_same_v<T, float>) return DType::f32;
   else return DType::f64;
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 namespace kiln::comm {
 
@@ -41,6 +42,14 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::i32: return MPI_INT32_T;
     case DType::i64: return MPI_INT64_T;
     case DType::bool_: return MPI_UINT8_T;
+    case DType::i8: return MPI_INT8_T;
+    case DType::i16: return MPI_INT16_T;
+    case DType::u8: return MPI_UINT8_T;
+    case DType::u16: return MPI_UINT16_T;
+    case DType::u32: return MPI_UINT32_T;
+    case DType::u64: return MPI_UINT64_T;
+    case DType::f16:
+    case DType::bf16: break;  // MPI has no 16-bit floats: reduced in f32 (with_float)
   }
   return MPI_BYTE;
 }
@@ -67,6 +76,20 @@ void divide(void* data, int64_t count, DType dtype, int size) {
 }
 
 constexpr int64_t chunk = INT_MAX / 8;  // elements per MPI call, whatever their size
+
+// f16 and bf16 reductions run in f32: `reduce(in, out)` on f32 copies, the
+// result rounded back once.
+template <class Reduce>
+void with_float(const void* in, int64_t in_count, void* out, int64_t out_count, DType dtype, Reduce reduce) {
+  std::vector<float> wide_in(static_cast<size_t>(in_count)), wide_out(static_cast<size_t>(out_count));
+  const auto* halves = static_cast<const uint16_t*>(in);
+  for (size_t k = 0; k < wide_in.size(); ++k)
+    wide_in[k] = dtype == DType::f16 ? float16::from_bits(halves[k]) : bfloat16::from_bits(halves[k]);
+  reduce(wide_in.data(), wide_out.data());
+  auto* narrowed = static_cast<uint16_t*>(out);
+  for (size_t k = 0; k < wide_out.size(); ++k)
+    narrowed[k] = dtype == DType::f16 ? float16(wide_out[k]).bits() : bfloat16(wide_out[k]).bits();
+}
 
 }  // namespace
 
@@ -115,6 +138,11 @@ void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp 
     if (in != out && count) std::memmove(out, in, static_cast<size_t>(count) * element);
     return;
   }
+  if (is_half(dtype)) {
+    with_float(in, count, out, count, dtype,
+               [&](float* wide_in, float* wide_out) { all_reduce(wide_in, wide_out, count, DType::f32, op); });
+    return;
+  }
   {
     std::lock_guard lock(mpi_mutex());
     for (int64_t first = 0; first < count; first += chunk) {
@@ -146,6 +174,11 @@ void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, Reduc
     return;
   }
   if (count > INT_MAX) throw std::runtime_error("kiln: reduce_scatter of more than INT_MAX elements per rank");
+  if (is_half(dtype)) {
+    with_float(in, count * world().size, out, count, dtype,
+               [&](float* wide_in, float* wide_out) { reduce_scatter(wide_in, wide_out, count, DType::f32, op); });
+    return;
+  }
   {
     std::lock_guard lock(mpi_mutex());
     check(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), mpi_type(dtype), mpi_op(op), MPI_COMM_WORLD),

@@ -198,6 +198,8 @@ namespace {
 template <class T>
 void print_element(std::ostream& out, T value) {
   if constexpr (std::is_same_v<T, bool>) out << (value ? "true" : "false");
+  else if constexpr (HalfFloat<T>) out << static_cast<float>(value);
+  else if constexpr (sizeof(T) == 1) out << static_cast<int>(value);  // not as a character
   else out << value;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "core/convert.h"
 #include "kiln/dtype.h"
 
 namespace kiln::detail {
@@ -12,8 +13,16 @@ template <class F>
 decltype(auto) dispatch(DType dtype, F&& fn) {
   switch (dtype) {
     case DType::bool_: return fn.template operator()<bool>();
+    case DType::i8: return fn.template operator()<int8_t>();
+    case DType::i16: return fn.template operator()<int16_t>();
     case DType::i32: return fn.template operator()<int32_t>();
     case DType::i64: return fn.template operator()<int64_t>();
+    case DType::u8: return fn.template operator()<uint8_t>();
+    case DType::u16: return fn.template operator()<uint16_t>();
+    case DType::u32: return fn.template operator()<uint32_t>();
+    case DType::u64: return fn.template operator()<uint64_t>();
+    case DType::f16: return fn.template operator()<float16>();
+    case DType::bf16: return fn.template operator()<bfloat16>();
     case DType::f32: return fn.template operator()<float>();
     case DType::f64: break;
   }

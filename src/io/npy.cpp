@@ -24,11 +24,21 @@ constexpr size_t magic_size = sizeof(magic) - 1;
 // NumPy itself refuses headers over 10 kB by default; this is generous.
 constexpr uint32_t max_header_bytes = 1u << 20;
 
+// NumPy's names; bf16, which NumPy lacks, is written as two opaque bytes
+// ('|V2', as NumPy writes a bfloat16 array of ml_dtypes) and read back as bf16.
 std::string descr_of(DType dtype) {
   switch (dtype) {
     case DType::bool_: return "|b1";
+    case DType::i8: return "|i1";
+    case DType::i16: return "<i2";
     case DType::i32: return "<i4";
     case DType::i64: return "<i8";
+    case DType::u8: return "|u1";
+    case DType::u16: return "<u2";
+    case DType::u32: return "<u4";
+    case DType::u64: return "<u8";
+    case DType::f16: return "<f2";
+    case DType::bf16: return "|V2";
     case DType::f32: return "<f4";
     case DType::f64: return "<f8";
   }
@@ -36,11 +46,14 @@ std::string descr_of(DType dtype) {
 }
 
 std::optional<DType> dtype_of_descr(const std::string& descr) {
-  if (descr == "|b1" || descr == "<b1" || descr == "b1" || descr == "?" || descr == "|?") return DType::bool_;
-  if (descr == "<i4") return DType::i32;
-  if (descr == "<i8") return DType::i64;
-  if (descr == "<f4") return DType::f32;
-  if (descr == "<f8") return DType::f64;
+  if (descr == "?" || descr == "|?") return DType::bool_;
+  // Little-endian, native ('=', on the little-endian machines kiln runs on)
+  // or without byte order ('|', or no mark at all).
+  auto without_order = [](const std::string& code) {
+    return !code.empty() && (code[0] == '<' || code[0] == '|' || code[0] == '=') ? code.substr(1) : code;
+  };
+  for (int k = 0; k < dtype_count; ++k)
+    if (without_order(descr) == without_order(descr_of(static_cast<DType>(k)))) return static_cast<DType>(k);
   return std::nullopt;
 }
 

@@ -30,8 +30,16 @@ constexpr uint64_t max_header_bytes = 100'000'000;
 const char* dtype_code(DType dtype) {
   switch (dtype) {
     case DType::bool_: return "BOOL";
+    case DType::i8: return "I8";
+    case DType::i16: return "I16";
     case DType::i32: return "I32";
     case DType::i64: return "I64";
+    case DType::u8: return "U8";
+    case DType::u16: return "U16";
+    case DType::u32: return "U32";
+    case DType::u64: return "U64";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
     case DType::f32: return "F32";
     case DType::f64: return "F64";
   }
@@ -39,8 +47,8 @@ const char* dtype_code(DType dtype) {
 }
 
 std::optional<DType> dtype_of_code(const std::string& code) {
-  for (DType dtype : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64})
-    if (code == dtype_code(dtype)) return dtype;
+  for (int k = 0; k < dtype_count; ++k)
+    if (code == dtype_code(static_cast<DType>(k))) return static_cast<DType>(k);
   return std::nullopt;
 }
 

@@ -89,13 +89,13 @@ auto reference(T a, T b) {
     else return a * b;
   } else if constexpr (op == Primitive::div) return T(a / b);
   else if constexpr (op == Primitive::pow) {
-    if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
+    if constexpr (detail::is_floating_element<T>) return std::pow(a, b);
     else if constexpr (integral) return integer_pow(a, b);
     else return T(a);  // bool: rejected by the shape rule
   } else if constexpr (op == Primitive::max || op == Primitive::min) {
     bool largest = op == Primitive::max;
     if constexpr (boolean) return T(largest ? (a || b) : (a && b));
-    else if constexpr (std::is_floating_point_v<T>) {
+    else if constexpr (detail::is_floating_element<T>) {
       if (std::isnan(a) || std::isnan(b)) return a + b;
     }
     return largest ? (a > b ? a : b) : (a < b ? a : b);
@@ -128,8 +128,9 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
       const T* a = inputs[0].impl()->data<T>();
       const T* b = inputs[1].impl()->data<T>();
       using R = std::conditional_t<is_comparison(op), bool, T>;
+      using C = detail::compute_type<T>;  // f16 and bf16 compute in f32, rounded on store
       R* o = out.mutable_data<R>();
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(reference<op, T>(a[i], b[i]));
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(reference<op, C>(C(a[i]), C(b[i])));
     });
   }
   return result;

@@ -33,7 +33,7 @@ Array evaluate_literal(const Node& node, std::span<const Array>) {
   Array result = detail::allocate(node.type);
   detail::dispatch(node.type.dtype, [&]<class T>() {
     T* out = result.impl()->mutable_data<T>();
-    if constexpr (std::is_floating_point_v<T>) out[0] = static_cast<T>(node.attrs.scalar.as_double());
+    if constexpr (detail::is_floating_element<T>) out[0] = static_cast<T>(node.attrs.scalar.as_double());
     else out[0] = static_cast<T>(node.attrs.scalar.as_int());
   });
   return result;

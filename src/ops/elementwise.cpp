@@ -2,6 +2,8 @@
 #include "ops/elementwise.h"
 
 #include <algorithm>
+#include <array>
+#include <vector>
 
 #include "core/error_format.h"
 #include "ops/apply.h"
@@ -9,38 +11,77 @@
 namespace kiln::ops {
 
 namespace {
-// Positions in the promotion order; weak kinds sit below their strong dtypes.
-enum Rank { rank_bool, rank_weak_int, rank_i32, rank_i64, rank_weak_float, rank_f32, rank_f64 };
+// JAX's type lattice (README, "Dtypes"): an edge goes from a type to each
+// type just above it; i* and f* are the weak integer and float (C++ numbers).
+// A promotion is the least upper bound of the two operands' nodes.
+enum Node { b, weak_int, u8, u16, u32, u64, s8, s16, s32, s64, weak_float, bf16, f16, f32, f64, node_count };
 
-int rank_of(TypeClass t) {
-  switch (t.dtype) {
-    case DType::bool_: return rank_bool;
-    case DType::i32: return t.weak ? rank_weak_int : rank_i32;
-    case DType::i64: return t.weak ? rank_weak_int : rank_i64;
-    case DType::f32: return t.weak ? rank_weak_float : rank_f32;
-    case DType::f64: return t.weak ? rank_weak_float : rank_f64;
+constexpr uint32_t bit(Node node) { return 1u << node; }
+
+// Each node's upper set (itself and every node above it), from the edges
+// b->i*, i*->u8,i8, u8->i16,u16, u16->i32,u32, u32->i64,u64, u64->f*,
+// i8->i16, i16->i32, i32->i64, i64->f*, f*->bf16,f16, bf16->f32, f16->f32, f32->f64.
+std::array<uint32_t, node_count> upper_sets() {
+  std::array<std::vector<Node>, node_count> above;
+  above[b] = {weak_int};
+  above[weak_int] = {u8, s8};
+  above[u8] = {s16, u16};
+  above[u16] = {s32, u32};
+  above[u32] = {s64, u64};
+  above[u64] = {weak_float};
+  above[s8] = {s16};
+  above[s16] = {s32};
+  above[s32] = {s64};
+  above[s64] = {weak_float};
+  above[weak_float] = {bf16, f16};
+  above[bf16] = {f32};
+  above[f16] = {f32};
+  above[f32] = {f64};
+  std::array<uint32_t, node_count> sets{};
+  for (int node = node_count; node-- > 0;) {  // every edge goes to a later node
+    sets[static_cast<size_t>(node)] = bit(static_cast<Node>(node));
+    for (Node up : above[static_cast<size_t>(node)]) sets[static_cast<size_t>(node)] |= sets[up];
   }
-  return rank_f64;
+  return sets;
 }
+
+Node node_of(TypeClass t) {
+  if (t.weak && t.dtype != DType::bool_) return is_floating(t.dtype) ? weak_float : weak_int;
+  switch (t.dtype) {
+    case DType::bool_: return b;
+    case DType::i8: return s8;
+    case DType::i16: return s16;
+    case DType::i32: return s32;
+    case DType::i64: return s64;
+    case DType::u8: return u8;
+    case DType::u16: return u16;
+    case DType::u32: return u32;
+    case DType::u64: return u64;
+    case DType::bf16: return bf16;
+    case DType::f16: return f16;
+    case DType::f32: return f32;
+    case DType::f64: return f64;
+  }
+  return f64;
+}
+
+constexpr std::array<DType, node_count> node_dtype{DType::bool_, DType::i32,  DType::u8,  DType::u16, DType::u32,
+                                                   DType::u64,   DType::i8,   DType::i16, DType::i32, DType::i64,
+                                                   DType::f32,   DType::bf16, DType::f16, DType::f32, DType::f64};
 }  // namespace
 
-TypeClass promote(TypeClass a, TypeClass b) {
-  int ra = rank_of(a), rb = rank_of(b);
-  int r = std::max(ra, rb);
-  switch (r) {
-    case rank_bool: return {DType::bool_, false};
-    case rank_i32: return {DType::i32, false};
-    case rank_i64: return {DType::i64, false};
-    case rank_f32: return {DType::f32, false};
-    case rank_f64: return {DType::f64, false};
-    default: break;
-  }
-  // A weak result: keep the wider weak dtype of its kind when both are weak
-  // of that kind, otherwise the kind's default.
-  DType fallback = r == rank_weak_int ? DType::i32 : DType::f32;
-  DType wide = fallback;
-  for (TypeClass t : {a, b})
-    if (rank_of(t) == r && dtype_size(t.dtype) > dtype_size(wide)) wide = t.dtype;
+TypeClass promote(TypeClass a, TypeClass c) {
+  static const std::array<uint32_t, node_count> upper = upper_sets();
+  uint32_t common = upper[node_of(a)] & upper[node_of(c)];
+  // The least upper bound: the common node whose own upper set is all of them.
+  int join = 0;
+  while (upper[static_cast<size_t>(join)] != common) ++join;
+  if (join != weak_int && join != weak_float) return {node_dtype[static_cast<size_t>(join)], false};
+  // A weak result keeps the wider weak dtype of its kind when an operand has
+  // one (a weak i64 or f64 from an earlier promotion), else the kind's default.
+  DType wide = node_dtype[static_cast<size_t>(join)];
+  for (TypeClass t : {a, c})
+    if (node_of(t) == join && dtype_size(t.dtype) > dtype_size(wide)) wide = t.dtype;
   return {wide, true};
 }
 

@@ -15,9 +15,9 @@ struct TypeClass {
   bool weak;
 };
 
-/// JAX's lattice for kiln's dtypes: bool < int* < i32 < i64 < float* < f32 < f64,
-/// where int*/float* are weak (C++ numbers); a weak result takes the default
-/// dtype of its kind (i32, f32).
+/// JAX's lattice (README, "Dtypes"): the least upper bound of the two types,
+/// where int* and float* are weak (C++ numbers); a weak result takes the
+/// default dtype of its kind (i32, f32). i64 with u64 meets at float*.
 TypeClass promote(TypeClass a, TypeClass b);
 TypeClass type_class(const Operand& operand);
 

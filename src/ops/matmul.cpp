@@ -38,7 +38,7 @@ AbstractValue infer_matmul(const Node& node, std::span<const AbstractValue* cons
 // alone. Integers wrap (unsigned arithmetic) like NumPy's integer matmul;
 // bool is the "or" of "and"s, as in NumPy.
 template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
+using Accumulator = std::conditional_t<std::is_same_v<T, float> || HalfFloat<T>, double, T>;
 
 template <class A>
 A multiply_add(A acc, A x, A y) {
@@ -102,6 +102,12 @@ Array reshape_to(const Array& x, const Shape& shape, Location where) {
 /// does, keeps -0.0 products +0.0, so the result is the matmul's bit for bit.
 Array product(const Array& a, const Array& b, Location where) {
   const AbstractValue& type = detail::impl_of(a, "matmul", where).type;
+  if (is_half(type.dtype)) {
+    // f16 and bf16 products run as f32 ones (OpenBLAS's sgemm), rounded once:
+    // the matmul primitive never holds a 16-bit float.
+    Array wide = product(convert_to(a, DType::f32, false, where), convert_to(b, DType::f32, false, where), where);
+    return convert_to(wide, type.dtype, false, where);
+  }
   if (type.shape.back() == 1 && type.dtype != DType::bool_ &&
       type.dtype == detail::impl_of(b, "matmul", where).type.dtype) {
     Array outer = mul(Operand(a, where), Operand(b, where));

@@ -292,7 +292,7 @@ Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& optio
   // Padding never wins a maximum: the dtype's lowest value (-inf for floats).
   Scalar fill = maximum ? detail::dispatch(type.dtype,
                                            [&]<class T>() -> Scalar {
-                                             if constexpr (std::is_floating_point_v<T>)
+                                             if constexpr (detail::is_floating_element<T>)
                                                return Scalar(-std::numeric_limits<double>::infinity());
                                              else if constexpr (std::is_same_v<T, bool>) return Scalar(false);
                                              else return Scalar(static_cast<int64_t>(std::numeric_limits<T>::lowest()));

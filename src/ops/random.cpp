@@ -140,8 +140,9 @@ void check_key(const char* operation, const Array& key, Location where) {
 }
 
 void check_float(const char* operation, DType dtype, Location where) {
-  if (dtype != DType::f32 && dtype != DType::f64)
-    detail::raise(operation, "dtype must be f32 or f64, got " + std::string(dtype_name(dtype)), where);
+  if (!is_floating(dtype))
+    detail::raise(operation, "dtype must be floating (f16, bf16, f32, f64), got " + std::string(dtype_name(dtype)),
+                  where, "draw floats and convert with astype");
 }
 
 Array draw_bits(const Array& key, Shape shape, Location where) {
@@ -151,14 +152,49 @@ Array draw_bits(const Array& key, Shape shape, Location where) {
 }
 
 Array draw_uniform(const Array& key, Shape shape, DType dtype, Location where) {
+  if (is_half(dtype)) {
+    // As JAX: as many random bits as the dtype has fraction bits, so every
+    // value is exact in it and below 1.
+    double steps = dtype == DType::f16 ? 0x1p10 : 0x1p7;
+    Array unit = draw_uniform(key, std::move(shape), DType::f32, where);
+    Array grid = floor(mul(Operand(unit, where), Operand(steps, where)), where);
+    return astype(div(Operand(grid, where), Operand(steps, where)), dtype, where);
+  }
   ir::Attributes attrs;
   attrs.shape = std::move(shape);
   attrs.dtype = dtype;
   return detail::apply(Primitive::random_uniform, {key}, std::move(attrs), where);
 }
 
+// The integers of an integer dtype as [lowest, past_highest) in doubles (exact: powers of two).
+std::pair<double, double> dtype_value_range(DType dtype) {
+  auto bits = static_cast<int>(8 * dtype_size(dtype));
+  if (is_unsigned(dtype)) return {0.0, std::ldexp(1.0, bits)};
+  return {-std::ldexp(1.0, bits - 1), std::ldexp(1.0, bits - 1)};
+}
+
+// The neighbour of a 16-bit float towards +infinity (up) or -infinity.
+template <HalfFloat H>
+H half_step(H value, bool up) {
+  uint16_t bits = value.bits();
+  if ((bits & 0x7FFF) == 0) return H::from_bits(up ? 0x0001 : 0x8001);
+  bool negative = (bits & 0x8000) != 0;
+  return H::from_bits(static_cast<uint16_t>(up != negative ? bits + 1 : bits - 1));
+}
+
+// The nearest value of a 16-bit float type above or equal (up) or strictly below `value`.
+template <HalfFloat H>
+double half_bound(double value, bool up) {
+  H rounded(value);
+  double back = static_cast<float>(rounded);
+  if (up ? back < value : back >= value) rounded = half_step(rounded, up);
+  return static_cast<float>(rounded);
+}
+
 /// The smallest value of `dtype` that is >= value.
 double round_up(double value, DType dtype) {
+  if (dtype == DType::f16) return half_bound<float16>(value, true);
+  if (dtype == DType::bf16) return half_bound<bfloat16>(value, true);
   if (dtype == DType::f64) return value;
   auto rounded = static_cast<float>(value);
   if (static_cast<double>(rounded) < value) rounded = std::nextafter(rounded, std::numeric_limits<float>::infinity());
@@ -167,6 +203,8 @@ double round_up(double value, DType dtype) {
 
 /// The largest value of `dtype` that is < value.
 double below(double value, DType dtype) {
+  if (dtype == DType::f16) return half_bound<float16>(value, false);
+  if (dtype == DType::bf16) return half_bound<bfloat16>(value, false);
   if (dtype == DType::f64) return std::nextafter(value, -std::numeric_limits<double>::infinity());
   auto rounded = static_cast<float>(value);
   if (static_cast<double>(rounded) >= value) rounded = std::nextafter(rounded, -std::numeric_limits<float>::infinity());
@@ -236,7 +274,9 @@ Array uniform(const Array& key, Shape shape, DType dtype, double minval, double 
                   "needs finite minval < maxval, got [" + std::to_string(minval) + ", " + std::to_string(maxval) + ")",
                   where);
   double scale = maxval - minval;
-  bool scale_fits = dtype == DType::f64 ? std::isfinite(scale) : std::isfinite(static_cast<float>(scale));
+  bool scale_fits = dtype == DType::f64   ? std::isfinite(scale)
+                    : dtype == DType::f16 ? std::isfinite(static_cast<float>(float16(scale)))
+                                          : std::isfinite(static_cast<float>(scale));
   if (!scale_fits)
     detail::raise("random.uniform",
                   "maxval - minval overflows " + std::string(dtype_name(dtype)) + " for [" + std::to_string(minval) +
@@ -276,17 +316,20 @@ Array normal(const Array& key, Shape shape, DType dtype, Location where) {
 
 Array randint(const Array& key, Shape shape, int64_t minval, int64_t maxval, DType dtype, Location where) {
   ops::check_key("random.randint", key, where);
-  if (dtype != DType::i32 && dtype != DType::i64)
-    detail::raise("random.randint", "dtype must be i32 or i64, got " + std::string(dtype_name(dtype)), where);
+  if (!is_integer(dtype))
+    detail::raise("random.randint", "dtype must be an integer dtype, got " + std::string(dtype_name(dtype)), where,
+                  "draw integers and convert with astype");
   if (minval >= maxval)
     detail::raise("random.randint",
                   "needs minval < maxval, got [" + std::to_string(minval) + ", " + std::to_string(maxval) + ")", where);
-  constexpr int64_t i32_min = std::numeric_limits<int32_t>::min();
-  constexpr int64_t i32_past_max = int64_t{1} << 31;
-  if (dtype == DType::i32 && (minval < i32_min || maxval > i32_past_max))
+  // Draws go through i64: [minval, maxval) must hold values of the dtype
+  // (u64 draws below 2^63 only).
+  auto [lowest, past_highest] = ops::dtype_value_range(dtype);
+  if (static_cast<double>(minval) < lowest || static_cast<double>(maxval) > past_highest)
     detail::raise("random.randint",
-                  "[" + std::to_string(minval) + ", " + std::to_string(maxval) + ") does not fit in i32", where,
-                  "use dtype kiln::i64");
+                  "[" + std::to_string(minval) + ", " + std::to_string(maxval) + ") does not fit in " +
+                      std::string(dtype_name(dtype)),
+                  where, "use a wider dtype (kiln::i64)");
   ops::check_draw_shape("random.randint", shape, 2, where);
   // offset = floor(u * span) with u a 52-bit uniform in [0, 1). For spans up
   // to 2^52 every offset is reachable and each has probability within about

@@ -82,15 +82,16 @@ AbstractValue infer_cumsum(const Node& node, std::span<const AbstractValue* cons
 // only the final rounding, so it stays within tolerance of NumPy's pairwise
 // f32 sums and of any compiled f32 kernel (each differs from it by its own
 // error alone, not by the sum of two f32 roundings).
+// f16 and bf16 likewise.
 template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
+using Accumulator = std::conditional_t<std::is_same_v<T, float> || HalfFloat<T>, double, T>;
 
 // The reference's combining step of each Reduction (the row's), so a
 // reduction primitive without one fails the registry instead of computing
 // another reduction.
 template <class A>
 A reduce_identity(Reduction reduction) {
-  constexpr bool floating = std::is_floating_point_v<A>;
+  constexpr bool floating = detail::is_floating_element<A>;
   switch (reduction) {
     case Reduction::sum: return A(0);
     case Reduction::product: return A(1);
@@ -123,7 +124,7 @@ A reduce_combine(Reduction reduction, A acc, A value) {
         else return acc * value;
       case Reduction::max:
       case Reduction::min:
-        if constexpr (std::is_floating_point_v<A>) {
+        if constexpr (detail::is_floating_element<A>) {
           // NaN propagates: once the accumulator is NaN it stays NaN.
           if (std::isnan(acc) || std::isnan(value)) return std::isnan(acc) ? acc : value;
         }
@@ -177,7 +178,7 @@ Array evaluate_reduce(const Node& node, std::span<const Array> inputs) {
 // in NumPy), and ties keep the first occurrence.
 template <class T>
 bool displaces(Primitive op, T value, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (detail::is_floating_element<T>) {
     if (std::isnan(best)) return false;
     if (std::isnan(value)) return true;
   }
@@ -261,9 +262,12 @@ Array reduce(Primitive op, const Array& x, const std::vector<int64_t>& axes, boo
   return reshape_to(result, kept_shape(detail::impl_of(x, "reduce", where).type.shape, axes), where);
 }
 
-/// JAX's accumulation dtype for sum, prod and cumsum: bool and i32 give i32.
+/// JAX's accumulation dtype for sum, prod and cumsum: bool, i8 and i16 give
+/// i32; u8 and u16 give u32.
 Array as_accumulation_dtype(const Array& x, const AbstractValue& type, Location where) {
-  if (type.dtype == DType::bool_) return convert_to(x, DType::i32, false, where);
+  if (type.dtype == DType::bool_ || type.dtype == DType::i8 || type.dtype == DType::i16)
+    return convert_to(x, DType::i32, false, where);
+  if (type.dtype == DType::u8 || type.dtype == DType::u16) return convert_to(x, DType::u32, false, where);
   return x;
 }
 

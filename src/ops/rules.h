@@ -100,6 +100,8 @@ struct PrimitiveRules {
 /// never depends on the size of an array or on jit.
 inline bool native_differs_from_reference(const PrimitiveRules& row, DType dtype) {
   if (!is_floating(dtype)) return false;
+  // Fused kernels keep f16 and bf16 intermediates in f32, unrounded.
+  if (is_half(dtype) && row.fusion == Fusion::elementwise) return true;
   if (row.fusion == Fusion::elementwise) return row.cost > 1;
   return row.fusion == Fusion::reduction && (row.reduction == Reduction::sum || row.reduction == Reduction::product);
 }

@@ -58,7 +58,7 @@ template <class T>
 struct Order {
   bool descending;
   bool operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (detail::is_floating_element<T>)
       return descending ? !(a <= b) && !detail::is_nan_element(b) : !(a >= b) && !detail::is_nan_element(a);
     else return descending ? b < a : a < b;
   }

@@ -60,10 +60,10 @@ template <Primitive op, class T>
 T reference(T x) {
   if constexpr (op == Primitive::neg) return wrapping_neg(x);
   else if constexpr (op == Primitive::abs) {
-    if constexpr (std::is_floating_point_v<T>) return std::abs(x);  // abs(-0) is +0
+    if constexpr (detail::is_floating_element<T>) return std::abs(x);  // abs(-0) is +0
     else return x < 0 ? wrapping_neg(x) : x;
   } else if constexpr (op == Primitive::sign) {
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (detail::is_floating_element<T>)
       if (std::isnan(x)) return x;
     return static_cast<T>((x > 0) - (x < 0));
   } else if constexpr (op == Primitive::exp) return std::exp(x);
@@ -178,10 +178,10 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
     } else if constexpr (op == Primitive::is_nan) {
       bool* o = out.mutable_data<bool>();
       for (int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_floating_point_v<T>) o[i] = std::isnan(in[i]);
+        if constexpr (detail::is_floating_element<T>) o[i] = std::isnan(in[i]);
         else o[i] = false;
       }
-    } else if constexpr (is_float_only(op) && !std::is_floating_point_v<T>) {
+    } else if constexpr (is_float_only(op) && !detail::is_floating_element<T>) {
       KILN_CHECK(false, "float-only unary primitive reached its kernel with an integer operand");
     } else if constexpr (std::is_same_v<T, bool> && op != Primitive::logical_not && op != Primitive::stop_gradient) {
       KILN_CHECK(false, "unary primitive reached its kernel with a bool operand");

@@ -104,7 +104,7 @@ std::vector<Array> lifted_inputs(const LiftedGraph& lifted) {
     Array value = detail::allocate(detail::AbstractValue{lifted.dtypes[i], false, {}});
     detail::dispatch(lifted.dtypes[i], [&]<class T>() {
       T* out = value.impl()->mutable_data<T>();
-      if constexpr (std::is_floating_point_v<T>) out[0] = static_cast<T>(lifted.values[i].as_double());
+      if constexpr (detail::is_floating_element<T>) out[0] = static_cast<T>(lifted.values[i].as_double());
       else out[0] = static_cast<T>(lifted.values[i].as_int());
     });
     inputs.push_back(std::move(value));

@@ -70,7 +70,7 @@ std::string run_kernels_directly(const Graph& graph, const Arrays& arguments, bo
   std::string failures;
   for (size_t i = 0; i < ir.nodes.size(); ++i) {
     const ir::Node& node = ir.nodes[i];
-    if (!llvm_backend::standalone_supported(node)) continue;
+    if (!llvm_backend::standalone_supported(ir, node)) continue;
     Arrays inputs;
     for (ir::ValueId input : node.inputs)
       for (size_t k = 0; k < ir.arguments.size(); ++k)

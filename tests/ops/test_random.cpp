@@ -280,12 +280,14 @@ TEST(Random, Errors) {
   expect_error(__LINE__, [&] { random::uniform(key, {3}, f32, 2.0, 1.0); }, {"[random.uniform]", "minval < maxval"});
   expect_error(__LINE__, [&] { random::uniform(key, {3}, f32, 0.0, INFINITY); }, {"[random.uniform]", "finite"});
   expect_error(__LINE__, [&] { random::uniform(key, {3}, f32, -3e38, 3e38); }, {"[random.uniform]", "overflows f32"});
-  expect_error(__LINE__, [&] { random::uniform(key, {3}, i32); }, {"[random.uniform]", "f32 or f64", "i32"});
+  expect_error(__LINE__, [&] { random::uniform(key, {3}, i32); }, {"[random.uniform]", "floating", "i32"});
   expect_error(__LINE__, [&] { random::uniform(key, {-1}); }, {"[random.uniform]", "[-1]"});
   expect_error(__LINE__, [&] { random::randint(key, {-2, 3}, 0, 4); }, {"[random.randint]", "[-2,3]"});
   expect_error(__LINE__, [&] { random::normal(key, {3}, bool_); }, {"[random.normal]", "bool"});
   expect_error(__LINE__, [&] { random::randint(key, {3}, 5, 5); }, {"[random.randint]", "minval < maxval"});
-  expect_error(__LINE__, [&] { random::randint(key, {3}, 0, 10, f32); }, {"[random.randint]", "i32 or i64", "f32"});
+  expect_error(__LINE__, [&] { random::randint(key, {3}, 0, 10, f32); }, {"[random.randint]", "integer dtype", "f32"});
+  expect_error(__LINE__, [&] { random::randint(key, {3}, -1, 10, u8); }, {"[random.randint]", "fit in u8"});
+  expect_error(__LINE__, [&] { random::randint(key, {3}, 0, 300, u8); }, {"[random.randint]", "fit in u8"});
   expect_error(__LINE__, [&] { random::randint(key, {3}, 0, int64_t{1} << 40); }, {"[random.randint]", "i32"});
   expect_error(__LINE__, [&] { random::bernoulli(key, 1.5, {3}); }, {"[random.bernoulli]", "[0, 1]", "1.5"});
   expect_error(__LINE__, [&] { random::bernoulli(key, -0.1, {3}); }, {"[random.bernoulli]", "[0, 1]"});

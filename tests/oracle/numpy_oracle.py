@@ -12,6 +12,18 @@ import traceback
 import numpy as np
 
 
+def bf16(a):
+    """A bf16 input (NumPy has no bf16: kiln writes two-byte voids) as a torch tensor."""
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(a).view(np.int16).copy()).view(torch.bfloat16)
+
+
+def from_bf16(t):
+    """A torch bfloat16 tensor as the two-byte voids kiln reads as bf16."""
+    import torch
+    return t.to(torch.bfloat16).contiguous().view(torch.int16).numpy().view(np.dtype("V2"))
+
+
 def main(directory):
     loaded = {}  # an input shared by several cases is read once
     with open(os.path.join(directory, "cases.txt")) as cases:
@@ -21,7 +33,7 @@ def main(directory):
                 continue
             index, expression, inputs = line.split("\t")
             names = [name for name in inputs.split(",") if name]
-            scope = {"np": np}
+            scope = {"np": np, "bf16": bf16, "from_bf16": from_bf16}
             for letter, name in zip("abcdefghijklmnopqrstuvwxyz", names):
                 if name not in loaded:
                     loaded[name] = np.load(os.path.join(directory, name))

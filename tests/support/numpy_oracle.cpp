@@ -74,11 +74,16 @@ std::string NumpyOracle::error(int id) const {
 double native_rtol(DType dtype) {
   if (dtype == DType::f32) return 8 * std::ldexp(1.0, -24);
   if (dtype == DType::f64) return 8 * std::ldexp(1.0, -53);
+  // Fused kernels round f16 and bf16 once where eager rounds every operation.
+  if (dtype == DType::f16) return 4 * std::ldexp(1.0, -11);
+  if (dtype == DType::bf16) return 4 * std::ldexp(1.0, -8);
   return 0;
 }
 
 double default_rtol(DType dtype) {
   switch (dtype) {
+    case DType::f16: return 2e-3;
+    case DType::bf16: return 1.6e-2;
     case DType::f32: return 2e-5;
     case DType::f64: return 1e-12;
     default: return 0;
@@ -117,26 +122,20 @@ Array RandomArrays::uniform(Shape shape, DType dtype, double lo, double hi) {
       for (auto&& x : v) x = engine_() & 1;
       return array(v, shape);
     }
-    case DType::i32: {
-      std::vector<int32_t> v(static_cast<size_t>(n));
-      for (auto& x : v) x = static_cast<int32_t>(std::floor(real(engine_)));
-      return array(v, shape);
-    }
-    case DType::i64: {
-      std::vector<int64_t> v(static_cast<size_t>(n));
-      for (auto& x : v) x = static_cast<int64_t>(std::floor(real(engine_)));
-      return array(v, shape);
-    }
     case DType::f32: {
       std::vector<float> v(static_cast<size_t>(n));
       for (auto& x : v) x = static_cast<float>(real(engine_));
       return array(v, shape);
     }
-    case DType::f64: break;
+    default: break;
   }
+  // Integers are floor(x) (unsigned: of |x|); f16 and bf16 round x.
   std::vector<double> v(static_cast<size_t>(n));
-  for (auto& x : v) x = real(engine_);
-  return array(v, shape);
+  for (auto& x : v) {
+    x = real(engine_);
+    if (is_integer(dtype)) x = std::floor(is_unsigned(dtype) ? std::fabs(x) : x);
+  }
+  return dtype == DType::f64 ? array(v, shape) : astype(array(v, shape), dtype);
 }
 
 int64_t RandomArrays::integer(int64_t lo, int64_t hi) {
@@ -162,8 +161,16 @@ Shape RandomArrays::broadcastable(const Shape& shape) {
 std::string numpy_dtype(DType dtype) {
   switch (dtype) {
     case DType::bool_: return "np.bool_";
+    case DType::i8: return "np.int8";
+    case DType::i16: return "np.int16";
     case DType::i32: return "np.int32";
     case DType::i64: return "np.int64";
+    case DType::u8: return "np.uint8";
+    case DType::u16: return "np.uint16";
+    case DType::u32: return "np.uint32";
+    case DType::u64: return "np.uint64";
+    case DType::f16: return "np.float16";
+    case DType::bf16: return "np.dtype('V2')";  // NumPy has no bf16: the oracle's bf16() reads it
     case DType::f32: return "np.float32";
     case DType::f64: return "np.float64";
   }

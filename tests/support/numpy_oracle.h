@@ -27,7 +27,9 @@ class NumpyOracle {
   NumpyOracle(const NumpyOracle&) = delete;
   NumpyOracle& operator=(const NumpyOracle&) = delete;
 
-  /// Queues `expression` (Python; inputs are a, b, c, ...; `np` is NumPy).
+  /// Queues `expression` (Python; inputs are a, b, c, ...; `np` is NumPy;
+  /// bf16 arrays arrive as two-byte voids: `bf16(a)` is a torch bfloat16
+  /// tensor, `from_bf16(t)` turns one back into a result kiln reads as bf16).
   /// An array passed to several cases is written (and read by NumPy) once.
   int add(const std::string& expression, const std::vector<Array>& inputs);
   /// Evaluates every queued case in one Python process.
@@ -85,8 +87,13 @@ class RandomArrays {
 /// NumPy's name for a dtype ("float32", ...), for use in expressions.
 std::string numpy_dtype(DType dtype);
 
-/// Every dtype kiln has, for loops over them.
+/// The dtypes the operation suites loop over; test_dtypes covers the others
+/// (i8, i16, unsigned integers, f16, bf16) on every family.
 inline const std::vector<DType> all_dtypes = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+/// Every dtype kiln has.
+inline const std::vector<DType> every_dtype = {DType::bool_, DType::i8,  DType::i16, DType::i32, DType::i64,
+                                               DType::u8,    DType::u16, DType::u32, DType::u64, DType::f16,
+                                               DType::bf16,  DType::f32, DType::f64};
 
 /// One kiln result waiting for NumPy's answer, compared within `rtol`.
 struct OracleCase {

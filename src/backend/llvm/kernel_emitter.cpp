@@ -159,14 +159,12 @@ llvm::Value* KernelEmitter::load(ir::ValueId id) {
   DType dtype = node(id).type.dtype;
   llvm::Type* type = memory_type(dtype);
   llvm::Value* address = builder_.CreateInBoundsGEP(type, leaf_pointer_.at(id), offset_of(id));
-  llvm::Value* loaded = builder_.CreateLoad(type, address);
-  return dtype == DType::bool_ ? builder_.CreateICmpNE(loaded, builder_.getInt8(0)) : loaded;
+  return element_.from_memory(builder_.CreateLoad(type, address), dtype);
 }
 
 void KernelEmitter::store_to(llvm::Value* base, llvm::Value* offset, llvm::Value* value, DType dtype) {
   llvm::Type* type = memory_type(dtype);
-  if (dtype == DType::bool_) value = builder_.CreateZExt(value, type);
-  builder_.CreateStore(value, builder_.CreateInBoundsGEP(type, base, offset));
+  builder_.CreateStore(element_.to_memory(value, dtype), builder_.CreateInBoundsGEP(type, base, offset));
 }
 
 llvm::Value* KernelEmitter::value(ir::ValueId id) {
@@ -189,6 +187,9 @@ llvm::Value* KernelEmitter::literal(const ir::Node& n) {
   switch (n.type.dtype) {
     case DType::f32:
       return builder_.CreateFPTrunc(builder_.CreateBitCast(bits, builder_.getDoubleTy()), builder_.getFloatTy());
+    case DType::f16:
+    case DType::bf16:
+      return element_.convert_value(builder_.CreateBitCast(bits, builder_.getDoubleTy()), DType::f64, n.type.dtype);
     case DType::f64: return builder_.CreateBitCast(bits, builder_.getDoubleTy());
     case DType::bool_: return builder_.CreateICmpNE(bits, builder_.getInt64(0));
     default: return builder_.CreateTrunc(bits, register_type(n.type.dtype));
@@ -197,7 +198,7 @@ llvm::Value* KernelEmitter::literal(const ir::Node& n) {
 
 llvm::Value* KernelEmitter::constant(const Scalar& scalar, DType dtype) {
   llvm::Type* type = register_type(dtype);
-  if (is_floating(dtype)) return llvm::ConstantFP::get(type, scalar.as_double());
+  if (is_floating(dtype)) return element_.constant_value(scalar.as_double(), dtype);
   if (dtype == DType::bool_) return builder_.getInt1(scalar.as_int() != 0);
   return llvm::ConstantInt::get(type, static_cast<uint64_t>(scalar.as_int()), true);
 }
@@ -222,8 +223,7 @@ llvm::Value* KernelEmitter::iota(const ir::Node& n) {
   llvm::Value* position = builder_.getInt64(0);
   if (n.type.shape[static_cast<size_t>(axis)] != 1)
     position = flat_ ? flat_index_ : index_[static_cast<size_t>(axis) + space_.size() - n.type.shape.size()];
-  llvm::Type* type = register_type(n.type.dtype);
-  return is_floating(n.type.dtype) ? builder_.CreateSIToFP(position, type) : builder_.CreateSExtOrTrunc(position, type);
+  return element_.convert_value(position, DType::i64, n.type.dtype);
 }
 
 }  // namespace kiln::llvm_backend

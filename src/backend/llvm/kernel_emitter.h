@@ -55,10 +55,13 @@ class KernelEmitter {
   static DType accumulation_dtype(const ir::Node& root) {
     ops::Reduction reduction = reduction_of(root);
     bool widened = reduction == ops::Reduction::sum || reduction == ops::Reduction::product;
-    return root.type.dtype == DType::f32 && widened ? DType::f64 : root.type.dtype;
+    if (!widened) return root.type.dtype;
+    // f16 and bf16 sum in f32, as XLA does; f32 in f64 (the reference's precision).
+    if (is_half(root.type.dtype)) return DType::f32;
+    return root.type.dtype == DType::f32 ? DType::f64 : root.type.dtype;
   }
 
-  llvm::Type* memory_type(DType dtype) { return dtype == DType::bool_ ? builder_.getInt8Ty() : register_type(dtype); }
+  llvm::Type* memory_type(DType dtype) { return element_.memory_type(dtype); }
   llvm::Type* register_type(DType dtype) { return element_.register_type(dtype); }
 
   // ---- loops ------------------------------------------------------------------------

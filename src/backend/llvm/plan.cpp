@@ -40,7 +40,8 @@ bool swaps_last_two_axes(const ir::Node& node) {
 }
 
 bool is_floating_matmul(const ir::Node& node) {
-  return ops::rules(node.op).fusion == ops::Fusion::matmul && is_floating(node.type.dtype);
+  // (The builders hand f16 and bf16 products to BLAS as f32 ones.)
+  return ops::rules(node.op).fusion == ops::Fusion::matmul && is_floating(node.type.dtype) && !is_half(node.type.dtype);
 }
 
 bool cheap(const ir::Graph& graph, ir::ValueId id) {
@@ -385,7 +386,7 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
       plan.steps.push_back({Step::Kind::view, id, -1});
     } else if (literal_only[i] && node.type.size() <= runtime::max_folded_elements) {
       plan.steps.push_back({Step::Kind::constant, id, -1});
-    } else if (!fused && standalone_supported(node)) {
+    } else if (!fused && standalone_supported(graph, node)) {
       add_kernel_step(plan, standalone_kernel(node, id));
     } else if (ops::rules(node.op).fusion == ops::Fusion::collective) {
       plan.steps.push_back({Step::Kind::reference, id, -1});  // the compiled code calls MPI here

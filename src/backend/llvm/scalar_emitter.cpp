@@ -11,11 +11,28 @@ namespace kiln::llvm_backend {
 using ops::Comparison;
 using ops::ScalarValue;
 
+namespace {
+// Whether integer `x` is larger (smaller) than `y`, by the dtype's signedness.
+llvm::Value* integer_beats(llvm::IRBuilder<>& b, DType dtype, bool largest, llvm::Value* x, llvm::Value* y) {
+  if (is_unsigned(dtype) || dtype == DType::bool_) return largest ? b.CreateICmpUGT(x, y) : b.CreateICmpULT(x, y);
+  return largest ? b.CreateICmpSGT(x, y) : b.CreateICmpSLT(x, y);
+}
+
+}  // namespace
+
 llvm::Type* LlvmScalarEmitter::register_type(DType dtype) {
   switch (dtype) {
     case DType::bool_: return builder_.getInt1Ty();
-    case DType::i32: return builder_.getInt32Ty();
-    case DType::i64: return builder_.getInt64Ty();
+    case DType::i8:
+    case DType::u8: return builder_.getInt8Ty();
+    case DType::i16:
+    case DType::u16: return builder_.getInt16Ty();
+    case DType::i32:
+    case DType::u32: return builder_.getInt32Ty();
+    case DType::i64:
+    case DType::u64: return builder_.getInt64Ty();
+    case DType::f16:
+    case DType::bf16:  // computed in f32, rounded when stored
     case DType::f32: return builder_.getFloatTy();
     case DType::f64: return builder_.getDoubleTy();
   }
@@ -23,10 +40,68 @@ llvm::Type* LlvmScalarEmitter::register_type(DType dtype) {
   return nullptr;
 }
 
+llvm::Type* LlvmScalarEmitter::memory_type(DType dtype) {
+  if (dtype == DType::bool_) return builder_.getInt8Ty();
+  if (is_half(dtype)) return builder_.getInt16Ty();
+  return register_type(dtype);
+}
+
+llvm::Value* LlvmScalarEmitter::from_memory(llvm::Value* stored, DType dtype) {
+  switch (dtype) {
+    case DType::bool_: return builder_.CreateICmpNE(stored, builder_.getInt8(0));
+    case DType::f16:
+      return builder_.CreateFPExt(builder_.CreateBitCast(stored, builder_.getHalfTy()), builder_.getFloatTy());
+    case DType::bf16:
+      return builder_.CreateBitCast(builder_.CreateShl(builder_.CreateZExt(stored, builder_.getInt32Ty()), 16),
+                                    builder_.getFloatTy());
+    default: return stored;
+  }
+}
+
+llvm::Value* LlvmScalarEmitter::to_memory(llvm::Value* value, DType dtype) {
+  switch (dtype) {
+    case DType::bool_: return builder_.CreateZExt(value, builder_.getInt8Ty());
+    case DType::f16:
+      return builder_.CreateBitCast(builder_.CreateFPTrunc(value, builder_.getHalfTy()), builder_.getInt16Ty());
+    case DType::bf16: {
+      // Ties to even on the top 16 bits; a NaN keeps its top bits and turns quiet.
+      llvm::Value* bits = builder_.CreateBitCast(value, builder_.getInt32Ty());
+      llvm::Value* odd = builder_.CreateAnd(builder_.CreateLShr(bits, 16), 1);
+      llvm::Value* rounded = builder_.CreateAdd(builder_.CreateAdd(bits, builder_.getInt32(0x7FFF)), odd);
+      llvm::Value* quiet = builder_.CreateOr(bits, builder_.getInt32(0x400000));
+      llvm::Value* nan = builder_.CreateFCmpUNO(value, value);
+      llvm::Value* chosen = builder_.CreateSelect(nan, quiet, rounded);
+      return builder_.CreateTrunc(builder_.CreateLShr(chosen, 16), builder_.getInt16Ty());
+    }
+    default: return value;
+  }
+}
+
+llvm::Value* LlvmScalarEmitter::round_to_half(llvm::Value* x, DType from, DType to) {
+  if (from == DType::f64) {
+    // Rounded to odd in f32 first, so the second rounding (to 11 or 8
+    // significant bits of 24) is as if straight from f64.
+    llvm::Value* nearest = builder_.CreateFPTrunc(x, builder_.getFloatTy());
+    llvm::Value* back = builder_.CreateFPExt(nearest, builder_.getDoubleTy());
+    llvm::Intrinsic::ID fabs = llvm::Intrinsic::fabs;
+    llvm::Value* away =
+        builder_.CreateFCmpOGT(builder_.CreateUnaryIntrinsic(fabs, back), builder_.CreateUnaryIntrinsic(fabs, x));
+    llvm::Value* bits = builder_.CreateBitCast(nearest, builder_.getInt32Ty());
+    bits = builder_.CreateSub(bits, builder_.CreateZExt(away, builder_.getInt32Ty()));
+    llvm::Value* inexact = builder_.CreateFCmpUNE(back, x);
+    bits = builder_.CreateOr(bits, builder_.CreateZExt(inexact, builder_.getInt32Ty()));
+    x = builder_.CreateBitCast(bits, builder_.getFloatTy());
+  }
+  return from_memory(to_memory(x, to), to);
+}
+
 llvm::Value* LlvmScalarEmitter::constant_value(double value, DType dtype) {
   llvm::Type* type = register_type(dtype);
+  if (dtype == DType::f16) return llvm::ConstantFP::get(type, static_cast<float>(float16(value)));
+  if (dtype == DType::bf16) return llvm::ConstantFP::get(type, static_cast<float>(bfloat16(value)));
   if (is_floating(dtype)) return llvm::ConstantFP::get(type, value);
   if (dtype == DType::bool_) return builder_.getInt1(value != 0);
+  if (is_unsigned(dtype)) return llvm::ConstantInt::get(type, static_cast<uint64_t>(value), false);
   return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
 }
 
@@ -37,17 +112,24 @@ llvm::Value* LlvmScalarEmitter::convert_value(llvm::Value* x, DType from, DType 
     return is_floating(from) ? builder_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
                              : builder_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
   if (from == DType::bool_) return is_floating(to) ? builder_.CreateUIToFP(x, target) : builder_.CreateZExt(x, target);
+  if (is_half(to)) {
+    // Through f64 from integers, as the reference converts (exact up to 2^53).
+    if (!is_floating(from)) return round_to_half(convert_value(x, from, DType::f64), DType::f64, to);
+    return round_to_half(x, from, to);
+  }
   if (is_floating(from) && is_floating(to)) return builder_.CreateFPCast(x, target);
-  if (!is_floating(from) && !is_floating(to)) return builder_.CreateSExtOrTrunc(x, target);
-  if (!is_floating(from)) return builder_.CreateSIToFP(x, target);
+  if (!is_floating(from) && !is_floating(to))
+    return is_unsigned(from) ? builder_.CreateZExtOrTrunc(x, target) : builder_.CreateSExtOrTrunc(x, target);
+  if (!is_floating(from))
+    return is_unsigned(from) ? builder_.CreateUIToFP(x, target) : builder_.CreateSIToFP(x, target);
   // Saturating, NaN to 0: the reference conversion's defined behaviour.
-  return builder_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
+  llvm::Intrinsic::ID saturating = is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+  return builder_.CreateIntrinsic(saturating, {target, x->getType()}, {x});
 }
 
 llvm::Value* LlvmScalarEmitter::extreme_value(bool largest, llvm::Value* a, llvm::Value* b, DType dtype) {
   if (dtype == DType::bool_) return largest ? builder_.CreateOr(a, b) : builder_.CreateAnd(a, b);
-  if (!is_floating(dtype))
-    return builder_.CreateSelect(largest ? builder_.CreateICmpSGT(a, b) : builder_.CreateICmpSLT(a, b), a, b);
+  if (!is_floating(dtype)) return builder_.CreateSelect(integer_beats(builder_, dtype, largest, a, b), a, b);
   llvm::Value* either_nan = builder_.CreateFCmpUNO(a, b);
   llvm::Value* wins = largest ? builder_.CreateFCmpOGT(a, b) : builder_.CreateFCmpOLT(a, b);
   return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b), builder_.CreateSelect(wins, a, b));
@@ -62,11 +144,15 @@ llvm::Value* LlvmScalarEmitter::reduction_identity(ops::Reduction reduction, DTy
     case ops::Reduction::max:
       if (floating) return llvm::ConstantFP::getInfinity(type, true);
       if (dtype == DType::bool_) return builder_.getFalse();
-      return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MIN : INT64_MIN, true);
+      return llvm::ConstantInt::get(type, is_unsigned(dtype)
+                                              ? llvm::APInt::getMinValue(type->getIntegerBitWidth())
+                                              : llvm::APInt::getSignedMinValue(type->getIntegerBitWidth()));
     case ops::Reduction::min:
       if (floating) return llvm::ConstantFP::getInfinity(type, false);
       if (dtype == DType::bool_) return builder_.getTrue();
-      return llvm::ConstantInt::get(type, dtype == DType::i32 ? INT32_MAX : INT64_MAX, true);
+      return llvm::ConstantInt::get(type, is_unsigned(dtype)
+                                              ? llvm::APInt::getMaxValue(type->getIntegerBitWidth())
+                                              : llvm::APInt::getSignedMaxValue(type->getIntegerBitWidth()));
     case ops::Reduction::none: break;
   }
   KILN_CHECK(false, "a reduction kernel for a primitive that names no combining operation");
@@ -78,8 +164,7 @@ namespace {
 // -0 and +0), NaN wins everything.
 llvm::Value* keep_first(llvm::IRBuilder<>& b, DType dtype, llvm::Value* accumulator, llvm::Value* value, bool largest) {
   if (!is_floating(dtype))
-    return b.CreateSelect(largest ? b.CreateICmpSGT(value, accumulator) : b.CreateICmpSLT(value, accumulator), value,
-                          accumulator);
+    return b.CreateSelect(integer_beats(b, dtype, largest, value, accumulator), value, accumulator);
   llvm::Value* better = largest ? b.CreateFCmpOGT(value, accumulator) : b.CreateFCmpOLT(value, accumulator);
   llvm::Value* chosen = b.CreateSelect(better, value, accumulator);
   llvm::Value* accumulator_nan = b.CreateFCmpUNO(accumulator, accumulator);
@@ -162,6 +247,7 @@ ScalarValue LlvmScalarEmitter::neg(ScalarValue x, DType dtype) {
 ScalarValue LlvmScalarEmitter::abs(ScalarValue x, DType dtype) {
   llvm::Value* v = unwrap(x);
   if (is_floating(dtype)) return wrap(builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v));
+  if (is_unsigned(dtype)) return x;
   llvm::Value* zero = llvm::ConstantInt::get(v->getType(), 0);
   return wrap(builder_.CreateSelect(builder_.CreateICmpSLT(v, zero), builder_.CreateSub(zero, v), v));
 }
@@ -197,9 +283,10 @@ ScalarValue LlvmScalarEmitter::extreme(bool largest, ScalarValue a, ScalarValue 
 ScalarValue LlvmScalarEmitter::compare(Comparison comparison, ScalarValue a, ScalarValue b, DType dtype) {
   llvm::Value* x = unwrap(a);
   llvm::Value* y = unwrap(b);
-  // Floats: ordered (false against NaN) except "not equal"; bool unsigned; integers signed.
+  // Floats: ordered (false against NaN) except "not equal"; bool and unsigned
+  // integers unsigned; signed integers signed.
   using P = llvm::CmpInst::Predicate;
-  bool floating = is_floating(dtype), boolean = dtype == DType::bool_;
+  bool floating = is_floating(dtype), boolean = dtype == DType::bool_ || is_unsigned(dtype);
   P predicate = P::ICMP_EQ;
   switch (comparison) {
     case Comparison::eq: predicate = floating ? P::FCMP_OEQ : P::ICMP_EQ; break;

@@ -18,7 +18,13 @@ class LlvmScalarEmitter : public ops::ScalarEmitter {
   static ops::ScalarValue wrap(llvm::Value* value) { return {value}; }
   static llvm::Value* unwrap(ops::ScalarValue value) { return static_cast<llvm::Value*>(value.handle); }
 
+  /// The type a value computes in: f16 and bf16 compute in float.
   llvm::Type* register_type(DType dtype);
+  /// The type an element is stored as: bool in a byte, f16 and bf16 in 16 bits.
+  llvm::Type* memory_type(DType dtype);
+  /// A stored element as a register value, and back (bf16 and f16 round to nearest even).
+  llvm::Value* from_memory(llvm::Value* stored, DType dtype);
+  llvm::Value* to_memory(llvm::Value* value, DType dtype);
   llvm::Value* constant_value(double value, DType dtype);
   llvm::Value* convert_value(llvm::Value* x, DType from, DType to);
   /// NaN-propagating maximum / minimum (NaN if either operand is NaN).
@@ -53,6 +59,9 @@ class LlvmScalarEmitter : public ops::ScalarEmitter {
   ops::ScalarValue convert(ops::ScalarValue x, DType from, DType to) override;
 
  protected:
+  /// A float register value (of f32 or f64 `from`) rounded to f16 or bf16, kept as float.
+  llvm::Value* round_to_half(llvm::Value* x, DType from, DType to);
+
   llvm::IRBuilder<>& builder_;
 };
 

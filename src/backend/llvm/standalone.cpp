@@ -24,16 +24,34 @@ const standalone::KernelTable& kernel_table() {
   return table;
 }
 
-standalone::KernelEmitFunction kernel_for(const ir::Node& node) {
+// The kernels that compute on elements (rather than move them) are written
+// for bool, i32, i64, f32 and f64; the others run their reference kernel.
+bool computes_on_dtype(ops::NativeKernel kernel, DType dtype) {
+  switch (kernel) {
+    case ops::NativeKernel::scatter_add:
+    case ops::NativeKernel::cumsum:
+    case ops::NativeKernel::argument_reduce:
+    case ops::NativeKernel::random:
+    case ops::NativeKernel::integer_matmul:
+      return dtype == DType::bool_ || dtype == DType::i32 || dtype == DType::i64 || dtype == DType::f32 ||
+             dtype == DType::f64;
+    default: return true;
+  }
+}
+
+standalone::KernelEmitFunction kernel_for(const ir::Graph& graph, const ir::Node& node) {
   const ops::PrimitiveRules& row = ops::rules(node.op);
   // Floating products are BLAS calls, planned apart (plan.cpp).
   if (row.fusion == ops::Fusion::matmul && is_floating(node.type.dtype)) return nullptr;
   if (row.fusion != ops::Fusion::kernel && row.fusion != ops::Fusion::matmul) return nullptr;
+  if (!computes_on_dtype(row.kernel, node.type.dtype)) return nullptr;
+  for (ir::ValueId input : node.inputs)
+    if (!computes_on_dtype(row.kernel, graph.nodes[static_cast<size_t>(input)].type.dtype)) return nullptr;
   return kernel_table()[static_cast<size_t>(row.kernel)];
 }
 }  // namespace
 
-bool standalone_supported(const ir::Node& node) { return kernel_for(node) != nullptr; }
+bool standalone_supported(const ir::Graph& graph, const ir::Node& node) { return kernel_for(graph, node) != nullptr; }
 
 std::vector<std::string> standalone_kernels_missing() {
   std::vector<std::string> missing;
@@ -44,7 +62,7 @@ std::vector<std::string> standalone_kernels_missing() {
 
 CompiledKernel emit_standalone(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph,
                                const ir::Node& node) {
-  standalone::KernelEmitFunction emit = kernel_for(node);
+  standalone::KernelEmitFunction emit = kernel_for(graph, node);
   KILN_CHECK(emit != nullptr, "a standalone kernel planned for a primitive whose row names no native kernel");
   standalone::Emitter emitter(builder, function, graph, node);
   return emit(emitter);
@@ -87,8 +105,10 @@ void Emitter::store(llvm::Value* value, llvm::Value* base, llvm::Value* offset) 
 }
 
 llvm::Value* Emitter::load_index(size_t k, llvm::Value* offset) {
-  llvm::Value* index = load(bits_type(input(k).type.dtype), input_pointer(k), offset);
-  return builder.CreateSExt(index, builder.getInt64Ty());
+  DType dtype = input(k).type.dtype;
+  llvm::Value* index = load(bits_type(dtype), input_pointer(k), offset);
+  return is_unsigned(dtype) ? builder.CreateZExt(index, builder.getInt64Ty())
+                            : builder.CreateSExt(index, builder.getInt64Ty());
 }
 
 void Emitter::copy(DType dtype, llvm::Value* to, llvm::Value* to_offset, llvm::Value* from, llvm::Value* from_offset,

@@ -21,8 +21,8 @@ class IRBuilder;
 
 namespace kiln::llvm_backend {
 
-/// Whether `node` has a standalone native lowering.
-bool standalone_supported(const ir::Node& node);
+/// Whether `node` (of `graph`) has a standalone native lowering for its dtypes.
+bool standalone_supported(const ir::Graph& graph, const ir::Node& node);
 
 /// The values of ops::NativeKernel that no file of kernels emits (empty when
 /// every row's named kernel can be compiled); the backend's tests check it.
