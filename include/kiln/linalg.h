@@ -3,8 +3,12 @@
 // in JAX. Every function differentiates (JAX's rules) and batches under vmap.
 #pragma once
 
+#include <limits>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "kiln/ops.h"
 
@@ -53,5 +57,58 @@ struct Eigh {
 /// Differentiable with distinct eigenvalues.
 Eigh eigh(const Array& a, bool lower = true, Location where = Location::current());
 Array eigvalsh(const Array& a, bool lower = true, Location where = Location::current());
+
+inline constexpr double inf = std::numeric_limits<double>::infinity();
+
+/// NumPy's `ord` of norm: a number (2, 1, inf, -inf, 0, any p) or "fro" /
+/// "nuc"; default-constructed, NumPy's None (2-norm of vectors, Frobenius
+/// of matrices).
+class NormOrder {
+ public:
+  NormOrder() = default;
+  NormOrder(double p) : order_(p) {}
+  NormOrder(int p) : order_(static_cast<double>(p)) {}
+  NormOrder(const char* name) : order_(std::string(name)) {}
+
+  bool is_default() const { return std::holds_alternative<std::monostate>(order_); }
+  bool is(double p) const { return std::holds_alternative<double>(order_) && std::get<double>(order_) == p; }
+  bool is(std::string_view name) const {
+    return std::holds_alternative<std::string>(order_) && std::get<std::string>(order_) == name;
+  }
+  std::optional<double> number() const;
+  /// "None", "2", "inf", "\"fro\"", ...
+  std::string to_string() const;
+
+ private:
+  std::variant<std::monostate, double, std::string> order_;
+};
+
+/// numpy.linalg.norm: one axis gives vector norms, two matrix norms over
+/// that pair of axes (2, -2 and "nuc" through svd); without an axis, a
+/// vector or a matrix is one, and any other array with the default ord is
+/// flattened. Integers are converted to f32.
+Array norm(const Array& x, NormOrder ord = {}, Axes axis = Axes::all(), bool keepdims = false,
+           Location where = Location::current());
+
+struct Lstsq {
+  Array solution;         // [..., n, k], or [..., n] for a vector b
+  Array residuals;        // squared norms of b - a x per column [..., k] for m > n, else [..., 0]
+  Array rank;             // i32 [...]
+  Array singular_values;  // [..., min(m, n)], descending
+};
+/// numpy.linalg.lstsq, batched: the x of least |b - a x| (the least |x|
+/// among those), through svd, singular values below rcond times the
+/// largest (default: max(m, n) times the dtype's epsilon) taken as zero.
+/// Unlike NumPy, a rank-deficient a still reports its residuals, since their
+/// shape cannot depend on the values (JAX does the same). The solution
+/// differentiates in a and b through svd's derivative: wherever the singular
+/// values are distinct and nonzero.
+Lstsq lstsq(const Array& a, const Array& b, std::optional<double> rcond = std::nullopt,
+            Location where = Location::current());
+/// The Moore-Penrose pseudo-inverse [..., n, m] through svd, with lstsq's cutoff.
+Array pinv(const Array& a, std::optional<double> rcond = std::nullopt, Location where = Location::current());
+/// The number of singular values above tol (default: the largest times
+/// max(m, n) times epsilon, NumPy's), i64 [...].
+Array matrix_rank(const Array& a, std::optional<double> tol = std::nullopt, Location where = Location::current());
 
 }  // namespace kiln::linalg
