@@ -4,7 +4,9 @@
 // reference kernels too. A factorization that fails (a matrix that is not
 // positive definite, or singular) gives NaN, as in JAX, so compiled code
 // never stops halfway. Derivatives are JAX's, written with these primitives.
-// The composites (inv, det) and the public builders are at the end.
+// The composites (inv, det) and the public builders are at the end; the
+// decompositions (linalg_decompositions.cpp) and the composites over them
+// (linalg_composites.cpp) are the family's other files.
 #include "kiln/linalg.h"
 
 #include <cblas.h>
@@ -17,20 +19,65 @@
 #include "ops/apply.h"
 #include "ops/batching.h"
 #include "ops/elementwise.h"
+#include "ops/linalg.h"
 
 namespace kiln {
 namespace ops {
-namespace {
-
-int64_t rank(const AbstractValue& type) { return type.ndim(); }
-int64_t rows(const AbstractValue& type) { return type.shape[type.shape.size() - 2]; }
-int64_t columns(const AbstractValue& type) { return type.shape.back(); }
 
 void check_square(const char* name, const AbstractValue& a, Location where) {
-  if (rank(a) < 2 || rows(a) != columns(a) || (a.dtype != DType::f32 && a.dtype != DType::f64))
+  if (a.ndim() < 2 || rows(a) != columns(a) || (a.dtype != DType::f32 && a.dtype != DType::f64))
     detail::raise(name, "needs square f32 or f64 matrices [..., n, n], got " + a.to_string(), where,
                   "convert with astype(a, kiln::f64), or pass the matrices' last two axes square");
 }
+
+void check_matrices(const char* name, const AbstractValue& a, Location where) {
+  if (a.ndim() < 2 || (a.dtype != DType::f32 && a.dtype != DType::f64))
+    detail::raise(
+        name, "needs f32 or f64 matrices [..., m, n], got " + a.to_string(), where,
+        a.ndim() < 2 ? "pass at least two axes: the matrices' rows and columns" : "convert with astype(a, kiln::f64)");
+}
+
+Array swap_last(const Array& x) { return swapaxes(x, -1, -2); }
+
+Array triangular(const Array& a, const Array& b, bool is_lower, bool transpose_a, bool unit, Location where) {
+  ir::Attributes attrs;
+  attrs.ints = {is_lower ? 1 : 0, transpose_a ? 1 : 0, unit ? 1 : 0};
+  return detail::apply(Primitive::triangular_solve, {a, b}, std::move(attrs), where);
+}
+
+Array identity_like(const Array& a) {
+  const Shape& shape = a.shape();
+  int64_t n = shape.back();
+  return broadcast_to(eye(n, std::nullopt, 0, a.dtype()), shape);
+}
+
+Array batch_matrices(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size) {
+  return batch_elementwise(node, inputs, batched, size);
+}
+
+Array pack_blocks(const std::vector<Array>& blocks, int64_t batch_rank) {
+  std::vector<Array> flat;
+  for (const Array& block : blocks) {
+    Shape shape(block.shape().begin(), block.shape().begin() + batch_rank);
+    shape.push_back(-1);
+    flat.push_back(reshape(block, shape));
+  }
+  return concatenate(flat, -1);
+}
+
+Array unpack_block(const Array& packed, const std::vector<int64_t>& sizes, size_t index, const Shape& extents) {
+  int64_t offset = 0;
+  for (size_t b = 0; b < index; ++b) offset += sizes[b];
+  std::vector<int64_t> start(static_cast<size_t>(packed.ndim()), 0);
+  std::vector<int64_t> stop = packed.shape();
+  start.back() = offset;
+  stop.back() = offset + sizes[index];
+  Shape shape(packed.shape().begin(), packed.shape().end() - 1);
+  shape.insert(shape.end(), extents.begin(), extents.end());
+  return reshape(slice(packed, start, stop), shape);
+}
+
+namespace {
 
 AbstractValue infer_cholesky(const Node& node, std::span<const AbstractValue* const> inputs) {
   check_square("cholesky", *inputs[0], node.where);
@@ -43,7 +90,7 @@ AbstractValue infer_system(const Node& node, std::span<const AbstractValue* cons
     detail::raise(name, "takes (a, b), got " + std::to_string(inputs.size()) + " operands", node.where);
   const AbstractValue &a = *inputs[0], &b = *inputs[1];
   check_square(name, a, node.where);
-  bool fits = b.dtype == a.dtype && rank(b) == rank(a) && rows(b) == rows(a) &&
+  bool fits = b.dtype == a.dtype && b.ndim() == a.ndim() && rows(b) == rows(a) &&
               std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin());
   if (!fits)
     detail::raise(
@@ -58,19 +105,6 @@ AbstractValue infer_slogdet(const Node& node, std::span<const AbstractValue* con
   result.shape.pop_back();
   result.shape.back() = 2;
   return result;
-}
-
-/// Calls fn(matrix index) for each matrix of a [..., r, c] array.
-template <class F>
-void each_matrix(const AbstractValue& type, F&& fn) {
-  int64_t count = 1;
-  for (size_t a = 0; a + 2 < type.shape.size(); ++a) count *= type.shape[a];
-  for (int64_t m = 0; m < count; ++m) fn(m);
-}
-
-template <class T>
-void fill_nan(T* begin, int64_t count) {
-  std::fill(begin, begin + count, std::numeric_limits<T>::quiet_NaN());
 }
 
 Array evaluate_cholesky(const Node& node, std::span<const Array> inputs) {
@@ -188,19 +222,6 @@ std::string describe_triangular_solve(const Node& node) {
 
 // ---- derivatives, with these primitives --------------------------------------------
 
-Array swap_last(const Array& x) {
-  std::vector<int64_t> permutation;
-  for (int64_t a = 0; a < x.ndim(); ++a) permutation.push_back(a);
-  std::swap(permutation[permutation.size() - 1], permutation[permutation.size() - 2]);
-  return transpose(x, permutation);
-}
-
-Array triangular(const Array& a, const Array& b, bool is_lower, bool transpose_a, bool unit, Location where) {
-  ir::Attributes attrs;
-  attrs.ints = {is_lower ? 1 : 0, transpose_a ? 1 : 0, unit ? 1 : 0};
-  return detail::apply(Primitive::triangular_solve, {a, b}, std::move(attrs), where);
-}
-
 Array solve_system(const Array& a, const Array& b, Location where) {
   return detail::apply(Primitive::solve, {a, b}, {}, where);
 }
@@ -261,12 +282,6 @@ std::vector<Array> cholesky_vjp(const Node& node, std::span<const Array>, const 
   return {symmetric(triangular(output, right, true, true, false, node.where))};
 }
 
-Array identity_like(const Array& a) {
-  const Shape& shape = a.shape();
-  int64_t n = shape.back();
-  return broadcast_to(eye(n, std::nullopt, 0, a.dtype()), shape);
-}
-
 std::vector<Array> slogdet_vjp(const Node& node, std::span<const Array> inputs, const Array&, const Array& cotangent) {
   // d log|det A| = tr(A^-1 dA): A_bar = g A^-T; the sign is piecewise constant.
   Shape picked_start(static_cast<size_t>(cotangent.ndim()), 0), picked_stop = cotangent.shape();
@@ -281,17 +296,11 @@ Array slogdet_jvp(const Node& node, std::span<const Array> inputs, const Array&,
   return stack({zeros_like(change), change}, -1);
 }
 
-Array batch_all(const Node& node, std::span<const Array> inputs, std::span<const char> batched, int64_t size) {
-  return batch_elementwise(node, inputs, batched, size);
-}
-
-constexpr const char* lapack_waiver = "runs its reference kernel: one LAPACK or BLAS call per matrix";
-
 }  // namespace
 
 void register_linalg_rules(RuleTable& table) {
   auto row = [&](Primitive op, PrimitiveRules rules) {
-    rules.batch = &batch_all;  // the primitives take leading batch dimensions
+    rules.batch = &batch_matrices;  // the primitives take leading batch dimensions
     rules.fusion = Fusion::kernel;
     rules.cost = 16;
     rules.no_native_lowering = lapack_waiver;
@@ -307,6 +316,7 @@ void register_linalg_rules(RuleTable& table) {
   row(Primitive::solve, {.infer = &infer_system, .evaluate = &evaluate_solve, .vjp = &solve_vjp, .jvp = &solve_jvp});
   row(Primitive::slogdet,
       {.infer = &infer_slogdet, .evaluate = &evaluate_slogdet, .vjp = &slogdet_vjp, .jvp = &slogdet_jvp});
+  register_linalg_decomposition_rules(table);
 }
 
 }  // namespace ops

@@ -188,6 +188,24 @@ std::vector<Sample> samples() {
   list.push_back({Primitive::slogdet, "slogdet", {{{3, 3}}}, [=](const std::vector<Array>& in) {
                     return primitive(Primitive::slogdet, {conditioned(in[0])});
                   }});
+  list.push_back({Primitive::qr, "qr, reduced, tall", {{{4, 3}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::qr, in, {0});
+                  }});
+  list.push_back({Primitive::qr, "qr, complete, wide", {{{3, 4}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::qr, in, {1});
+                  }});
+  list.push_back({Primitive::svd, "svd, reduced", {{{4, 3}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::svd, in, {0, 1});
+                  }});
+  list.push_back({Primitive::svd, "svd, full_matrices", {{{3, 4}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::svd, in, {1, 1});
+                  }});
+  list.push_back({Primitive::svd, "svd, values only", {{{4, 3}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::svd, in, {0, 0});
+                  }});
+  list.push_back({Primitive::eigh, "eigh, upper", {{{3, 3}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::eigh, in, {0});
+                  }});
   // Collectives, in a world of one.
   list.push_back({Primitive::all_reduce, "all_reduce", {{{2, 3}}}, [](const std::vector<Array>& in) {
                     return ops::collective(Primitive::all_reduce, in[0], {0}, Location::current());
