@@ -18,6 +18,8 @@ namespace kiln {
 using Location = std::source_location;
 
 class Array;
+class Index;        // kiln/ops.h
+class IndexUpdate;  // kiln/ops.h
 
 namespace detail {
 struct ArrayImpl;
@@ -65,6 +67,9 @@ class Array {
     }
     return values;
   }
+
+  /// JAX's x.at[...]: x.at({0, Slice{1, 3}, indices}).set(values) (see IndexUpdate in kiln/ops.h).
+  IndexUpdate at(std::vector<Index> indices) const;
 
   const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
 

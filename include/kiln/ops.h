@@ -217,6 +217,11 @@ Array cumsum(const Array& x, std::optional<int64_t> axis = std::nullopt, Locatio
 /// NaN, once met, stays (np.maximum.accumulate).
 Array cummax(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
 Array cummin(const Array& x, std::optional<int64_t> axis = std::nullopt, Location where = Location::current());
+/// Running product along `axis` (the flattened array without one), from the
+/// end when `reverse`; bool counts as i32 (as cumsum). Its derivative is
+/// exact where x holds zeros (as torch.cumprod's).
+Array cumprod(const Array& x, std::optional<int64_t> axis = std::nullopt, bool reverse = false,
+              Location where = Location::current());
 
 // ---- Statistics and whole-array predicates ----------------------------------
 /// Whether any (all) element is nonzero (NaN counts as nonzero); bool. Of
@@ -280,14 +285,42 @@ Array dynamic_update_slice(const Array& x, const Array& update, std::vector<Oper
 /// into a copy of x at `indices` along `axis`; repeated indices accumulate.
 Array scatter_add(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
                   Location where = Location::current());
-/// NumPy's basic indexing, x[...] written kiln::index(x, {...}): an integer
+/// tf.gather_nd (JAX's common gather): the windows x[i_0, ..., i_{k-1}] at
+/// each position of integer `indices` [..., k]; the result is
+/// indices.shape[:-1] + x.shape[k:]. A negative index counts from the end
+/// once; an index still outside its axis is clamped into it (as JAX).
+Array gather(const Array& x, const Array& indices, Location where = Location::current());
+/// The scatter family, JAX's x.at[...] along one axis: `updates` has the
+/// shape of take(x, indices, axis) and is written into a copy of x at
+/// `indices` along `axis`. scatter assigns (with repeated indices the last
+/// update, in row-major order of the indices, wins: deterministic),
+/// scatter_mul multiplies, scatter_max / scatter_min keep the extreme (NaN
+/// propagates). A negative index counts from the end once; an update whose
+/// index is still outside the axis is dropped (as JAX; scatter_add clamps).
+Array scatter(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
+              Location where = Location::current());
+Array scatter_mul(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
+                  Location where = Location::current());
+Array scatter_max(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
+                  Location where = Location::current());
+Array scatter_min(const Array& x, const Array& indices, const Array& updates, int64_t axis = 0,
+                  Location where = Location::current());
+/// np.put_along_axis, functional: x with `values` (broadcast to the shape
+/// take_along_axis(x, indices, axis) has) written where take_along_axis
+/// would read; out-of-range indices (after wrapping once) are dropped, and
+/// repeated ones keep the last value.
+Array put_along_axis(const Array& x, const Array& indices, Operand values, int64_t axis,
+                     Location where = Location::current());
+/// NumPy's indexing, x[...] written kiln::index(x, {...}): an integer
 /// (negative counts from the end) drops its axis, Slice{start, stop, step}
 /// is Python's start:stop:step (any bound may be omitted, steps may be
 /// negative), kiln::newaxis adds an axis of extent 1, kiln::ellipsis stands
-/// for every axis not named, and one integer Array gathers along its axis
-/// (NumPy's advanced indexing with a single index array, its dimensions
-/// moved first when an integer index stands apart from it; its out-of-range
-/// entries are clamped, as take's, where NumPy raises).
+/// for every axis not named, and integer Arrays index their axes together
+/// (NumPy's advanced indexing: the arrays broadcast against each other, and
+/// their dimensions replace the indexed axes where they stand when the
+/// arrays and integers are adjacent, else go first). Out-of-range array
+/// entries are clamped, as gather's, where NumPy raises. Boolean arrays are
+/// refused: the number of elements they select depends on their values.
 struct Slice {
   std::optional<int64_t> start, stop;
   int64_t step = 1;
@@ -317,6 +350,28 @@ class Index {
   Array array_;
 };
 Array index(const Array& x, const std::vector<Index>& indices, Location where = Location::current());
+
+/// JAX's x.at[...], written x.at({...}): the update of the elements
+/// index(x, {...}) selects, returning a new array (x is unchanged). `values`
+/// broadcast to the selection's shape and convert to x's dtype. Elements an
+/// out-of-range array entry would select are left alone (as JAX drops
+/// them); where an element is selected several times, set keeps the last
+/// value and add/mul/max/min combine them all.
+class IndexUpdate {
+ public:
+  IndexUpdate(Array x, std::vector<Index> indices) : x_(std::move(x)), indices_(std::move(indices)) {}
+  /// index(x, {...}).
+  Array get(Location where = Location::current()) const;
+  Array set(Operand values, Location where = Location::current()) const;
+  Array add(Operand values, Location where = Location::current()) const;
+  Array mul(Operand values, Location where = Location::current()) const;
+  Array max(Operand values, Location where = Location::current()) const;
+  Array min(Operand values, Location where = Location::current()) const;
+
+ private:
+  Array x_;
+  std::vector<Index> indices_;
+};
 
 Array one_hot(const Array& indices, int64_t num_classes, DType dtype = DType::f32,
               Location where = Location::current());

@@ -18,6 +18,7 @@ RuleTable build_table() {
   register_reduce_rules(table);
   register_matmul_rules(table);
   register_indexing_rules(table);
+  register_gather_scatter_rules(table);
   register_control_rules(table);
   register_collective_rules(table);
   register_sort_rules(table);

@@ -124,6 +124,7 @@ void register_movement_rules(RuleTable& table);
 void register_reduce_rules(RuleTable& table);
 void register_matmul_rules(RuleTable& table);
 void register_indexing_rules(RuleTable& table);
+void register_gather_scatter_rules(RuleTable& table);  // the indexing family's general gather and scatter
 void register_control_rules(RuleTable& table);
 void register_collective_rules(RuleTable& table);
 void register_sort_rules(RuleTable& table);

@@ -665,6 +665,12 @@ TEST_F(Differential, IndexingOps) {
                           one_hot(fi, 4, DType::f32),
                           one_hot(i, 3, DType::i32)};
             if (dtype != DType::bool_) out.push_back(scatter_add(v, fi, us, 1));
+            for (const Array& result :
+                 {gather(v, i), gather(produced, reshape(i, {3, 2})), scatter(v, fi, us, 1),
+                  scatter_mul(produced, fi, us, 1), scatter_max(v, fi, us, 1), scatter_min(produced, fi, us, 1),
+                  put_along_axis(v, a, take_along_axis(produced, a, 1), 1), v.at({i, Slice{}, 1}).add(2),
+                  cumprod(produced, 1, true)})
+              out.push_back(result);
             return out;
           },
           x, indices, along, start, update, updates, flat_indices);

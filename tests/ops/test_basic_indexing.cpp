@@ -1,7 +1,7 @@
 // kiln::index against NumPy's x[...]: random integers, slices with omitted,
 // negative and out-of-range bounds and negative steps, newaxis, ellipsis and
-// an index array, on random shapes with zero-size dims; under jit; through a
-// derivative; errors.
+// up to three index arrays broadcasting together (adjacent or apart), on
+// random shapes with zero-size dims; under jit; through a derivative; errors.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
@@ -23,8 +23,9 @@ TEST(BasicIndexing, MatchesNumpy) {
     Array x = random.uniform(shape, DType::f32);
     std::vector<Index> indices;
     std::string python;
-    Array positions = array<int32_t>({0});
-    bool used_ellipsis = false, used_array = false;
+    std::vector<Array> arrays;
+    Shape array_base = random.shape(0, 2, 3, false);
+    bool used_ellipsis = false;
     int64_t axis = 0;
     while (axis < static_cast<int64_t>(shape.size())) {
       int64_t n = shape[static_cast<size_t>(axis)], pick = random.integer(0, 9);
@@ -42,11 +43,13 @@ TEST(BasicIndexing, MatchesNumpy) {
         indices.push_back(i);
         text = std::to_string(i);
         ++axis;
-      } else if (pick == 3 && n > 0 && !used_array) {
-        used_array = true;
-        positions = random.uniform({random.integer(0, 3)}, DType::i32, 0, static_cast<double>(n) - 0.01);
-        indices.push_back(positions);
-        text = "b";
+      } else if ((pick == 3 || pick == 4) && n > 0 && arrays.size() < 3) {
+        // NumPy raises for out-of-range entries: draw them in [-n, n).
+        DType dtype = random.integer(0, 1) ? DType::i32 : DType::i64;
+        arrays.push_back(random.uniform(random.broadcastable(array_base), dtype, static_cast<double>(-n),
+                                        static_cast<double>(n) - 0.01));
+        indices.push_back(arrays.back());
+        text = std::string(1, static_cast<char>('b' + arrays.size() - 1));
         ++axis;
       } else {
         Slice s;
@@ -66,10 +69,19 @@ TEST(BasicIndexing, MatchesNumpy) {
     }
     std::string context = shape_string(shape) + "[" + python + "]";
     std::string expression = "a[" + python + "]";
-    int id = oracle.add("np.array(" + expression + ")", {x, positions});
+    std::vector<Array> inputs{x};
+    inputs.insert(inputs.end(), arrays.begin(), arrays.end());
+    int id = oracle.add("np.array(" + expression + ")", inputs);
     cases.push_back({index(x, indices), id, context, 0});
-    auto traced = jit([indices](const Array& v) { return index(v, indices); });
-    if (!used_array) cases.push_back({traced(x), id, context + " under jit", 0});
+    // The arrays as arguments, so the gather reads traced indices.
+    auto traced = jit([indices](const Array& v, const std::vector<Array>& positions) {
+      std::vector<Index> entries = indices;
+      size_t next = 0;
+      for (Index& entry : entries)
+        if (entry.kind() == Index::Kind::array) entry = positions[next++];
+      return index(v, entries);
+    });
+    cases.push_back({traced(x, arrays), id, context + " under jit", 0});
   }
   oracle.run();
   testing::expect_cases_match(oracle, cases);
@@ -99,6 +111,21 @@ TEST(BasicIndexing, ErrorsNameTheIndexAndTheShape) {
   const int ellipsis_line = __LINE__ + 1;
   auto two = [&] { index(x, {ellipsis, ellipsis}); };
   testing::expect_error(ellipsis_line, two, {"[index]", "more than one ellipsis"});
+  const int mask_line = __LINE__ + 1;
+  auto mask = [&] { index(x, {greater(x, 0.5)}); };
+  testing::expect_error(mask_line, mask, {"[index]", "boolean index array bool[3,4]", "where(mask, x, fill)"});
+  const int broadcast_line = __LINE__ + 1;
+  auto apart = [&] { index(x, {array<int32_t>({0, 1}), array<int32_t>({0, 1, 2})}); };
+  testing::expect_error(broadcast_line, apart, {"[index]", "[2]", "[3]"});
+}
+
+TEST(BasicIndexing, SeveralArraysDifferentiateThroughTheGather) {
+  RandomArrays random(93);
+  Array rows = array<int32_t>({2, 0, 2, -1}, {2, 2}), columns = array<int64_t>({1, 0});
+  testing::ArrayFunction fn = [=](const std::vector<Array>& in) {
+    return sum(square(index(in[0], {rows, Slice{}, columns}))) + sum(index(in[0], {1, rows, columns}));
+  };
+  EXPECT_TRUE(testing::check_derivatives(fn, {random.uniform({3, 4, 2}, DType::f64)}));
 }
 
 }  // namespace

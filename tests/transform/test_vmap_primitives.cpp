@@ -146,6 +146,15 @@ std::vector<Sample> samples() {
                   "dynamic_update_slice",
                   {{{5, 4}}, {{2, 3}}, {{}, DType::i32, Values::start, 5}, {{}, DType::i32, Values::start, 4}},
                   [](const std::vector<Array>& in) { return primitive(Primitive::dynamic_update_slice, in); }});
+  list.push_back({Primitive::gather,
+                  "gather of two axes",
+                  {{{4, 3, 2}}, {{5, 2}, DType::i32, Values::index, 3}},
+                  [](const std::vector<Array>& in) { return primitive(Primitive::gather, in); }});
+  for (int64_t mode = 0; mode < 5; ++mode)
+    list.push_back({Primitive::scatter,
+                    "scatter mode " + std::to_string(mode),
+                    {{{4, 3}}, {{5, 1}, DType::i64, Values::index, 4}, {{5, 3}}},
+                    [mode](const std::vector<Array>& in) { return primitive(Primitive::scatter, in, {mode}); }});
   // Random: a key per lane is a stream per lane.
   list.push_back(
       {Primitive::random_bits, "random_bits", {{{2}, DType::i32, Values::key}}, [](const std::vector<Array>& in) {
@@ -171,6 +180,9 @@ std::vector<Sample> samples() {
         {op, std::string(ir::primitive_name(op)) + " axis 1", {{{3, 4}}}, [op](const std::vector<Array>& in) {
            return primitive(op, in, {1});
          }});
+  list.push_back({Primitive::cumprod, "reverse cumprod axis 1", {{{3, 4}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::cumprod, in, {1, 1});
+                  }});
   // Linear algebra, on matrices kept well conditioned (3 I added).
   auto conditioned = [](const Array& a) { return a + eye(3, std::nullopt, 0, DType::f64) * 3.0; };
   list.push_back({Primitive::cholesky, "cholesky", {{{3, 3}}}, [=](const std::vector<Array>& in) {
