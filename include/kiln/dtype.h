@@ -27,6 +27,8 @@ std::string_view dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
 bool is_floating(DType dtype);
 bool is_integer(DType dtype);  // i32, i64 (not bool)
+/// Integers without a sign bit: right shifts fill with zeros, division never overflows.
+bool is_unsigned(DType dtype);
 std::ostream& operator<<(std::ostream& out, DType dtype);
 
 /// "[2,3]" — the notation used in every error message and in printed IR.

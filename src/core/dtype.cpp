@@ -31,6 +31,8 @@ size_t dtype_size(DType dtype) {
 
 bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 bool is_integer(DType dtype) { return dtype == DType::i32 || dtype == DType::i64; }
+// Every integer dtype so far is signed.
+bool is_unsigned(DType) { return false; }
 
 std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
 
