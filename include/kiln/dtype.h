@@ -41,7 +41,8 @@ std::string_view dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
 bool is_floating(DType dtype);  // f16, bf16, f32, f64
 bool is_integer(DType dtype);   // signed and unsigned (not bool)
-bool is_unsigned(DType dtype);  // u8, u16, u32, u64
+/// u8, u16, u32, u64: right shifts fill with zeros, division never overflows.
+bool is_unsigned(DType dtype);
 /// f16 and bf16: stored in 16 bits, computed in f32.
 bool is_half(DType dtype);
 /// Parses a name dtype_name gives ("u8", "bf16", ...); nullopt otherwise.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "kiln/array.h"
@@ -69,6 +70,34 @@ Array greater(Operand a, Operand b);
 Array greater_equal(Operand a, Operand b);
 Array logical_and(Operand a, Operand b);
 Array logical_or(Operand a, Operand b);
+/// The angle of the point (x, y) in [-pi, pi] (NumPy's arctan2: C99's signed
+/// zeros and infinities, arctan2(+-0, -0) = +-pi).
+Array arctan2(Operand y, Operand x);
+/// NumPy's floor division and its remainder, which takes the divisor's sign:
+/// a == floor_divide(a, b) * b + remainder(a, b). Integers divided by 0 give 0
+/// (both), MIN / -1 wraps to MIN; floats divided by 0 give +-inf or NaN (and a
+/// NaN remainder). Not for bool.
+Array floor_divide(Operand a, Operand b);
+Array remainder(Operand a, Operand b);
+/// (floor_divide(a, b), remainder(a, b)).
+std::pair<Array, Array> divmod(Operand a, Operand b);
+/// |a| with the sign bit of b; integers in f32.
+Array copysign(Operand a, Operand b);
+/// The next representable value after a toward b (b where they are equal); integers in f32.
+Array nextafter(Operand a, Operand b);
+
+// ---- Elementwise on bits (integers; bool as one bit) ---------------------------
+/// Floats are an error (convert with astype first).
+Array bitwise_and(Operand a, Operand b);
+Array bitwise_or(Operand a, Operand b);
+Array bitwise_xor(Operand a, Operand b);
+/// ~x; for bool, logical not (NumPy's invert).
+Array bitwise_not(const Array& x, Location where = Location::current());
+/// Integers only. A count outside [0, bits) (negative included) shifts every
+/// bit out: 0, or -1 for a right shift of a negative value; right shifts are
+/// arithmetic (JAX's shift_left and shift_right_arithmetic, NumPy's).
+Array left_shift(Operand a, Operand b);
+Array right_shift(Operand a, Operand b);
 
 // ---- Elementwise, unary ------------------------------------------------------
 // Transcendental functions promote integers and bool to f32 (as JAX does).
@@ -76,7 +105,10 @@ Array neg(const Array& x, Location where = Location::current());
 Array abs(const Array& x, Location where = Location::current());
 Array sign(const Array& x, Location where = Location::current());
 Array exp(const Array& x, Location where = Location::current());
+Array exp2(const Array& x, Location where = Location::current());
 Array log(const Array& x, Location where = Location::current());
+Array log2(const Array& x, Location where = Location::current());
+Array log10(const Array& x, Location where = Location::current());
 Array log1p(const Array& x, Location where = Location::current());
 Array expm1(const Array& x, Location where = Location::current());
 Array sqrt(const Array& x, Location where = Location::current());
@@ -87,6 +119,7 @@ Array sigmoid(const Array& x, Location where = Location::current());
 Array erf(const Array& x, Location where = Location::current());
 Array sin(const Array& x, Location where = Location::current());
 Array cos(const Array& x, Location where = Location::current());
+Array arctan(const Array& x, Location where = Location::current());
 Array floor(const Array& x, Location where = Location::current());
 Array ceil(const Array& x, Location where = Location::current());
 /// Rounds half to even, as NumPy does.
@@ -101,6 +134,13 @@ Array astype(const Array& x, DType dtype, Location where = Location::current());
 Array tan(const Array& x, Location where = Location::current());
 Array sinh(const Array& x, Location where = Location::current());
 Array cosh(const Array& x, Location where = Location::current());
+/// Inverse trigonometric and hyperbolic functions (NumPy's names, NaN outside
+/// their domains), built on arctan2, log1p and sqrt.
+Array arcsin(const Array& x, Location where = Location::current());
+Array arccos(const Array& x, Location where = Location::current());
+Array arcsinh(const Array& x, Location where = Location::current());
+Array arccosh(const Array& x, Location where = Location::current());
+Array arctanh(const Array& x, Location where = Location::current());
 /// 1 / x; integers give floats (true division).
 Array reciprocal(const Array& x, Location where = Location::current());
 Array degrees(const Array& x, Location where = Location::current());
@@ -387,8 +427,13 @@ Array operator>(Operand a, Operand b);
 Array operator>=(Operand a, Operand b);
 Array operator==(Operand a, Operand b);
 Array operator!=(Operand a, Operand b);
-Array operator&(Operand a, Operand b);  // logical_and
-Array operator|(Operand a, Operand b);  // logical_or
+/// Bitwise, as NumPy's: on bool arrays they are logical and, or, xor and not.
+Array operator&(Operand a, Operand b);   // bitwise_and
+Array operator|(Operand a, Operand b);   // bitwise_or
+Array operator^(Operand a, Operand b);   // bitwise_xor
+Array operator~(Operand x);              // bitwise_not
+Array operator<<(Operand a, Operand b);  // left_shift
+Array operator>>(Operand a, Operand b);  // right_shift
 Array operator-(Operand x);
 Array operator!(Operand x);
 

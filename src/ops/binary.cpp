@@ -3,6 +3,7 @@
 // builders with NumPy broadcasting and JAX promotion.
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
@@ -19,6 +20,16 @@ constexpr bool is_comparison(Primitive op) {
          op == Primitive::gt || op == Primitive::ge;
 }
 constexpr bool is_logical(Primitive op) { return op == Primitive::logical_and || op == Primitive::logical_or; }
+// Integers and bool become the default float first (true division, as NumPy's and JAX's).
+constexpr bool is_float_only(Primitive op) {
+  return op == Primitive::div || op == Primitive::atan2 || op == Primitive::copysign || op == Primitive::nextafter;
+}
+// Undefined for bool operands (NumPy's floor_divide and remainder of bool are
+// those of int8; kiln asks for the conversion).
+constexpr bool is_numeric_only(Primitive op) {
+  return op == Primitive::sub || op == Primitive::div || op == Primitive::pow || op == Primitive::floor_divide ||
+         op == Primitive::remainder;
+}
 
 AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* const> inputs) {
   std::string_view name = ir::primitive_name(node.op);
@@ -40,10 +51,10 @@ AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* cons
   if (is_comparison(node.op)) return {DType::bool_, false, a.shape};
   if (is_logical(node.op) && a.dtype != DType::bool_)
     detail::raise(name, "needs bool operands, got " + a.to_string(), node.where);
-  if (a.dtype == DType::bool_ && (node.op == Primitive::sub || node.op == Primitive::div || node.op == Primitive::pow))
+  if (a.dtype == DType::bool_ && is_numeric_only(node.op))
     detail::raise(name, "is not defined for bool operands " + a.to_string() + " and " + b.to_string(), node.where,
                   "convert with astype(x, kiln::i32) first, or use logical_and/logical_or/logical_not");
-  if (node.op == Primitive::div && !is_floating(a.dtype))
+  if (is_float_only(node.op) && !is_floating(a.dtype))
     detail::raise(name, "needs floating operands, got " + a.to_string(), node.where);
   return {a.dtype, a.weak && b.weak, a.shape};
 }
@@ -58,6 +69,48 @@ T integer_pow(T base, T exponent) {
     factor *= factor;
   }
   return static_cast<T>(result);
+}
+
+/// NumPy's integer floor division and remainder (the remainder has the
+/// divisor's sign): division by 0 gives 0 for both, MIN / -1 wraps to MIN.
+template <class T>
+std::pair<T, T> integer_divmod(T a, T b) {
+  if (b == 0) return {T(0), T(0)};
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return {static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a)), T(0)};
+  }
+  T quotient = a / b, remainder = a % b;
+  if (remainder != 0 && ((remainder < 0) != (b < 0))) return {T(quotient - 1), T(remainder + b)};
+  return {quotient, remainder};
+}
+
+/// NumPy's npy_divmod for floats, step by step (so the native code, written
+/// the same way, agrees bit for bit): the quotient (a - fmod(a, b)) / b,
+/// floored and snapped to the nearest integer, and the remainder with the
+/// divisor's sign. A zero divisor gives a / b and fmod's NaN.
+template <class T>
+std::pair<T, T> floating_divmod(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (b == 0) return {a / b, mod};
+  T div = (a - mod) / b;
+  if (mod != 0) {  // true for NaN, as C's `if (mod)`
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= 1;
+    }
+  } else {
+    mod = std::copysign(T(0), b);
+  }
+  if (div == 0) return {std::copysign(T(0), a / b), mod};
+  T floor_div = std::floor(div);
+  if (div - floor_div > T(0.5)) floor_div += 1;
+  return {floor_div, mod};
+}
+
+template <class T>
+std::pair<T, T> numpy_divmod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return floating_divmod(a, b);
+  else return integer_divmod(a, b);
 }
 
 template <Primitive>
@@ -92,7 +145,13 @@ auto reference(T a, T b) {
     if constexpr (detail::is_floating_element<T>) return std::pow(a, b);
     else if constexpr (integral) return integer_pow(a, b);
     else return T(a);  // bool: rejected by the shape rule
-  } else if constexpr (op == Primitive::max || op == Primitive::min) {
+  } else if constexpr (op == Primitive::atan2) return T(std::atan2(a, b));
+  else if constexpr (op == Primitive::floor_divide || op == Primitive::remainder) {
+    if constexpr (boolean) return T(a);  // rejected by the shape rule
+    else return op == Primitive::floor_divide ? numpy_divmod(a, b).first : numpy_divmod(a, b).second;
+  } else if constexpr (op == Primitive::copysign) return T(std::copysign(a, b));
+  else if constexpr (op == Primitive::nextafter) return T(std::nextafter(a, b));
+  else if constexpr (op == Primitive::max || op == Primitive::min) {
     bool largest = op == Primitive::max;
     if constexpr (boolean) return T(largest ? (a || b) : (a && b));
     else if constexpr (detail::is_floating_element<T>) {
@@ -136,7 +195,8 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
   return result;
 }
 
-// `name` is the public function the user called (errors say "[maximum]", not "[max]").
+}  // namespace
+
 Array binary(Primitive op, const char* name, const Operand& a, const Operand& b) {
   Location where = a.where();
   // The common case — two arrays of one dtype, weak flag and shape — needs no
@@ -144,16 +204,16 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   if (!a.is_number() && !b.is_number() && !is_logical(op)) {
     const auto& ta = detail::impl_of(a.array(), name, where).type;
     const auto& tb = detail::impl_of(b.array(), name, where).type;
-    bool ready = ta == tb && ta.dtype != DType::bool_ && (op != Primitive::div || is_floating(ta.dtype));
+    bool ready = ta == tb && ta.dtype != DType::bool_ && (!is_float_only(op) || is_floating(ta.dtype));
     if (ready) return detail::apply(op, a.array(), b.array(), {}, where);
   }
   static const Shape scalar_shape;
   const Shape& sa = a.is_number() ? scalar_shape : detail::impl_of(a.array(), name, where).type.shape;
   const Shape& sb = b.is_number() ? scalar_shape : detail::impl_of(b.array(), name, where).type.shape;
   TypeClass target = promote(type_class(a), type_class(b));
-  if (op == Primitive::div && !is_floating(target.dtype)) target = {DType::f32, target.weak};
+  if (is_float_only(op) && !is_floating(target.dtype)) target = {DType::f32, target.weak};
   if (is_logical(op)) target = {DType::bool_, false};
-  if (target.dtype == DType::bool_ && (op == Primitive::sub || op == Primitive::pow)) {
+  if (target.dtype == DType::bool_ && is_numeric_only(op)) {
     auto describe = [&](const Operand& o, const Shape& shape) {
       return o.is_number() ? "the number " + o.number().to_string() : "bool" + shape_string(shape);
     };
@@ -176,6 +236,8 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   }
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }
+
+namespace {
 
 /// The partial derivative with respect to `operand` times the seed (a
 /// cotangent or a tangent): elementwise, so each operand's Jacobian is
@@ -209,6 +271,23 @@ Array scaled_by_partial(std::span<const Array> inputs, const Array& output, size
       // log(a) * a^b, with log(1) = 0 standing in where a == 0 (JAX's _pow_jvp_rhs).
       Array safe_base = kiln::where(a == 0, 1, a);
       return seed * (kiln::log(safe_base) * output);
+    } else if constexpr (op == Primitive::atan2) {
+      // d atan2(y, x) = (x dy - y dx) / (x^2 + y^2)
+      Array scale = seed / (a * a + b * b);
+      return operand == 0 ? scale * b : -(scale * a);
+    } else if constexpr (op == Primitive::floor_divide) {
+      return zeros_like(seed);  // piecewise constant, as floor
+    } else if constexpr (op == Primitive::remainder) {
+      // a - b floor(a / b): JAX's derivatives of its rem and select.
+      if (operand == 0) return seed;
+      return -(seed * kiln::floor_divide(a, b));
+    } else if constexpr (op == Primitive::copysign) {
+      // |a| with b's sign: d/da is sign(a) times that sign; b moves only the sign.
+      if (operand == 0) return seed * (kiln::sign(a) * kiln::copysign(1, b));
+      return zeros_like(seed);
+    } else if constexpr (op == Primitive::nextafter) {
+      // a moved by one ulp: a's derivative is 1; `toward` only picks the direction.
+      return operand == 0 ? seed : zeros_like(seed);
     } else if constexpr (op == Primitive::max || op == Primitive::min) {
       // The operand equal to the result gets the seed; on a tie each operand
       // gets half, as JAX does, so the two halves still sum to the seed.
@@ -240,6 +319,33 @@ Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, 
   return total;
 }
 
+/// NumPy's divmod as floating_divmod computes it, or integer_divmod's
+/// adjustment of the truncated quotient and remainder.
+std::pair<ScalarValue, ScalarValue> lower_divmod(ScalarEmitter& e, ScalarValue a, ScalarValue b, DType dtype) {
+  ScalarValue zero = e.constant(0, dtype);
+  ScalarValue remainder = e.truncated_remainder(a, b, dtype);
+  ScalarValue remainder_nonzero = e.compare(Comparison::ne, remainder, zero, dtype);
+  ScalarValue signs_differ = e.compare(Comparison::ne, e.compare(Comparison::lt, b, zero, dtype),
+                                       e.compare(Comparison::lt, remainder, zero, dtype), DType::bool_);
+  ScalarValue adjust = e.logical_and(remainder_nonzero, signs_differ);
+  ScalarValue one = e.constant(1, dtype);
+  ScalarValue adjusted_remainder = e.select(adjust, e.add(remainder, b, dtype), remainder);
+  if (!is_floating(dtype)) {
+    ScalarValue quotient = e.truncated_divide(a, b, dtype);
+    return {e.select(adjust, e.sub(quotient, one, dtype), quotient), adjusted_remainder};
+  }
+  ScalarValue quotient = e.div(e.sub(a, remainder, dtype), b);
+  quotient = e.select(adjust, e.sub(quotient, one, dtype), quotient);
+  ScalarValue mod = e.select(remainder_nonzero, adjusted_remainder, e.copysign(zero, b));
+  ScalarValue floor_div = e.round(Rounding::floor, quotient);
+  floor_div = e.select(e.compare(Comparison::gt, e.sub(quotient, floor_div, dtype), e.constant(0.5, dtype), dtype),
+                       e.add(floor_div, one, dtype), floor_div);
+  ScalarValue ratio = e.div(a, b);
+  floor_div = e.select(e.compare(Comparison::eq, quotient, zero, dtype), e.copysign(zero, ratio), floor_div);
+  ScalarValue divisor_zero = e.compare(Comparison::eq, b, zero, dtype);
+  return {e.select(divisor_zero, ratio, floor_div), e.select(divisor_zero, remainder, mod)};
+}
+
 /// The native code of one element.
 template <Primitive op>
 ScalarValue lower(ScalarEmitter& e, const Node&, std::span<const ScalarValue> v, std::span<const DType> dtypes) {
@@ -251,6 +357,11 @@ ScalarValue lower(ScalarEmitter& e, const Node&, std::span<const ScalarValue> v,
   else if constexpr (op == Primitive::mul) return boolean ? e.logical_and(v[0], v[1]) : e.mul(v[0], v[1], dtype);
   else if constexpr (op == Primitive::div) return e.div(v[0], v[1]);
   else if constexpr (op == Primitive::pow) return e.pow(v[0], v[1], dtype);
+  else if constexpr (op == Primitive::atan2) return e.atan2(v[0], v[1]);
+  else if constexpr (op == Primitive::floor_divide) return lower_divmod(e, v[0], v[1], dtype).first;
+  else if constexpr (op == Primitive::remainder) return lower_divmod(e, v[0], v[1], dtype).second;
+  else if constexpr (op == Primitive::copysign) return e.copysign(v[0], v[1]);
+  else if constexpr (op == Primitive::nextafter) return e.next_after(v[0], v[1]);
   else if constexpr (op == Primitive::max)
     return boolean ? e.logical_or(v[0], v[1]) : e.extreme(true, v[0], v[1], dtype);
   else if constexpr (op == Primitive::min)
@@ -266,6 +377,15 @@ ScalarValue lower(ScalarEmitter& e, const Node&, std::span<const ScalarValue> v,
   else static_assert(no_rule<op>, "binary primitive without a native lowering");
 }
 
+/// Vector operations per element in a fused loop (see PrimitiveRules::cost).
+constexpr int cost(Primitive op) {
+  // pow is exp(b log a) in vector math; floor_divide and remainder call fmod
+  // or divide integers one lane at a time.
+  if (op == Primitive::pow || op == Primitive::atan2 || op == Primitive::floor_divide || op == Primitive::remainder)
+    return 16;
+  return op == Primitive::nextafter ? 4 : 1;
+}
+
 template <Primitive op>
 PrimitiveRules row() {
   PrimitiveRules rules{.infer = &infer_binary, .evaluate = &evaluate<op>};
@@ -277,7 +397,7 @@ PrimitiveRules row() {
   }
   rules.batch = &batch_elementwise;
   rules.fusion = Fusion::elementwise;
-  rules.cost = op == Primitive::pow ? 16 : 1;  // pow is exp(b log a) in vector math
+  rules.cost = cost(op);
   rules.lower = &lower<op>;
   return rules;
 }
@@ -313,6 +433,12 @@ Array greater(Operand a, Operand b) { return ops::binary(Primitive::gt, "greater
 Array greater_equal(Operand a, Operand b) { return ops::binary(Primitive::ge, "greater_equal", a, b); }
 Array logical_and(Operand a, Operand b) { return ops::binary(Primitive::logical_and, "logical_and", a, b); }
 Array logical_or(Operand a, Operand b) { return ops::binary(Primitive::logical_or, "logical_or", a, b); }
+Array arctan2(Operand y, Operand x) { return ops::binary(Primitive::atan2, "arctan2", y, x); }
+Array floor_divide(Operand a, Operand b) { return ops::binary(Primitive::floor_divide, "floor_divide", a, b); }
+Array remainder(Operand a, Operand b) { return ops::binary(Primitive::remainder, "remainder", a, b); }
+std::pair<Array, Array> divmod(Operand a, Operand b) { return {floor_divide(a, b), remainder(a, b)}; }
+Array copysign(Operand a, Operand b) { return ops::binary(Primitive::copysign, "copysign", a, b); }
+Array nextafter(Operand a, Operand b) { return ops::binary(Primitive::nextafter, "nextafter", a, b); }
 
 Array operator+(Operand a, Operand b) { return add(std::move(a), std::move(b)); }
 Array operator-(Operand a, Operand b) { return sub(std::move(a), std::move(b)); }
@@ -324,8 +450,6 @@ Array operator>(Operand a, Operand b) { return greater(std::move(a), std::move(b
 Array operator>=(Operand a, Operand b) { return greater_equal(std::move(a), std::move(b)); }
 Array operator==(Operand a, Operand b) { return equal(std::move(a), std::move(b)); }
 Array operator!=(Operand a, Operand b) { return not_equal(std::move(a), std::move(b)); }
-Array operator&(Operand a, Operand b) { return logical_and(std::move(a), std::move(b)); }
-Array operator|(Operand a, Operand b) { return logical_or(std::move(a), std::move(b)); }
 
 Array where(Operand cond, Operand x, Operand y) {
   Location where = cond.where();

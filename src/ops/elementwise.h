@@ -30,6 +30,11 @@ Array materialize(const Operand& operand, TypeClass target, const Shape& shape, 
 Array convert_to(const Array& x, DType dtype, bool weak, Location where);
 /// Integers and bool in the default float (f32), as mean, logsumexp and softmax compute them (reduce.cpp).
 Array as_floating(const Array& x, const AbstractValue& type, Location where);
+/// A binary elementwise primitive on two operands of any dtypes and
+/// broadcastable shapes: promoted (integers to f32 where the primitive is
+/// floating only), broadcast, then applied. `name` is the public function the
+/// user called (errors say "[maximum]", not "[max]").
+Array binary(Primitive op, const char* name, const Operand& a, const Operand& b);
 /// Identity when shapes match; otherwise a broadcast node (NumPy rule).
 Array broadcast_to_shape(const Array& x, const Shape& shape, Location where);
 

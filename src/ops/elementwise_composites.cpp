@@ -1,9 +1,11 @@
 // Elementwise functions NumPy users reach for, as composites of the
-// primitives: tan, sinh, cosh, reciprocal, degrees, radians, isinf,
-// isfinite, logaddexp, hypot, erfinv. Each is written for the accuracy and special
-// values of NumPy's own (sinh through expm1 near 0, logaddexp and hypot
-// scaled so nothing overflows).
+// primitives: tan, sinh, cosh, the inverse trigonometric and hyperbolic
+// functions, reciprocal, degrees, radians, isinf, isfinite, logaddexp,
+// hypot, erfinv. Each is written for the accuracy and special values of
+// NumPy's own (sinh through expm1 near 0, arcsinh and arctanh through log1p,
+// logaddexp and hypot scaled so nothing overflows).
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 
@@ -41,6 +43,98 @@ Array cosh(const Array& x, Location where) {
   Array values = floating(x, where);
   Array total = add(Operand(exp(values, where), where), Operand(exp(neg(values, where), where), where));
   return mul(Operand(total, where), Operand(0.5, where));
+}
+
+// sqrt(1 - x^2) as sqrt((1 - x)(1 + x)): 1 - x is exact near 1, where x^2 would cancel.
+Array cosine_of_arcsine(const Array& x, Location where) {
+  Array one_minus = sub(Operand(1.0, where), Operand(x, where));
+  Array one_plus = add(Operand(1.0, where), Operand(x, where));
+  return sqrt(mul(Operand(one_minus, where), Operand(one_plus, where)), where);
+}
+
+Array arcsin(const Array& x, Location where) {
+  Array values = floating(x, where);
+  return arctan2(Operand(values, where), Operand(cosine_of_arcsine(values, where), where));
+}
+
+Array arccos(const Array& x, Location where) {
+  Array values = floating(x, where);
+  return arctan2(Operand(cosine_of_arcsine(values, where), where), Operand(values, where));
+}
+
+namespace {
+
+// An odd function from its values on x >= 0: f(|x|) with the sign of x, where
+// |x| is where(x >= 0, x, -x) so that its derivative at 0 is 1 (abs's is 0),
+// and x itself at +-0 (f(0) = 0, f'(0) = 1), which keeps -0.
+Array odd_from_nonnegative(const Array& x, const std::function<Array(const Array&)>& f, Location where) {
+  Array nonnegative = greater_equal(Operand(x, where), Operand(0.0, where));
+  Array magnitude = kiln::where(Operand(nonnegative, where), Operand(x, where), Operand(neg(x, where), where));
+  Array value = f(magnitude);
+  Array result = kiln::where(Operand(nonnegative, where), Operand(value, where), Operand(neg(value, where), where));
+  return kiln::where(Operand(equal(Operand(x, where), Operand(0.0, where)), where), Operand(x, where),
+                     Operand(result, where));
+}
+
+// Past 2^28, sqrt(x^2 + 1) and sqrt(x^2 - 1) are x in either format, and the
+// functions below are log(2x) = log(x) + log(2). Each side of the choice reads
+// only its own arguments (a harmless stand-in elsewhere), so neither's
+// derivative is infinite where the other is chosen.
+constexpr double large_argument = 268435456.0;
+
+Array log_of_twice(const Array& large, const Array& x, Location where) {
+  Array safe = kiln::where(Operand(large, where), Operand(x, where), Operand(1.0, where));
+  return add(Operand(log(safe, where), where), Operand(std::numbers::ln2, where));
+}
+
+}  // namespace
+
+// log1p(a + a^2 / (1 + sqrt(1 + a^2))), which is log(a + sqrt(a^2 + 1))
+// without its cancellation for small a.
+Array arcsinh(const Array& x, Location where) {
+  auto of_magnitude = [&](const Array& a) {
+    Array large = greater(Operand(a, where), Operand(large_argument, where));
+    Array moderate = kiln::where(Operand(large, where), Operand(0.0, where), Operand(a, where));
+    Array square = mul(Operand(moderate, where), Operand(moderate, where));
+    Array root = sqrt(add(Operand(1.0, where), Operand(square, where)), where);
+    Array fraction = div(Operand(square, where), Operand(add(Operand(1.0, where), Operand(root, where)), where));
+    Array small = log1p(add(Operand(moderate, where), Operand(fraction, where)), where);
+    return kiln::where(Operand(large, where), Operand(log_of_twice(large, a, where), where), Operand(small, where));
+  };
+  return odd_from_nonnegative(floating(x, where), of_magnitude, where);
+}
+
+// log1p(t + sqrt(t (t + 2))) with t = x - 1, exact for x in [1, 2]: log(x +
+// sqrt(x^2 - 1)) without its cancellation near 1. NaN below 1, set apart:
+// far below, t (t + 2) overflows to inf rather than giving NaN.
+Array arccosh(const Array& x, Location where) {
+  Array values = floating(x, where);
+  Array large = greater(Operand(values, where), Operand(large_argument, where));
+  Array moderate = kiln::where(Operand(large, where), Operand(1.0, where), Operand(values, where));
+  Array t = sub(Operand(moderate, where), Operand(1.0, where));
+  Array root = sqrt(mul(Operand(t, where), Operand(add(Operand(t, where), Operand(2.0, where)), where)), where);
+  Array small = log1p(add(Operand(t, where), Operand(root, where)), where);
+  Array result =
+      kiln::where(Operand(large, where), Operand(log_of_twice(large, values, where), where), Operand(small, where));
+  return kiln::where(Operand(less(Operand(values, where), Operand(1.0, where)), where),
+                     Operand(std::numeric_limits<double>::quiet_NaN(), where), Operand(result, where));
+}
+
+// atanh(a) = log1p(2a / (1 - a)) / 2, written below a = 1/2 as log1p(2a +
+// 2a^2 / (1 - a)) (fdlibm's split): 2a is exact and the rest small.
+Array arctanh(const Array& x, Location where) {
+  auto of_magnitude = [&](const Array& a) {
+    Array twice = mul(Operand(a, where), Operand(2.0, where));
+    Array complement = sub(Operand(1.0, where), Operand(a, where));
+    Array near_one = div(Operand(twice, where), Operand(complement, where));
+    Array near_zero = add(
+        Operand(twice, where),
+        Operand(div(Operand(mul(Operand(twice, where), Operand(a, where)), where), Operand(complement, where)), where));
+    Array small = less(Operand(a, where), Operand(0.5, where));
+    Array argument = kiln::where(Operand(small, where), Operand(near_zero, where), Operand(near_one, where));
+    return mul(Operand(log1p(argument, where), where), Operand(0.5, where));
+  };
+  return odd_from_nonnegative(floating(x, where), of_magnitude, where);
 }
 
 Array reciprocal(const Array& x, Location where) {

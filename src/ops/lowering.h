@@ -21,9 +21,11 @@ struct ScalarValue {
 };
 
 /// Functions the backend implements with its own vector math.
-enum class MathFunction : uint8_t { exp, log, log1p, expm1, tanh, logistic, erf, sin, cos };
+enum class MathFunction : uint8_t { exp, exp2, log, log2, log10, log1p, expm1, tanh, logistic, erf, sin, cos, atan };
 enum class Rounding : uint8_t { floor, ceil, nearest_even };
 enum class Comparison : uint8_t { eq, ne, lt, le, gt, ge };
+enum class Bitwise : uint8_t { and_, or_, xor_ };
+enum class Shift : uint8_t { left, right };
 
 /// Emits code for one element of an elementwise kernel. `dtype` arguments are
 /// the operands' dtype where the instruction depends on it (signed integer,
@@ -47,6 +49,8 @@ class ScalarEmitter {
   virtual ScalarValue sqrt(ScalarValue x) = 0;
   virtual ScalarValue round(Rounding mode, ScalarValue x) = 0;
   virtual ScalarValue math(MathFunction function, ScalarValue x) = 0;
+  /// The angle of (x, y) in [-pi, pi], with C99 Annex F's zeros and infinities.
+  virtual ScalarValue atan2(ScalarValue y, ScalarValue x) = 0;
   /// Floating pow as C99 Annex F; integer pow by squaring, wrapping.
   virtual ScalarValue pow(ScalarValue base, ScalarValue exponent, DType dtype) = 0;
   /// NaN-propagating maximum / minimum.
@@ -58,6 +62,21 @@ class ScalarEmitter {
   virtual ScalarValue logical_or(ScalarValue a, ScalarValue b) = 0;
   virtual ScalarValue logical_not(ScalarValue x) = 0;
   virtual ScalarValue select(ScalarValue condition, ScalarValue on_true, ScalarValue on_false) = 0;
+  /// On the bits of integers, and bool as one bit.
+  virtual ScalarValue bitwise(Bitwise operation, ScalarValue a, ScalarValue b) = 0;
+  /// Integers, with JAX's out-of-range shifts: a count outside [0, bits) shifts
+  /// every bit out (0, or -1 for a right shift of a negative signed value).
+  /// Right shifts are arithmetic for signed dtypes, logical for unsigned.
+  virtual ScalarValue shift(Shift direction, ScalarValue a, ScalarValue count, DType dtype) = 0;
+  /// Integer division rounded toward zero; a zero divisor gives 0 and the
+  /// one overflowing quotient (MIN / -1) wraps to MIN, as NumPy's do.
+  virtual ScalarValue truncated_divide(ScalarValue a, ScalarValue b, DType dtype) = 0;
+  /// a - b * trunc(a / b): fmod for floats; for integers 0 where the divisor is 0 or MIN / -1 overflows.
+  virtual ScalarValue truncated_remainder(ScalarValue a, ScalarValue b, DType dtype) = 0;
+  /// Floating: |magnitude| with the sign bit of `sign`.
+  virtual ScalarValue copysign(ScalarValue magnitude, ScalarValue sign) = 0;
+  /// Floating: the next representable value after x toward `toward` (C's nextafter).
+  virtual ScalarValue next_after(ScalarValue x, ScalarValue toward) = 0;
   /// The reference conversion: saturating float to integer (NaN to 0), bool as 0/1.
   virtual ScalarValue convert(ScalarValue x, DType from, DType to) = 0;
 };

@@ -14,6 +14,7 @@ RuleTable build_table() {
   register_random_rules(table);
   register_unary_rules(table);
   register_binary_rules(table);
+  register_bitwise_rules(table);
   register_movement_rules(table);
   register_reduce_rules(table);
   register_matmul_rules(table);

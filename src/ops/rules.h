@@ -120,6 +120,7 @@ void register_creation_rules(RuleTable& table);
 void register_random_rules(RuleTable& table);
 void register_unary_rules(RuleTable& table);
 void register_binary_rules(RuleTable& table);
+void register_bitwise_rules(RuleTable& table);
 void register_movement_rules(RuleTable& table);
 void register_reduce_rules(RuleTable& table);
 void register_matmul_rules(RuleTable& table);

@@ -3,6 +3,7 @@
 // builders (neg, exp, ..., astype, stop_gradient) with their composites
 // (square, relu).
 #include <cmath>
+#include <numbers>
 #include <type_traits>
 
 #include "core/convert.h"
@@ -17,7 +18,8 @@ namespace ops {
 namespace {
 
 constexpr bool is_float_only(Primitive op) {
-  return op == Primitive::exp || op == Primitive::log || op == Primitive::log1p || op == Primitive::expm1 ||
+  return op == Primitive::exp || op == Primitive::exp2 || op == Primitive::log || op == Primitive::log2 ||
+         op == Primitive::log10 || op == Primitive::log1p || op == Primitive::expm1 || op == Primitive::atan ||
          op == Primitive::sqrt || op == Primitive::rsqrt || op == Primitive::tanh || op == Primitive::logistic ||
          op == Primitive::erf || op == Primitive::sin || op == Primitive::cos || op == Primitive::floor ||
          op == Primitive::ceil || op == Primitive::round || op == Primitive::is_nan;
@@ -67,7 +69,11 @@ T reference(T x) {
       if (std::isnan(x)) return x;
     return static_cast<T>((x > 0) - (x < 0));
   } else if constexpr (op == Primitive::exp) return std::exp(x);
+  else if constexpr (op == Primitive::exp2) return std::exp2(x);
   else if constexpr (op == Primitive::log) return std::log(x);
+  else if constexpr (op == Primitive::log2) return std::log2(x);
+  else if constexpr (op == Primitive::log10) return std::log10(x);
+  else if constexpr (op == Primitive::atan) return std::atan(x);
   else if constexpr (op == Primitive::log1p) return std::log1p(x);
   else if constexpr (op == Primitive::expm1) return std::expm1(x);
   else if constexpr (op == Primitive::sqrt) return std::sqrt(x);
@@ -97,7 +103,11 @@ Array derivative(const Array& x, const Array& y, const Array& seed) {
   if constexpr (op == Primitive::neg) return -seed;
   else if constexpr (op == Primitive::abs) return seed * kiln::sign(x);  // 0 at x == 0, as JAX
   else if constexpr (op == Primitive::exp) return seed * y;
+  else if constexpr (op == Primitive::exp2) return seed * (y * std::numbers::ln2);
   else if constexpr (op == Primitive::log) return seed / x;
+  else if constexpr (op == Primitive::log2) return seed / (x * std::numbers::ln2);
+  else if constexpr (op == Primitive::log10) return seed / (x * std::numbers::ln10);
+  else if constexpr (op == Primitive::atan) return seed / (x * x + 1);
   else if constexpr (op == Primitive::log1p) return seed / (x + 1);
   else if constexpr (op == Primitive::expm1) return seed * (y + 1);
   else if constexpr (op == Primitive::sqrt) return seed * 0.5 / y;
@@ -134,7 +144,11 @@ ScalarValue lower(ScalarEmitter& e, const Node& node, std::span<const ScalarValu
                                   e.select(e.compare(Comparison::lt, x, zero, dtype), e.constant(-1, dtype), zero));
     return e.select(e.is_nan(x), x, result);
   } else if constexpr (op == Primitive::exp) return e.math(MathFunction::exp, x);
+  else if constexpr (op == Primitive::exp2) return e.math(MathFunction::exp2, x);
   else if constexpr (op == Primitive::log) return e.math(MathFunction::log, x);
+  else if constexpr (op == Primitive::log2) return e.math(MathFunction::log2, x);
+  else if constexpr (op == Primitive::log10) return e.math(MathFunction::log10, x);
+  else if constexpr (op == Primitive::atan) return e.math(MathFunction::atan, x);
   else if constexpr (op == Primitive::log1p) return e.math(MathFunction::log1p, x);
   else if constexpr (op == Primitive::expm1) return e.math(MathFunction::expm1, x);
   else if constexpr (op == Primitive::sqrt) return e.sqrt(x);
@@ -156,9 +170,11 @@ ScalarValue lower(ScalarEmitter& e, const Node& node, std::span<const ScalarValu
 
 /// Vector operations per element in a fused loop (see PrimitiveRules::cost).
 constexpr int cost(Primitive op) {
-  bool transcendental = op == Primitive::exp || op == Primitive::log || op == Primitive::log1p ||
-                        op == Primitive::expm1 || op == Primitive::tanh || op == Primitive::logistic ||
-                        op == Primitive::erf || op == Primitive::sin || op == Primitive::cos;
+  bool transcendental = op == Primitive::exp || op == Primitive::exp2 || op == Primitive::log ||
+                        op == Primitive::log2 || op == Primitive::log10 || op == Primitive::atan ||
+                        op == Primitive::log1p || op == Primitive::expm1 || op == Primitive::tanh ||
+                        op == Primitive::logistic || op == Primitive::erf || op == Primitive::sin ||
+                        op == Primitive::cos;
   return transcendental ? 16 : 1;
 }
 
@@ -271,7 +287,11 @@ Array neg(const Array& x, Location where) { return ops::unary(Primitive::neg, x,
 Array abs(const Array& x, Location where) { return ops::unary(Primitive::abs, x, where); }
 Array sign(const Array& x, Location where) { return ops::unary(Primitive::sign, x, where); }
 Array exp(const Array& x, Location where) { return ops::unary(Primitive::exp, x, where); }
+Array exp2(const Array& x, Location where) { return ops::unary(Primitive::exp2, x, where); }
 Array log(const Array& x, Location where) { return ops::unary(Primitive::log, x, where); }
+Array log2(const Array& x, Location where) { return ops::unary(Primitive::log2, x, where); }
+Array log10(const Array& x, Location where) { return ops::unary(Primitive::log10, x, where); }
+Array arctan(const Array& x, Location where) { return ops::unary(Primitive::atan, x, where); }
 Array log1p(const Array& x, Location where) { return ops::unary(Primitive::log1p, x, where); }
 Array expm1(const Array& x, Location where) { return ops::unary(Primitive::expm1, x, where); }
 Array sqrt(const Array& x, Location where) { return ops::unary(Primitive::sqrt, x, where); }

@@ -136,6 +136,7 @@ struct UnaryCase {
   std::function<Array(const Array&)> apply;
   double ulps;  // 0: exact
   bool numeric_only;
+  bool integer_only = false;  // integers and bool
 };
 
 const std::vector<UnaryCase> unary_cases = {
@@ -161,12 +162,23 @@ const std::vector<UnaryCase> unary_cases = {
     {"relu", [](const Array& x) { return relu(x); }, 0, true},
     {"stop_gradient", [](const Array& x) { return stop_gradient(x); }, 0, false},
     {"logical_not", [](const Array& x) { return logical_not(x); }, 0, false},
+    {"exp2", [](const Array& x) { return exp2(x); }, 4, false},
+    {"log2", [](const Array& x) { return log2(x); }, 4, false},
+    {"log10", [](const Array& x) { return log10(x); }, 4, false},
+    {"arctan", [](const Array& x) { return arctan(x); }, 4, false},
+    {"arcsin", [](const Array& x) { return arcsin(x); }, 4, false},
+    {"arccos", [](const Array& x) { return arccos(x); }, 4, false},
+    {"arcsinh", [](const Array& x) { return arcsinh(x); }, 4, false},
+    {"arccosh", [](const Array& x) { return arccosh(x); }, 4, false},
+    {"arctanh", [](const Array& x) { return arctanh(x); }, 4, false},
+    {"bitwise_not", [](const Array& x) { return bitwise_not(x); }, 0, false, true},
 };
 
 TEST_F(Differential, UnaryEveryOpEveryDtype) {
   for (const UnaryCase& op : unary_cases) {
     for (DType dtype : all_dtypes) {
       if (op.numeric_only && dtype == DType::bool_) continue;
+      if (op.integer_only && is_floating(dtype)) continue;
       // Plain operands (one per shape class) and the op fused after a producer.
       Arrays xs = {data({}, dtype),          data({0}, dtype),     data({7}, dtype),
                    data(shape(2, 4), dtype), data({3, 33}, dtype), data({2, 3, 1}, dtype, true, -100, 100)};
@@ -225,6 +237,22 @@ TEST_F(Differential, TranscendentalsInTheirHardRegions) {
       {"erf", [](const Array& x) { return erf(x); },
        with_tiny({0.5, -0.99, 1, -1.01, 1.5, 1.99, -2, 2.01, 3.9, -4, 4.1, 5.9, 6, -7, inf, -inf}),
        with_tiny({0.5, -0.99, 1, -1.01, 1.5, 1.99, -2, 2.01, 3.9, -4, 4.1, 5.9, 6, -7, inf, -inf})},
+      {"exp2", [](const Array& x) { return exp2(x); },
+       with_tiny({-152, -150, -149.5, -149, -126.5, -126, -0.5, 127, 127.9, 128, 129, inf, -inf}),
+       with_tiny({-1080, -1075, -1074.5, -1074, -1022.5, -1022, -0.5, 1023, 1023.9, 1024, 1025, inf, -inf})},
+      {"log2",
+       [](const Array& x) { return log2(x); },
+       {1e-45, 1e-40, 1.1754944e-38, 0.70710677, 0.7071068, 1, 1.4142135, 1.4142137, 2, 8, 3.4e38, inf, 0, -1, nan},
+       {5e-324, 1e-310, 2.2250738585072014e-308, 0.7071067811865475, 0.7071067811865476, 1, 2, 1024, 1.7e308, inf, 0,
+        -0.0, -1, nan}},
+      {"log10",
+       [](const Array& x) { return log10(x); },
+       {1e-45, 1e-40, 1.1754944e-38, 0.1, 0.99999994, 1, 10, 1000, 1e30, 3.4e38, inf, 0, -0.0, -1, nan},
+       {5e-324, 1e-310, 2.2250738585072014e-308, 0.1, 1, 10, 1000, 1e22, 1e300, 1.7e308, inf, 0, -1, nan}},
+      {"arctan", [](const Array& x) { return arctan(x); },
+       with_tiny({0.41421354, 0.41421357, 0.66, -0.67, 1, 2.4142134, -2.4142137, 1e10, -1e30, 3.4e38, inf, -inf}),
+       with_tiny({0.41421356237309503, 0.66, -0.6600000000000001, 1, 2.414213562373095, -2.4142135623730954, 1e10,
+                  -1e300, 1.7e308, inf, -inf})},
       {"sin/cos", [](const Array& x) { return sin(x) + cos(x) * 0.5; },
        with_tiny({3.1415927, 1.5707964, 6.2831855, 100, 1e4, 12345.678, 1e5, 1e6, -1e6}),
        with_tiny({3.141592653589793, 1.5707963267948966, 6.283185307179586, 100, 1e4, 12345.678, 1e5, 1e6, 1e10})},
@@ -268,7 +296,8 @@ struct BinaryCase {
   const char* name;
   std::function<Array(Operand, Operand)> apply;
   bool bool_allowed;
-  bool inexact;  // pow on floats
+  bool inexact;               // pow and arctan2 on floats
+  bool integer_only = false;  // integers (and bool where allowed)
 };
 
 const std::vector<BinaryCase> binary_cases = {
@@ -287,12 +316,23 @@ const std::vector<BinaryCase> binary_cases = {
     {"greater_equal", [](Operand a, Operand b) { return greater_equal(a, b); }, true, false},
     {"logical_and", [](Operand a, Operand b) { return logical_and(a, b); }, true, false},
     {"logical_or", [](Operand a, Operand b) { return logical_or(a, b); }, true, false},
+    {"arctan2", [](Operand a, Operand b) { return arctan2(a, b); }, true, true},
+    {"floor_divide", [](Operand a, Operand b) { return floor_divide(a, b); }, false, false},
+    {"remainder", [](Operand a, Operand b) { return remainder(a, b); }, false, false},
+    {"copysign", [](Operand a, Operand b) { return copysign(a, b); }, true, false},
+    {"nextafter", [](Operand a, Operand b) { return nextafter(a, b); }, true, false},
+    {"bitwise_and", [](Operand a, Operand b) { return bitwise_and(a, b); }, true, false, true},
+    {"bitwise_or", [](Operand a, Operand b) { return bitwise_or(a, b); }, true, false, true},
+    {"bitwise_xor", [](Operand a, Operand b) { return bitwise_xor(a, b); }, true, false, true},
+    {"left_shift", [](Operand a, Operand b) { return left_shift(a, b); }, false, false, true},
+    {"right_shift", [](Operand a, Operand b) { return right_shift(a, b); }, false, false, true},
 };
 
 TEST_F(Differential, BinaryEveryOpEveryDtypeWithBroadcasting) {
   for (const BinaryCase& op : binary_cases) {
     for (DType dtype : all_dtypes) {
       if (!op.bool_allowed && dtype == DType::bool_) continue;
+      if (op.integer_only && is_floating(dtype)) continue;
       Arrays xs;
       for (int k = 0; k < 4; ++k) {
         Shape a = shape(0, 4);
@@ -311,7 +351,8 @@ TEST_F(Differential, BinaryEveryOpEveryDtypeWithBroadcasting) {
             for (size_t k = 0; k + 1 < in.size(); k += 2) out.push_back(op.apply(in[k], in[k + 1]));
             // Weakly typed numbers on either side, and a literal folded into a chain.
             out.push_back(op.apply(in[8], 2));
-            out.push_back(op.apply(dtype == DType::bool_ ? Operand(true) : Operand(0.5), in[9]));
+            Operand number = dtype == DType::bool_ ? Operand(true) : op.integer_only ? Operand(5) : Operand(0.5);
+            out.push_back(op.apply(number, in[9]));
             out.push_back(op.apply(maximum(in[8], in[9]), in[9]));
             return out;
           },
@@ -326,6 +367,7 @@ TEST_F(Differential, BinaryMixedDtypesPromote) {
                                                       {DType::bool_, DType::f32}, {DType::i32, DType::i64}};
   for (const BinaryCase& op : binary_cases) {
     for (auto [first, second] : pairs) {
+      if (op.integer_only && (is_floating(first) || is_floating(second))) continue;
       Shape a = shape(1, 3);
       Arrays xs = {data(a, first), data(broadcastable(a), second)};
       DType result = is_floating(first) || is_floating(second) ? std::max(first, second) : DType::f32;

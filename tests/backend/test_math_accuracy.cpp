@@ -19,9 +19,9 @@
 //
 // The vectorization tests compile each function with KILN_DUMP set and read
 // the assembly: log, sin, cos and pow must call libmvec's vector functions
-// (_ZGVeN16v_logf, ...); the functions math.cpp writes out (exp, tanh,
-// logistic, erf, log1p, expm1) must make no calls at all and compute on
-// packed full-width vector registers.
+// (_ZGVeN16v_logf, ...); the functions math.cpp writes out (exp, exp2, log2,
+// log10, tanh, logistic, erf, log1p, expm1, arctan, arctan2) must make no
+// calls at all and compute on packed full-width vector registers.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 #include <stdlib.h>
@@ -331,6 +331,166 @@ TEST(MathAccuracy, Cos) {
               4});
 }
 
+TEST(MathAccuracy, Exp2) {
+  check_both({"exp2",
+              [](const Array& x) { return kiln::exp2(x); },
+              [](Wide x) { return std::exp2(x); },
+              {{-152, 129}, {-1076, 1025}, {-1, 1}},
+              {-149, -150, -149.5, -126, 127, 128, -1074, -1075, -1074.5, -1022, 1023, 1024, 0.5, -0.5, 0},
+              1.5,
+              1.5});
+}
+
+TEST(MathAccuracy, Log2) {
+  check_both({"log2",
+              [](const Array& x) { return kiln::log2(x); },
+              [](Wide x) { return std::log2(x); },
+              {{0, 4}, {0.7, 1.5}},
+              {1, 0.5, 2, 0.70710678118654752, 1.4142135623730950, 1e-310, 1e-40},
+              2,
+              2});
+}
+
+TEST(MathAccuracy, Log10) {
+  check_both({"log10",
+              [](const Array& x) { return kiln::log10(x); },
+              [](Wide x) { return std::log10(x); },
+              {{0, 4}, {0.7, 1.5}, {1, 1e6}},
+              {1, 0.5, 2, 10, 100, 1000, 0.1, 0.70710678118654752, 1.4142135623730950, 1e-310, 1e-40},
+              2,
+              2});
+}
+
+TEST(MathAccuracy, Arctan) {
+  check_both({"arctan",
+              [](const Array& x) { return kiln::arctan(x); },
+              [](Wide x) { return std::atan(x); },
+              {{-10, 10}, {-1, 1}, {-3, 3}},
+              {0.41421356237309505, -0.41421356237309505, 2.414213562373095, -2.414213562373095, 0.66, -0.66, 1, -1,
+               1e-20, 1e20},
+              2.5,
+              1.5});
+}
+
+// The composites: arcsin and arccos through arctan2, the hyperbolic ones
+// through log1p (elementwise_composites.cpp), so their errors add the
+// roundings of their arguments to those functions' own. Like the others,
+// each is held to what it measures plus about half an ulp.
+TEST(MathAccuracy, Arcsin) {
+  check_both({"arcsin",
+              [](const Array& x) { return kiln::arcsin(x); },
+              [](Wide x) { return std::asin(x); },
+              {{-1, 1}, {0.99, 1}},
+              {1, -1, 0.5, -0.5, 0.9999999, 1e-20},
+              3.5,
+              2.5});
+}
+
+TEST(MathAccuracy, Arccos) {
+  check_both({"arccos",
+              [](const Array& x) { return kiln::arccos(x); },
+              [](Wide x) { return std::acos(x); },
+              {{-1, 1}, {0.99, 1}, {-1, -0.99}},
+              {1, -1, 0.5, -0.5, 0.9999999, -0.9999999, 1e-20},
+              3.5,
+              2.5});
+}
+
+TEST(MathAccuracy, Arcsinh) {
+  check_both({"arcsinh",
+              [](const Array& x) { return kiln::arcsinh(x); },
+              [](Wide x) { return std::asinh(x); },
+              {{-10, 10}, {-1e-3, 1e-3}, {-1e6, 1e6}},
+              {268435456, -268435456, 1, -1, 1e-20, 1e20, 1e300},
+              2,
+              2});
+}
+
+TEST(MathAccuracy, Arccosh) {
+  check_both({"arccosh",
+              [](const Array& x) { return kiln::arccosh(x); },
+              [](Wide x) { return std::acosh(x); },
+              {{1, 10}, {1, 1.001}, {1, 1e6}},
+              {1, 2, 268435456, 1e20, 1e300},
+              2.5,
+              3});
+}
+
+TEST(MathAccuracy, Arctanh) {
+  check_both({"arctanh",
+              [](const Array& x) { return kiln::arctanh(x); },
+              [](Wide x) { return std::atanh(x); },
+              {{-1, 1}, {-1e-3, 1e-3}, {0.99, 1}},
+              {0.5, -0.5, 1, -1, 0.9999999, -0.9999999, 1e-20},
+              2,
+              2});
+}
+
+// ---- arctan2 -------------------------------------------------------------------------------
+
+template <class T>
+void check_arctan2(double bound) {
+  std::mt19937_64 engine(0x61746e32);
+  std::vector<T> ys, xs;
+  std::uniform_real_distribution<double> unit(0, 1);
+  auto sign = [&] { return engine() & 1 ? 1.0 : -1.0; };
+  // Every quadrant, at comparable magnitudes and at magnitudes far apart.
+  for (int i = 0; i < dense_points; ++i) {
+    ys.push_back(static_cast<T>(sign() * 10 * unit(engine)));
+    xs.push_back(static_cast<T>(sign() * 10 * unit(engine)));
+  }
+  int limit = std::is_same_v<T, float> ? 120 : 1000;
+  for (int i = 0; i < dense_points; ++i) {
+    ys.push_back(static_cast<T>(sign() * std::exp2(-limit + 2 * limit * unit(engine))));
+    xs.push_back(static_cast<T>(sign() * std::exp2(-limit + 2 * limit * unit(engine))));
+  }
+  // Every pair of special values (C99 Annex F: atan2(+-0, -0) = +-pi,
+  // atan2(+-inf, -inf) = +-3pi/4, atan2(y, +-0) = +-pi/2, NaN, ...).
+  using limits = std::numeric_limits<T>;
+  std::vector<T> specials = {T(0), T(1), T(2), limits::infinity(), limits::denorm_min(), limits::max()};
+  for (size_t i = 0, count = specials.size(); i < count; ++i) specials.push_back(-specials[i]);
+  specials.push_back(limits::quiet_NaN());
+  for (T y : specials)
+    for (T x : specials) {
+      ys.push_back(y);
+      xs.push_back(x);
+    }
+  auto n = static_cast<int64_t>(ys.size());
+  Array y = array(ys, Shape{n}), x = array(xs, Shape{n});
+  auto angle = [](const Array& a, const Array& b) { return kiln::arctan2(a, b); };
+  Graph graph = make_graph(std::string("arctan2_") + dtype_text<T>(), angle, y, x);
+  std::vector<T> compiled = run_compiled(graph, {y, x})[0].to_vector<T>();
+  std::vector<T> libm = detail::interpret(graph, {y, x}, {})[0].to_vector<T>();
+  Worst kiln_error, libm_error;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    Wide exact = std::atan2(static_cast<Wide>(ys[i]), static_cast<Wide>(xs[i]));
+    measure<T>(kiln_error, {ys[i], xs[i]}, compiled[i], exact);
+    measure<T>(libm_error, {ys[i], xs[i]}, libm[i], exact);
+  }
+  print_result("arctan2", dtype_text<T>(), kiln_error, libm_error, bound, n,
+               "x, y in [-10, 10]; x, y of magnitudes 2^-" + std::to_string(limit) + " to 2^" + std::to_string(limit) +
+                   " with any signs; every pair of 13 special values");
+  EXPECT_EQ(kiln_error.failures, 0) << "arctan2 " << dtype_text<T>()
+                                    << ": a NaN, infinity or zero differs from the reference, first at "
+                                    << kiln_error.first_failure;
+  EXPECT_LE(kiln_error.ulps, bound) << "arctan2 " << dtype_text<T>() << " at " << kiln_error.where;
+  // Where a side is zero, infinite or NaN the angle is exactly 0, NaN or a
+  // multiple of pi/4: the compiled result is std::atan2's, sign of zero included.
+  for (size_t i = ys.size() - specials.size() * specials.size(); i < ys.size(); ++i) {
+    bool exact_case = ys[i] == 0 || xs[i] == 0 || !std::isfinite(ys[i]) || !std::isfinite(xs[i]);
+    if (!exact_case) continue;
+    bool same = std::isnan(libm[i]) ? std::isnan(compiled[i])
+                                    : compiled[i] == libm[i] && std::signbit(compiled[i]) == std::signbit(libm[i]);
+    EXPECT_TRUE(same) << "arctan2(" << ys[i] << ", " << xs[i] << ") compiled " << compiled[i] << ", std::atan2 "
+                      << libm[i];
+  }
+}
+
+TEST(MathAccuracy, Arctan2) {
+  check_arctan2<float>(3);
+  check_arctan2<double>(2);
+}
+
 // ---- pow ---------------------------------------------------------------------------------
 
 template <class T>
@@ -488,6 +648,11 @@ TEST(MathVectorization, EveryFunctionVectorizes) {
       {"tanh", [](const Array& x) { return kiln::tanh(x); }, {}, {}, true},
       {"logistic", [](const Array& x) { return kiln::sigmoid(x); }, {}, {}, true},
       {"erf", [](const Array& x) { return kiln::erf(x); }, {}, {}, true},
+      {"exp2", [](const Array& x) { return kiln::exp2(x); }, {}, {}, true},
+      {"log2", [](const Array& x) { return kiln::log2(x); }, {}, {}, true},
+      {"log10", [](const Array& x) { return kiln::log10(x); }, {}, {}, true},
+      {"arctan", [](const Array& x) { return kiln::arctan(x); }, {}, {}, true},
+      {"arctan2", [](const Array& x) { return kiln::arctan2(x, x + 1); }, {}, {}, true},
   };
   for (const VectorizedFunction& function : functions) {
     check_vectorized<float>(function);

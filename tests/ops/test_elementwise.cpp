@@ -251,10 +251,9 @@ const std::vector<BinaryCase>& binary_cases() {
       {"greater", [](O a, O b) { return greater(a, b); }, [](O a, O b) { return a > b; }, "np.greater", Kind::compare},
       {"greater_equal", [](O a, O b) { return greater_equal(a, b); }, [](O a, O b) { return a >= b; },
        "np.greater_equal", Kind::compare},
-      {"logical_and", [](O a, O b) { return logical_and(a, b); }, [](O a, O b) { return a & b; }, "np.logical_and",
-       Kind::logical},
-      {"logical_or", [](O a, O b) { return logical_or(a, b); }, [](O a, O b) { return a | b; }, "np.logical_or",
-       Kind::logical},
+      // & and | are bitwise, as NumPy's (test_bitwise_and_division.cpp).
+      {"logical_and", [](O a, O b) { return logical_and(a, b); }, nullptr, "np.logical_and", Kind::logical},
+      {"logical_or", [](O a, O b) { return logical_or(a, b); }, nullptr, "np.logical_or", Kind::logical},
   };
   return cases;
 }

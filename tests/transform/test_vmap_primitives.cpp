@@ -71,6 +71,22 @@ std::vector<Sample> samples() {
   list.push_back(binary(Primitive::pow, Values::positive));
   list.push_back(binary(Primitive::logical_and, Values::boolean, DType::bool_));
   list.push_back(binary(Primitive::logical_or, Values::boolean, DType::bool_));
+  for (Primitive op : {Primitive::exp2, Primitive::atan}) list.push_back(unary(op));
+  for (Primitive op : {Primitive::log2, Primitive::log10}) list.push_back(unary(op, Values::positive));
+  for (Primitive op :
+       {Primitive::atan2, Primitive::floor_divide, Primitive::remainder, Primitive::copysign, Primitive::nextafter})
+    list.push_back(binary(op));
+  // On bits: integers in [-40, 40), so shift counts fall outside [0, 32) too.
+  for (Primitive op : {Primitive::bitwise_and, Primitive::bitwise_or, Primitive::bitwise_xor, Primitive::shift_left,
+                       Primitive::shift_right})
+    list.push_back({op,
+                    std::string(ir::primitive_name(op)),
+                    {{{2, 3}, DType::i32, Values::index, 20}, {{2, 3}, DType::i32, Values::index, 20}},
+                    [op](const std::vector<Array>& in) { return primitive(op, in); }});
+  list.push_back({Primitive::bitwise_not,
+                  "bitwise_not",
+                  {{{2, 3}, DType::i64, Values::index, 20}},
+                  [](const std::vector<Array>& in) { return primitive(Primitive::bitwise_not, in); }});
   list.push_back({Primitive::select,
                   "select",
                   {{{2, 3}, DType::bool_, Values::boolean}, {{2, 3}}, {{2, 3}}},

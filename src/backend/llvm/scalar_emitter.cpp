@@ -319,4 +319,102 @@ ScalarValue LlvmScalarEmitter::convert(ScalarValue x, DType from, DType to) {
   return wrap(convert_value(unwrap(x), from, to));
 }
 
+ScalarValue LlvmScalarEmitter::atan2(ScalarValue y, ScalarValue x) {
+  return wrap(emit_atan2(builder_, unwrap(y), unwrap(x)));
+}
+
+ScalarValue LlvmScalarEmitter::bitwise(ops::Bitwise operation, ScalarValue a, ScalarValue b) {
+  switch (operation) {
+    case ops::Bitwise::and_: return wrap(builder_.CreateAnd(unwrap(a), unwrap(b)));
+    case ops::Bitwise::or_: return wrap(builder_.CreateOr(unwrap(a), unwrap(b)));
+    case ops::Bitwise::xor_: return wrap(builder_.CreateXor(unwrap(a), unwrap(b)));
+  }
+  KILN_CHECK(false, "bitwise operation outside the Bitwise enum");
+  return {};
+}
+
+// LLVM's shifts are poison for counts outside [0, bits): the count is
+// checked first (as unsigned, so negative counts are out of range too).
+ScalarValue LlvmScalarEmitter::shift(ops::Shift direction, ScalarValue a, ScalarValue count, DType dtype) {
+  llvm::Value* x = unwrap(a);
+  llvm::Value* n = unwrap(count);
+  llvm::Type* type = x->getType();
+  llvm::Value* width = llvm::ConstantInt::get(type, type->getIntegerBitWidth());
+  llvm::Value* in_range = builder_.CreateICmpULT(n, width);
+  llvm::Value* zero = llvm::ConstantInt::get(type, 0);
+  if (direction == ops::Shift::right && !is_unsigned(dtype)) {
+    // Shifting by bits - 1 leaves only copies of the sign bit: 0 or -1.
+    llvm::Value* sign_fill = llvm::ConstantInt::get(type, type->getIntegerBitWidth() - 1);
+    return wrap(builder_.CreateAShr(x, builder_.CreateSelect(in_range, n, sign_fill)));
+  }
+  llvm::Value* safe = builder_.CreateSelect(in_range, n, zero);
+  llvm::Value* shifted = direction == ops::Shift::left ? builder_.CreateShl(x, safe) : builder_.CreateLShr(x, safe);
+  return wrap(builder_.CreateSelect(in_range, shifted, zero));
+}
+
+namespace {
+// Integer division is undefined behaviour for a zero divisor and for MIN / -1
+// (the quotient overflows): both get divisor 1 instead, which gives the
+// wrapped MIN quotient and the 0 remainder of the second case directly.
+struct SafeDivisor {
+  llvm::Value* divisor;
+  llvm::Value* zero;  // whether the original divisor was 0
+};
+
+SafeDivisor safe_divisor(llvm::IRBuilder<>& builder, llvm::Value* a, llvm::Value* b, DType dtype) {
+  llvm::Type* type = b->getType();
+  llvm::Value* one = llvm::ConstantInt::get(type, 1);
+  llvm::Value* zero = builder.CreateICmpEQ(b, llvm::ConstantInt::get(type, 0));
+  llvm::Value* replace = zero;
+  if (!is_unsigned(dtype)) {
+    llvm::Value* minimum = llvm::ConstantInt::get(type, llvm::APInt::getSignedMinValue(type->getIntegerBitWidth()));
+    llvm::Value* overflow = builder.CreateAnd(builder.CreateICmpEQ(a, minimum),
+                                              builder.CreateICmpEQ(b, llvm::ConstantInt::get(type, -1, true)));
+    replace = builder.CreateOr(zero, overflow);
+  }
+  return {builder.CreateSelect(replace, one, b), zero};
+}
+}  // namespace
+
+ScalarValue LlvmScalarEmitter::truncated_divide(ScalarValue a, ScalarValue b, DType dtype) {
+  llvm::Value* x = unwrap(a);
+  SafeDivisor divisor = safe_divisor(builder_, x, unwrap(b), dtype);
+  llvm::Value* quotient =
+      is_unsigned(dtype) ? builder_.CreateUDiv(x, divisor.divisor) : builder_.CreateSDiv(x, divisor.divisor);
+  return wrap(builder_.CreateSelect(divisor.zero, llvm::ConstantInt::get(x->getType(), 0), quotient));
+}
+
+ScalarValue LlvmScalarEmitter::truncated_remainder(ScalarValue a, ScalarValue b, DType dtype) {
+  llvm::Value* x = unwrap(a);
+  if (is_floating(dtype)) return wrap(builder_.CreateFRem(x, unwrap(b)));
+  SafeDivisor divisor = safe_divisor(builder_, x, unwrap(b), dtype);
+  return wrap(is_unsigned(dtype) ? builder_.CreateURem(x, divisor.divisor) : builder_.CreateSRem(x, divisor.divisor));
+}
+
+ScalarValue LlvmScalarEmitter::copysign(ScalarValue magnitude, ScalarValue sign) {
+  return wrap(builder_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, unwrap(magnitude), unwrap(sign)));
+}
+
+// On the bits: stepping the integer image of a nonzero float by one moves its
+// magnitude to the neighbouring value (up to infinity, down to zero), so the
+// step is +1 where the magnitude grows toward `toward`, -1 where it shrinks.
+ScalarValue LlvmScalarEmitter::next_after(ScalarValue x, ScalarValue toward) {
+  llvm::Value* from = unwrap(x);
+  llvm::Value* to = unwrap(toward);
+  llvm::Type* real = from->getType();
+  llvm::Type* integer = builder_.getIntNTy(real->getPrimitiveSizeInBits());
+  llvm::Value* zero = llvm::ConstantFP::get(real, 0.0);
+  llvm::Value* bits = builder_.CreateBitCast(from, integer);
+  llvm::Value* grows = builder_.CreateICmpEQ(builder_.CreateFCmpOGT(to, from), builder_.CreateFCmpOGT(from, zero));
+  llvm::Value* stepped = builder_.CreateSelect(grows, builder_.CreateAdd(bits, llvm::ConstantInt::get(integer, 1)),
+                                               builder_.CreateSub(bits, llvm::ConstantInt::get(integer, 1)));
+  llvm::Value* result = builder_.CreateBitCast(stepped, real);
+  // From zero, the smallest subnormal on `toward`'s side.
+  llvm::Value* smallest = builder_.CreateBitCast(llvm::ConstantInt::get(integer, 1), real);
+  llvm::Value* from_zero = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, smallest, to);
+  result = builder_.CreateSelect(builder_.CreateFCmpOEQ(from, zero), from_zero, result);
+  result = builder_.CreateSelect(builder_.CreateFCmpOEQ(from, to), to, result);  // C returns `toward` when equal
+  return wrap(builder_.CreateSelect(builder_.CreateFCmpUNO(from, to), builder_.CreateFAdd(from, to), result));
+}
+
 }  // namespace kiln::llvm_backend

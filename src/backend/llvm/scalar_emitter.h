@@ -57,6 +57,13 @@ class LlvmScalarEmitter : public ops::ScalarEmitter {
   ops::ScalarValue logical_not(ops::ScalarValue x) override;
   ops::ScalarValue select(ops::ScalarValue condition, ops::ScalarValue on_true, ops::ScalarValue on_false) override;
   ops::ScalarValue convert(ops::ScalarValue x, DType from, DType to) override;
+  ops::ScalarValue atan2(ops::ScalarValue y, ops::ScalarValue x) override;
+  ops::ScalarValue bitwise(ops::Bitwise operation, ops::ScalarValue a, ops::ScalarValue b) override;
+  ops::ScalarValue shift(ops::Shift direction, ops::ScalarValue a, ops::ScalarValue count, DType dtype) override;
+  ops::ScalarValue truncated_divide(ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue truncated_remainder(ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
+  ops::ScalarValue copysign(ops::ScalarValue magnitude, ops::ScalarValue sign) override;
+  ops::ScalarValue next_after(ops::ScalarValue x, ops::ScalarValue toward) override;
 
  protected:
   /// A float register value (of f32 or f64 `from`) rounded to f16 or bf16, kept as float.
