@@ -109,7 +109,7 @@ std::pair<T, T> floating_divmod(T a, T b) {
 
 template <class T>
 std::pair<T, T> numpy_divmod(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return floating_divmod(a, b);
+  if constexpr (detail::is_floating_element<T>) return floating_divmod(a, b);
   else return integer_divmod(a, b);
 }
 

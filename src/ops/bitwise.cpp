@@ -101,7 +101,7 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
   detail::ArrayImpl& out = *result.impl();
   int64_t n = node.type.size();
   detail::dispatch(node.type.dtype, [&]<class T>() {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (detail::is_floating_element<T>) {
       KILN_CHECK(false, "bitwise primitive reached its kernel with a floating operand");
     } else {
       const T* a = inputs[0].impl()->data<T>();

@@ -15,8 +15,12 @@ namespace kiln::llvm_backend::vector_math {
 
 inline llvm::Value* constant(llvm::Type* type, double value) { return llvm::ConstantFP::get(type, value); }
 
-inline llvm::Value* log(llvm::IRBuilder<>& b, llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x); }
-inline llvm::Value* fabs(llvm::IRBuilder<>& b, llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
+inline llvm::Value* log(llvm::IRBuilder<>& b, llvm::Value* x) {
+  return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+}
+inline llvm::Value* fabs(llvm::IRBuilder<>& b, llvm::Value* x) {
+  return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+}
 inline llvm::Value* copysign(llvm::IRBuilder<>& b, llvm::Value* magnitude, llvm::Value* sign) {
   return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, magnitude, sign);
 }

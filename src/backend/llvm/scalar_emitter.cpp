@@ -101,7 +101,9 @@ llvm::Value* LlvmScalarEmitter::constant_value(double value, DType dtype) {
   if (dtype == DType::bf16) return llvm::ConstantFP::get(type, static_cast<float>(bfloat16(value)));
   if (is_floating(dtype)) return llvm::ConstantFP::get(type, value);
   if (dtype == DType::bool_) return builder_.getInt1(value != 0);
-  if (is_unsigned(dtype)) return llvm::ConstantInt::get(type, static_cast<uint64_t>(value), false);
+  if (is_unsigned(dtype))  // a negative value wraps, as -1 gives every bit set
+    return llvm::ConstantInt::get(
+        type, value < 0 ? static_cast<uint64_t>(static_cast<int64_t>(value)) : static_cast<uint64_t>(value));
   return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
 }
 
