@@ -72,6 +72,17 @@ Array max_pool(const Array& x, std::vector<int64_t> window, const PoolOptions& o
 Array avg_pool(const Array& x, std::vector<int64_t> window, const PoolOptions& options = {},
                Location where = Location::current());
 
+/// How reduce_window combines the elements of a window.
+enum class WindowReduction { sum, max, min, mean };
+/// lax.reduce_window: one window per position over every axis of x (a window
+/// extent of 1 leaves an axis as it is), moved by `strides` (default 1),
+/// with `padding` that never wins a max or min and counts as 0 in a sum or
+/// mean. Pooling in any layout is a reduce_window with extent 1 on the batch
+/// and channel axes.
+Array reduce_window(const Array& x, WindowReduction reduction, std::vector<int64_t> window,
+                    std::vector<int64_t> strides = {}, const Padding& padding = Padding::valid(),
+                    Location where = Location::current());
+
 /// (x - mean) / sqrt(var + eps) over `axis`, as torch.nn.functional.layer_norm
 /// without its affine part (multiply and add your own).
 Array layer_norm(const Array& x, int64_t axis = -1, double eps = 1e-5, Location where = Location::current());

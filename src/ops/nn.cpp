@@ -276,8 +276,10 @@ Array conv_transpose(const Array& y, const Array& kernel, const Shape& spatial, 
 
 namespace {
 
-Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& options, bool maximum, const char* operation,
-           Location where) {
+// Windows over the spatial axes of [N, spatial..., C] (channels_last) or
+// [N, C, spatial...], reduced.
+Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& options, WindowReduction reduction,
+           const char* operation, Location where) {
   const detail::AbstractValue& type = detail::impl_of(x, operation, where).type;
   if (window.empty() || type.ndim() != static_cast<int64_t>(window.size()) + 2)
     detail::raise(operation,
@@ -289,17 +291,23 @@ Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& optio
   Windows w = windows_of(channels_last_shape(x, options.channels_last), window_shape, strides, {}, options.padding,
                          operation, where);
   Array input = options.channels_last ? x : channels_last(x, where);
-  // Padding never wins a maximum: the dtype's lowest value (-inf for floats).
-  Scalar fill = maximum ? detail::dispatch(type.dtype,
-                                           [&]<class T>() -> Scalar {
-                                             if constexpr (detail::is_floating_element<T>)
-                                               return Scalar(-std::numeric_limits<double>::infinity());
-                                             else if constexpr (std::is_same_v<T, bool>) return Scalar(false);
-                                             else return Scalar(static_cast<int64_t>(std::numeric_limits<T>::lowest()));
-                                           })
-                        : Scalar(0);
+  // Padding never wins a maximum or a minimum: the dtype's lowest or highest value.
+  bool extreme = reduction == WindowReduction::max || reduction == WindowReduction::min;
+  Scalar fill = !extreme ? Scalar(0) : detail::dispatch(type.dtype, [&]<class T>() -> Scalar {
+    double sign = reduction == WindowReduction::max ? -1 : 1;
+    if constexpr (detail::is_floating_element<T>) return Scalar(sign * std::numeric_limits<double>::infinity());
+    else if constexpr (std::is_same_v<T, bool>) return Scalar(sign > 0);
+    else if (sign < 0) return Scalar(static_cast<int64_t>(std::numeric_limits<T>::lowest()));
+    else return Scalar(std::numeric_limits<T>::max());
+  });
   Array taps = patches(input, w, window_shape, fill, where).first;
-  Array reduced = maximum ? max(taps, 2, false, where) : mean(taps, 2, false, where);
+  Array reduced;
+  switch (reduction) {
+    case WindowReduction::sum: reduced = sum(taps, 2, false, where); break;
+    case WindowReduction::max: reduced = max(taps, 2, false, where); break;
+    case WindowReduction::min: reduced = min(taps, 2, false, where); break;
+    case WindowReduction::mean: reduced = mean(taps, 2, false, where); break;
+  }
   Array result = reshape(reduced, joined(joined({w.batch}, w.out), {w.channels}), where);
   return options.channels_last ? result : channels_first(result, where);
 }
@@ -307,11 +315,30 @@ Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& optio
 }  // namespace
 
 Array max_pool(const Array& x, std::vector<int64_t> window, const PoolOptions& options, Location where) {
-  return pool(x, std::move(window), options, true, "max_pool", where);
+  return pool(x, std::move(window), options, WindowReduction::max, "max_pool", where);
 }
 
 Array avg_pool(const Array& x, std::vector<int64_t> window, const PoolOptions& options, Location where) {
-  return pool(x, std::move(window), options, false, "avg_pool", where);
+  return pool(x, std::move(window), options, WindowReduction::mean, "avg_pool", where);
+}
+
+Array reduce_window(const Array& x, WindowReduction reduction, std::vector<int64_t> window,
+                    std::vector<int64_t> strides, const Padding& padding, Location where) {
+  const Shape& shape = detail::impl_of(x, "reduce_window", where).type.shape;
+  if (window.size() != shape.size() || (!strides.empty() && strides.size() != shape.size()))
+    detail::raise("reduce_window",
+                  "needs a window extent (and a stride, if any) per axis of " + shape_string(shape) + ", got " +
+                      std::to_string(window.size()) + " extents and " + std::to_string(strides.size()) + " strides",
+                  where, "give 1 for the axes the windows do not span");
+  if (shape.empty()) return x;
+  // Every axis is a spatial one of a batch of one image with one channel.
+  Shape image = joined(joined({1}, shape), {1});
+  PoolOptions options{.strides = strides.empty() ? std::vector<int64_t>(shape.size(), 1) : strides,
+                      .padding = padding,
+                      .channels_last = true};
+  Array pooled = pool(reshape(x, image, where), std::move(window), options, reduction, "reduce_window", where);
+  const Shape& out = detail::impl_of(pooled, "reduce_window", where).type.shape;
+  return reshape(pooled, Shape(out.begin() + 1, out.end() - 1), where);
 }
 
 Array layer_norm(const Array& x, int64_t axis, double eps, Location where) {

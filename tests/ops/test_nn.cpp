@@ -192,6 +192,53 @@ TEST(Nn, PoolingMatchesPyTorch) {
   testing::expect_cases_match(oracle, cases);
 }
 
+// lax.reduce_window's semantics in NumPy: pad with the reduction's identity,
+// take every window, keep every stride-th, reduce the window axes.
+TEST(Nn, ReduceWindowMatchesNumpyOverEveryAxis) {
+  RandomArrays random(59);
+  NumpyOracle oracle;
+  std::vector<testing::OracleCase> cases;
+  const std::vector<std::pair<WindowReduction, std::string>> reductions = {{WindowReduction::sum, "sum"},
+                                                                           {WindowReduction::max, "max"},
+                                                                           {WindowReduction::min, "min"},
+                                                                           {WindowReduction::mean, "mean"}};
+  for (int trial = 0; trial < 24; ++trial) {
+    auto [reduction, name] = reductions[static_cast<size_t>(trial % 4)];
+    DType dtype = trial % 3 == 0 ? DType::i32 : DType::f64;
+    if (reduction == WindowReduction::mean) dtype = DType::f64;
+    Shape shape, window, strides;
+    std::vector<std::pair<int64_t, int64_t>> pads;
+    for (int64_t d = 0, rank = random.integer(1, 3); d < rank; ++d) {
+      window.push_back(random.integer(1, 3));
+      strides.push_back(random.integer(1, 2));
+      pads.push_back({random.integer(0, window.back() - 1), random.integer(0, window.back() - 1)});
+      shape.push_back(random.integer(window.back(), 6));
+    }
+    Array x = random.uniform(shape, dtype, -9, 9);
+    std::string fill = name == "max" ? "-np.inf" : name == "min" ? "np.inf" : "0";
+    std::string pad_text = "[", window_text = "(", slices = "[";
+    for (size_t d = 0; d < shape.size(); ++d) {
+      pad_text += "(" + std::to_string(pads[d].first) + "," + std::to_string(pads[d].second) + "),";
+      window_text += std::to_string(window[d]) + ",";
+      slices += "::" + std::to_string(strides[d]) + ",";
+    }
+    std::string axes = "tuple(range(" + std::to_string(shape.size()) + ", " + std::to_string(2 * shape.size()) + "))";
+    std::string expression = "np." + name + "(np.lib.stride_tricks.sliding_window_view(np.pad(a.astype(np.float64), " +
+                             pad_text + "], constant_values=" + fill + "), " + window_text + "))" + slices +
+                             "], axis=" + axes + ")" + (dtype == DType::i32 ? ".astype(np.int32)" : "");
+    std::string context =
+        name + " of " + shape_string(shape) + " window " + shape_string(window) + " strides " + shape_string(strides);
+    cases.push_back(
+        {reduce_window(x, reduction, window, strides, Padding(pads)), oracle.add(expression, {x}), context, 1e-12});
+  }
+  oracle.run();
+  testing::expect_cases_match(oracle, cases);
+  // A window of 1 along batch and channels is pooling.
+  Array images = random.uniform({2, 5, 4, 3}, DType::f32);
+  EXPECT_TRUE(all_close(reduce_window(images, WindowReduction::max, {1, 2, 2, 1}, {1, 2, 2, 1}),
+                        max_pool(images, {2, 2}), 0, 0));
+}
+
 TEST(Nn, ActivationsAndNormalizationsMatchPyTorch) {
   RandomArrays random(54);
   NumpyOracle oracle;
@@ -269,6 +316,9 @@ TEST(Nn, ErrorsNameTheShapesAndTheFix) {
   const int window_line = __LINE__ + 1;
   auto wide = [&] { conv(x, ones({7, 1, 4, 2})); };
   testing::expect_error(window_line, wide, {"[conv]", "spans 7 elements", "only 5", "Padding::same()"});
+  const int reduce_window_line = __LINE__ + 1;
+  auto too_few = [&] { reduce_window(x, WindowReduction::max, {2, 2}); };
+  testing::expect_error(reduce_window_line, too_few, {"[reduce_window]", "[1,5,5,4]", "2 extents", "give 1"});
   const int pairs_line = __LINE__ + 1;
   auto pairs = [&] { conv(x, ones({3, 3, 4, 2}), {.padding = Padding({{1, 1}})}); };
   testing::expect_error(pairs_line, pairs, {"[conv]", "1 (before, after) pairs for 2 spatial dimensions"});
