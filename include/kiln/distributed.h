@@ -42,7 +42,8 @@ Array rank_array(Location where = Location::current());
 
 /// Every rank's x combined elementwise; every rank gets the result. mean
 /// needs a floating dtype; sum, max and min take any dtype but bool (max and
-/// min do: any and all).
+/// min do: any and all). Integer sums wrap modulo 2^bits; f16 and bf16 sums
+/// and means are computed in f32 and rounded once.
 Array all_reduce(const Array& x, ReduceOp op = ReduceOp::sum, Location where = Location::current());
 /// Every rank's x concatenated along `axis`, in rank order.
 Array all_gather(const Array& x, int64_t axis = 0, Location where = Location::current());

@@ -91,6 +91,27 @@ void with_float(const void* in, int64_t in_count, void* out, int64_t out_count, 
     narrowed[k] = dtype == DType::f16 ? float16(wide_out[k]).bits() : bfloat16(wide_out[k]).bits();
 }
 
+// Open MPI's vectorized reductions (its op/avx component, 4.1) add 8- and
+// 16-bit integers with saturation (open-mpi/ompi#8045), where kiln's sums wrap
+// modulo 2^bits. Such sums run on zero-extended u32 copies: their wrapping
+// sum has the same low bits.
+bool narrow_integer_sum(DType dtype, ReduceOp op) {
+  return op == ReduceOp::sum && is_integer(dtype) && dtype_size(dtype) < sizeof(uint32_t);
+}
+
+template <class Reduce>
+void with_u32(const void* in, int64_t in_count, void* out, int64_t out_count, DType dtype, Reduce reduce) {
+  std::vector<uint32_t> wide_in(static_cast<size_t>(in_count)), wide_out(static_cast<size_t>(out_count));
+  bool bytes = dtype_size(dtype) == 1;
+  for (size_t k = 0; k < wide_in.size(); ++k)
+    wide_in[k] = bytes ? static_cast<const uint8_t*>(in)[k] : static_cast<const uint16_t*>(in)[k];
+  reduce(wide_in.data(), wide_out.data());
+  for (size_t k = 0; k < wide_out.size(); ++k) {
+    if (bytes) static_cast<uint8_t*>(out)[k] = static_cast<uint8_t>(wide_out[k]);
+    else static_cast<uint16_t*>(out)[k] = static_cast<uint16_t>(wide_out[k]);
+  }
+}
+
 }  // namespace
 
 const char* reduce_op_name(ReduceOp op) {
@@ -143,6 +164,11 @@ void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp 
                [&](float* wide_in, float* wide_out) { all_reduce(wide_in, wide_out, count, DType::f32, op); });
     return;
   }
+  if (narrow_integer_sum(dtype, op)) {
+    with_u32(in, count, out, count, dtype,
+             [&](uint32_t* wide_in, uint32_t* wide_out) { all_reduce(wide_in, wide_out, count, DType::u32, op); });
+    return;
+  }
   {
     std::lock_guard lock(mpi_mutex());
     for (int64_t first = 0; first < count; first += chunk) {
@@ -177,6 +203,11 @@ void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, Reduc
   if (is_half(dtype)) {
     with_float(in, count * world().size, out, count, dtype,
                [&](float* wide_in, float* wide_out) { reduce_scatter(wide_in, wide_out, count, DType::f32, op); });
+    return;
+  }
+  if (narrow_integer_sum(dtype, op)) {
+    with_u32(in, count * world().size, out, count, dtype,
+             [&](uint32_t* wide_in, uint32_t* wide_out) { reduce_scatter(wide_in, wide_out, count, DType::u32, op); });
     return;
   }
   {

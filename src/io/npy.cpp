@@ -259,7 +259,9 @@ Array load_npy(const std::string& path, Location where) {
 
   auto dtype = dtype_of_descr(header.descr);
   if (!dtype) {
-    std::string hint = "kiln reads little-endian bool, int32, int64, float32 and float64 arrays";
+    std::string hint =
+        "kiln reads little-endian bool, int8 to int64, uint8 to uint64, float16, float32, float64 and bfloat16 "
+        "('|V2') arrays";
     if (!header.descr.empty() && header.descr[0] == '>')
       hint = "big-endian data: save x.astype(x.dtype.newbyteorder('<')) instead";
     detail::raise("load_npy", quoted(path) + " holds dtype " + quoted(header.descr) + ", which kiln does not read",

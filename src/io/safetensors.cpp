@@ -114,7 +114,8 @@ class HeaderReader {
     auto dtype = dtype_of_code(code.get<std::string>());
     if (!dtype)
       fail("tensor " + quoted(name) + " has dtype " + preview(code) + ", which kiln does not read",
-           "kiln reads BOOL, I32, I64, F32 and F64 tensors; convert the others before saving");
+           "kiln reads BOOL, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32 and F64 tensors; convert the "
+           "others before saving");
     entry.dtype = *dtype;
 
     const Json& shape = field(info, name, "shape");

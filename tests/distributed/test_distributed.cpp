@@ -6,8 +6,12 @@
 #include <kiln/distributed.h>
 #include <kiln/kiln.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include "support/errors.h"
 
@@ -111,6 +115,165 @@ TEST(Distributed, EveryCollectiveAndDtypeMatchesOneProcess) {
   EXPECT_EQ(every.to_vector<bool>(), (std::vector<bool>{world == 1, true, false}));
   EXPECT_EQ(jit([] { return dist::all_reduce(dist::rank_array(), ReduceOp::sum); })().item<int32_t>(),
             world * (world - 1) / 2);
+}
+
+// ---- The narrow, unsigned and 16-bit float dtypes --------------------------------------
+//
+// Element k of rank r, exactly representable in T. Integers: the extremes at
+// the front, then bit patterns spread over the whole range, so sums wrap.
+// f16 and bf16: element 0 is 1 on rank 0 and half an ulp of 1 elsewhere (one
+// by one, each addition ties back to 1; summed in f32 and rounded once, three
+// ranks give 1 + ulp); elements 1 and 2 overflow f16/bf16 when summed (their
+// mean does not); the rest are small multiples of 3/8, whose f32 sums are
+// exact in any order.
+template <class T>
+T element_of(int r, int64_t k) {
+  if constexpr (HalfFloat<T>) {
+    constexpr bool is_f16 = std::is_same_v<T, float16>;
+    const double big = is_f16 ? 40000.0 : std::ldexp(1.0, 127);
+    switch (k) {
+      case 0: return T(r == 0 ? 1.0 : std::ldexp(1.0, is_f16 ? -11 : -8));
+      case 1: return T(big);
+      case 2: return T(-big);
+      case 3: return T(r == 1 ? -0.5 : 0.25 * (r + 1));
+      default: break;
+    }
+    double m = static_cast<double>((k * 37 + r * 11) % 97 - 48) * 0.375;
+    return T(std::ldexp(m, static_cast<int>(k % 5)));
+  } else {
+    using limits = std::numeric_limits<T>;
+    switch (k) {
+      case 0: return limits::max();
+      case 1: return r % 2 ? limits::min() : limits::max();
+      case 2: return limits::min();
+      case 3: return static_cast<T>(r + 1);
+      default: break;
+    }
+    return static_cast<T>(static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull +
+                          static_cast<uint64_t>(r) * 0xBF58476D1CE4E5B9ull);
+  }
+}
+
+template <class T>
+std::vector<T> elements_of(int r, int64_t count) {
+  std::vector<T> values;
+  for (int64_t k = 0; k < count; ++k) values.push_back(element_of<T>(r, k));
+  return values;
+}
+
+template <class T>
+std::vector<uint64_t> bits_of(const std::vector<T>& values) {
+  std::vector<uint64_t> bits;
+  for (T v : values) {
+    if constexpr (HalfFloat<T>) bits.push_back(v.bits());
+    else bits.push_back(static_cast<uint64_t>(v));
+  }
+  return bits;
+}
+
+/// got holds exactly `expected` (bit for bit) with dtype T and `shape`.
+template <class T>
+void expect_bits(const Array& got, const std::vector<T>& expected, const Shape& shape, const std::string& what) {
+  ASSERT_EQ(got.dtype(), dtype_of<T>()) << what;
+  ASSERT_EQ(got.shape(), shape) << what;
+  EXPECT_EQ(bits_of(got.to_vector<T>()), bits_of(expected)) << what << "\ngot " << got;
+}
+
+/// What every rank expects from each collective, computed in this process:
+/// integer sums wrap (modulo 2^bits); f16 and bf16 sums and means are taken
+/// in f32 and rounded once.
+template <class T>
+void expect_collectives_match_one_process() {
+  const int world = dist::world_size(), me = dist::rank();
+  // Rows of 40 elements: long enough for MPI's vectorized reductions.
+  const int64_t columns = 40;
+  const Shape shape{2 * world, columns};
+  const int64_t count = 2 * world * columns;
+  const std::string name(dtype_name(dtype_of<T>()));
+  std::vector<std::vector<T>> every;
+  for (int r = 0; r < world; ++r) every.push_back(elements_of<T>(r, count));
+  std::vector<T> sum, high, low, mean;
+  for (int64_t k = 0; k < count; ++k) {
+    auto at = [&](int r) { return every[static_cast<size_t>(r)][static_cast<size_t>(k)]; };
+    T most = at(0), least = at(0);
+    for (int r = 1; r < world; ++r) {
+      most = std::max(most, at(r), [](T a, T b) { return a < b; });
+      least = std::min(least, at(r), [](T a, T b) { return a < b; });
+    }
+    high.push_back(most);
+    low.push_back(least);
+    if constexpr (HalfFloat<T>) {
+      double exact = 0;
+      for (int r = 0; r < world; ++r) exact += static_cast<float>(at(r));
+      auto in_f32 = static_cast<float>(exact);
+      ASSERT_TRUE(std::isinf(in_f32) || static_cast<double>(in_f32) == exact)
+          << name << " element " << k << ": the test's f32 sums must be exact, whatever the order";
+      sum.push_back(T(in_f32));
+      mean.push_back(T(in_f32 / static_cast<float>(world)));
+    } else {
+      uint64_t wrapped = 0;
+      for (int r = 0; r < world; ++r) wrapped += static_cast<uint64_t>(at(r));
+      sum.push_back(static_cast<T>(wrapped));
+    }
+  }
+  if constexpr (HalfFloat<T>) {
+    // Rounding once is not rounding after each addition: 1 + ulp, not 1, at
+    // three ranks. The sums of elements 1 and 2 overflow; their means do not.
+    T one_by_one = every[0][0];
+    for (int r = 1; r < world; ++r) one_by_one = T(one_by_one + every[static_cast<size_t>(r)][0]);
+    if (world >= 3) EXPECT_NE(sum[0].bits(), one_by_one.bits()) << name;
+    if (world >= 2) {
+      EXPECT_TRUE(std::isinf(static_cast<float>(sum[1])) && std::isinf(static_cast<float>(sum[2]))) << name;
+      // f16's overflow fits in f32, so the mean is finite; bf16's overflows f32 too.
+      if (std::is_same_v<T, float16>) EXPECT_EQ(mean[1].bits(), every[0][1].bits()) << name;
+    }
+  } else if (world >= 2) {
+    EXPECT_EQ(sum[0], static_cast<T>(std::numeric_limits<T>::max() * static_cast<uint64_t>(world))) << name;
+  }
+  // Rank r's block of rows [2r, 2r + 2) for reduce_scatter; all_gather along
+  // axis 0 stacks the ranks' rows, along axis 1 their columns.
+  std::vector<T> scattered(sum.begin() + 2 * columns * me, sum.begin() + 2 * columns * (me + 1));
+  std::vector<T> stacked, side_by_side;
+  for (const std::vector<T>& values : every) stacked.insert(stacked.end(), values.begin(), values.end());
+  for (int64_t row = 0; row < 2 * world; ++row)
+    for (const std::vector<T>& values : every)
+      side_by_side.insert(side_by_side.end(), values.begin() + columns * row, values.begin() + columns * (row + 1));
+
+  Array x = array(every[static_cast<size_t>(me)], shape);
+  for (bool jitted : {false, true}) {
+    auto run = [&](auto fn) { return jitted ? jit(fn)(x) : fn(x); };
+    std::string how = name + (jitted ? " under jit" : " eagerly") + " on rank " + std::to_string(me);
+    expect_bits(run([](const Array& v) { return dist::all_reduce(v, ReduceOp::sum); }), sum, shape, "sum " + how);
+    expect_bits(run([](const Array& v) { return dist::all_reduce(v, ReduceOp::max); }), high, shape, "max " + how);
+    expect_bits(run([](const Array& v) { return dist::all_reduce(v, ReduceOp::min); }), low, shape, "min " + how);
+    if constexpr (HalfFloat<T>)
+      expect_bits(run([](const Array& v) { return dist::all_reduce(v, ReduceOp::mean); }), mean, shape, "mean " + how);
+    expect_bits(run([](const Array& v) { return dist::reduce_scatter(v, 0); }), scattered, {2, columns},
+                "reduce_scatter " + how);
+    expect_bits(run([](const Array& v) { return dist::all_gather(v, 0); }), stacked, {2 * world * world, columns},
+                "all_gather axis 0 " + how);
+    expect_bits(run([](const Array& v) { return dist::all_gather(v, 1); }), side_by_side, {2 * world, columns * world},
+                "all_gather axis 1 " + how);
+    expect_bits(run([](const Array& v) { return dist::broadcast(v, 0); }), every.front(), shape,
+                "broadcast from 0 " + how);
+    expect_bits(run([world](const Array& v) { return dist::broadcast(v, world - 1); }), every.back(), shape,
+                "broadcast from the last rank " + how);
+  }
+}
+
+TEST(Distributed, NarrowUnsignedAndHalfDtypesMatchOneProcess) {
+  expect_collectives_match_one_process<uint8_t>();
+  expect_collectives_match_one_process<int8_t>();
+  expect_collectives_match_one_process<int16_t>();
+  expect_collectives_match_one_process<uint16_t>();
+  expect_collectives_match_one_process<uint32_t>();
+  expect_collectives_match_one_process<uint64_t>();
+  expect_collectives_match_one_process<float16>();
+  expect_collectives_match_one_process<bfloat16>();
+  // Means are defined for floating dtypes only.
+  const int line = __LINE__ + 1;
+  auto mean_of_bytes = [] { dist::all_reduce(ones({2}, u8), ReduceOp::mean); };
+  testing::expect_error(line, mean_of_bytes, {"[all_reduce]", "mean of u8 values", "astype"});
 }
 
 // The objective of a data-parallel program is the sum of every rank's loss;

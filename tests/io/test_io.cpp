@@ -1,15 +1,20 @@
 // File formats against the real NumPy: .npy written by kiln and read by
 // NumPy and the reverse (every dtype, 0-d, zero-size, 3-d, Fortran order,
 // format versions); safetensors round trips, read by a small Python reader
-// and written by a Python writer; damaged and hostile files; tracers.
+// and written by a Python writer; bf16, which NumPy lacks, checked against
+// PyTorch's bfloat16; values compared bit for bit; damaged and hostile files;
+// tracers.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -64,26 +69,97 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   return ::testing::AssertionFailure() << "python failed (" << status << "):\n" << read_bytes(directory / "python.log");
 }
 
-/// `x` as a NumPy expression with the same dtype, shape and values.
+/// Calls f(T{}) with the C++ element type of `dtype`.
+template <class F>
+decltype(auto) with_element(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::bool_: return f(bool{});
+    case DType::i8: return f(int8_t{});
+    case DType::i16: return f(int16_t{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::u16: return f(uint16_t{});
+    case DType::u32: return f(uint32_t{});
+    case DType::u64: return f(uint64_t{});
+    case DType::f16: return f(float16{});
+    case DType::bf16: return f(bfloat16{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+  }
+  throw std::logic_error("unknown dtype");
+}
+
+/// The elements' bytes, as stored (row-major, little-endian).
+std::string raw_bytes(const Array& x) {
+  return with_element(x.dtype(), [&]<class T>(T) {
+    if constexpr (std::is_same_v<T, bool>) {
+      std::string bytes;
+      for (bool v : x.to_vector<bool>()) bytes += static_cast<char>(v);
+      return bytes;
+    } else {
+      std::vector<T> v = x.to_vector<T>();
+      return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    }
+  });
+}
+
+std::string hex(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string text;
+  for (unsigned char c : bytes) text += std::string{digits[c >> 4], digits[c & 15]};
+  return text;
+}
+
+/// A Python float literal that keeps every bit: 17 digits, -0.0 with its sign.
+std::string python_float(double v) {
+  if (std::isnan(v)) return "float('nan')";
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  std::string literal = text;
+  if (literal.find_first_of(".e") == std::string::npos) literal += ".0";
+  return literal;
+}
+
+/// `x` as a Python expression with the same dtype, shape and values: a NumPy
+/// array, or for bf16 (which NumPy lacks) a torch.bfloat16 tensor.
 std::string numpy_literal(const Array& x) {
   std::ostringstream text;
-  text.precision(17);
-  text << "np.array([";
+  std::string shape = "(";
+  for (int64_t extent : x.shape()) shape += std::to_string(extent) + ",";
+  shape += ")";
+  text << (x.dtype() == bf16 ? "bf16_tensor([" : "np.array([");
   if (x.dtype() == bool_) {
     for (bool v : x.to_vector<bool>()) text << (v ? "True," : "False,");
+  } else if (is_unsigned(x.dtype())) {
+    for (uint64_t v : x.to_vector<uint64_t>()) text << v << ",";
   } else if (!is_floating(x.dtype())) {
     for (int64_t v : x.to_vector<int64_t>()) text << v << ",";
   } else {
-    for (double v : x.to_vector<double>()) {
-      if (std::isnan(v)) text << "float('nan'),";
-      else if (std::isinf(v)) text << (v > 0 ? "float('inf')," : "float('-inf'),");
-      else text << v << ",";
-    }
+    for (double v : x.to_vector<double>()) text << python_float(v) << ",";
   }
-  text << "], dtype=" << testing::numpy_dtype(x.dtype()) << ").reshape((";
-  for (int64_t extent : x.shape()) text << extent << ",";
-  text << "))";
+  if (x.dtype() == bf16) text << "], " << shape << ")";
+  else text << "], dtype=" << testing::numpy_dtype(x.dtype()) << ").reshape(" << shape << ")";
   return text.str();
+}
+
+/// x with the dtype's extremes at the front: integers' min and max (u64's
+/// 2^64-1, i8's -128), floats' NaN, infinities, -0, largest, smallest subnormal, lowest.
+Array with_special_values(const Array& x) {
+  if (x.ndim() == 0 || x.dtype() == bool_) return x;
+  return with_element(x.dtype(), [&]<class T>(T) {
+    std::vector<T> v = x.to_vector<T>();
+    std::vector<T> specials;
+    using limits = std::numeric_limits<T>;
+    if constexpr (std::is_integral_v<T>) specials = {limits::min(), limits::max(), T(0)};
+    else
+      specials = {
+          limits::quiet_NaN(),  limits::infinity(), T(-std::numeric_limits<double>::infinity()), T(-0.0), limits::max(),
+          limits::denorm_min(), limits::lowest()};
+    for (size_t k = 0; k < std::min(v.size(), specials.size()); ++k) v[k] = specials[k];
+    return array(v, x.shape());
+  });
 }
 
 /// The arrays every format test saves: each dtype as 0-d, zero-size, 1-d and
@@ -91,22 +167,9 @@ std::string numpy_literal(const Array& x) {
 std::map<std::string, Array> sample_arrays() {
   std::map<std::string, Array> arrays;
   testing::RandomArrays random(3);
-  for (DType dtype : {bool_, i32, i64, f32, f64}) {
+  for (DType dtype : testing::every_dtype) {
     for (const Shape& shape : {Shape{}, Shape{0}, Shape{3, 0, 2}, Shape{5}, Shape{2, 3, 4}}) {
-      Array x = random.uniform(shape, dtype, -100, 100);
-      if (x.size() >= 4 && is_floating(dtype)) {
-        std::vector<double> v = x.to_vector<double>();
-        v[0] = std::nan(""), v[1] = INFINITY, v[2] = -INFINITY, v[3] = -0.0;
-        x = astype(array(v, shape), dtype);
-      } else if (x.size() >= 2 && dtype == i32) {
-        std::vector<int32_t> v = x.to_vector<int32_t>();
-        v[0] = INT32_MIN, v[1] = INT32_MAX;
-        x = array(v, shape);
-      } else if (x.size() >= 2 && dtype == i64) {
-        std::vector<int64_t> v = x.to_vector<int64_t>();
-        v[0] = INT64_MIN, v[1] = INT64_MAX;
-        x = array(v, shape);
-      }
+      Array x = with_special_values(random.uniform(shape, dtype, -100, 100));
       std::string name =
           std::string(dtype_name(dtype)) + "_" + std::to_string(shape.size()) + "d_" + std::to_string(x.size());
       arrays[name] = x;
@@ -116,19 +179,30 @@ std::map<std::string, Array> sample_arrays() {
   return arrays;
 }
 
+/// Same dtype, shape and bytes (so NaN payloads and the sign of zero too).
 void expect_identical(const Array& actual, const Array& expected, const std::string& context) {
   EXPECT_EQ(actual.dtype(), expected.dtype()) << context;
   EXPECT_EQ(actual.shape(), expected.shape()) << context;
   EXPECT_FALSE(actual.weak_type()) << context;
-  if (actual.shape() == expected.shape()) EXPECT_TRUE(all_close(actual, expected, 0, 0, context));
+  if (actual.dtype() == expected.dtype() && actual.shape() == expected.shape()) {
+    EXPECT_TRUE(all_close(actual, expected, 0, 0, context));
+    EXPECT_EQ(hex(raw_bytes(actual)), hex(raw_bytes(expected))) << context;
+  }
 }
 
-/// Reads NumPy's description of an array: dtype name, shape, one value per line.
-Array read_expectation(const std::string& path) {
+struct Expectation {
+  Array values;
+  std::string bytes;  // hex, as NumPy stores them
+};
+
+/// Reads Python's description of an array: dtype name, shape, the bytes in
+/// hex, one value per line. Checks `actual` against both the values and the bytes.
+Expectation read_expectation(const std::string& path) {
   std::ifstream in(path);
-  std::string dtype_text, shape_line, value;
+  std::string dtype_text, shape_line, bytes, value;
   std::getline(in, dtype_text);
   std::getline(in, shape_line);
+  std::getline(in, bytes);
   Shape shape;
   std::istringstream dims(shape_line);
   for (int64_t extent; dims >> extent;) shape.push_back(extent);
@@ -136,49 +210,117 @@ Array read_expectation(const std::string& path) {
   while (std::getline(in, value)) values.push_back(value);
   std::vector<double> floats;
   std::vector<int64_t> integers;
+  std::vector<uint64_t> naturals;
   for (const std::string& v : values) {
     floats.push_back(std::strtod(v.c_str(), nullptr));
     integers.push_back(std::strtoll(v.c_str(), nullptr, 10));
+    naturals.push_back(std::strtoull(v.c_str(), nullptr, 10));
   }
-  if (dtype_text == "float64") return array(floats, shape);
-  if (dtype_text == "float32") return astype(array(floats, shape), f32);
-  if (dtype_text == "int64") return array(integers, shape);
-  if (dtype_text == "int32") return astype(array(integers, shape), i32);
-  if (dtype_text == "bool") return astype(array(integers, shape), bool_);
-  throw std::runtime_error("unknown dtype " + dtype_text + " in " + path);
+  const std::map<std::string, DType> dtypes = {{"bool", bool_}, {"int8", i8},     {"int16", i16},     {"int32", i32},
+                                               {"int64", i64},  {"uint8", u8},    {"uint16", u16},    {"uint32", u32},
+                                               {"uint64", u64}, {"float16", f16}, {"bfloat16", bf16}, {"float32", f32},
+                                               {"float64", f64}};
+  auto found = dtypes.find(dtype_text);
+  if (found == dtypes.end()) throw std::runtime_error("unknown dtype " + dtype_text + " in " + path);
+  DType dtype = found->second;
+  Array x = is_floating(dtype)   ? array(floats, shape)
+            : is_unsigned(dtype) ? array(naturals, shape)
+                                 : array(integers, shape);
+  return {astype(x, dtype), bytes};
+}
+
+void expect_matches(const Array& actual, const Expectation& expected, const std::string& context) {
+  EXPECT_EQ(actual.dtype(), expected.values.dtype()) << context;
+  EXPECT_EQ(actual.shape(), expected.values.shape()) << context;
+  EXPECT_FALSE(actual.weak_type()) << context;
+  if (actual.dtype() == expected.values.dtype() && actual.shape() == expected.values.shape()) {
+    EXPECT_TRUE(all_close(actual, expected.values, 0, 0, context));
+    EXPECT_EQ(hex(raw_bytes(actual)), expected.bytes) << context;
+  }
 }
 
 /// Shared by the Python scripts: deterministic values with special cases, and
-/// a text description of an array that read_expectation reads back.
+/// a text description of an array that read_expectation reads back. NumPy has
+/// no bf16: its arrays are '|V2' (two opaque bytes each), made from and
+/// checked against torch.bfloat16 tensors.
 const char* python_helpers = R"PY(
 import json, os, struct, sys
 import numpy as np
+import torch
 d = sys.argv[1]
 rng = np.random.default_rng(5)
+V2 = np.dtype('V2')
+
+def bf16_tensor(vals, shape):
+    """A torch.bfloat16 tensor of values that bf16 holds exactly. NaN is the
+    quiet NaN 0x7fc0 (torch's vectorized conversion may give 0xffff)."""
+    t = torch.tensor(vals, dtype=torch.float64).to(torch.bfloat16).reshape(shape)
+    t.view(torch.int16)[torch.isnan(t)] = 0x7fc0
+    return t
+
+def bf16_array(t):
+    """A torch.bfloat16 tensor's bits as the '|V2' array kiln reads as bf16."""
+    return t.contiguous().view(torch.int16).numpy().copy().view(np.uint16).view(V2)
+
+def to_bf16(a):
+    """A '|V2' array as a torch.bfloat16 tensor: its bits read as uint16."""
+    bits = a.copy(order='C').view(np.uint16)
+    return torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16)
 
 def values(dtype, shape):
     n = int(np.prod(shape, dtype=np.int64))
+    if dtype == 'bfloat16':
+        v = torch.from_numpy(rng.standard_normal(n) * 100).to(torch.bfloat16)
+        specials = [np.nan, np.inf, -np.inf, -0.0, torch.finfo(torch.bfloat16).max, 2.0 ** -133,
+                    -torch.finfo(torch.bfloat16).max]
+        v[:min(n, 7)] = torch.tensor(specials[:min(n, 7)], dtype=torch.float64).to(torch.bfloat16)
+        return bf16_array(v).reshape(shape)
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         v = rng.integers(0, 2, n).astype(np.bool_)
-    elif dtype.kind == 'i':
-        v = rng.integers(-1000, 1000, n).astype(dtype)
+    elif dtype.kind in 'iu':
+        info = np.iinfo(dtype)
+        v = rng.integers(max(int(info.min), -1000), min(int(info.max), 1000), n, endpoint=True).astype(dtype)
         if n >= 2:
-            v[0], v[1] = np.iinfo(dtype).min, np.iinfo(dtype).max
+            v[0], v[1] = info.min, info.max
     else:
-        v = rng.standard_normal(n).astype(dtype)
-        specials = [np.nan, np.inf, -np.inf, -0.0]
-        v[:min(n, 4)] = specials[:min(n, 4)]
+        v = (rng.standard_normal(n) * 100).astype(dtype)
+        info = np.finfo(dtype)
+        specials = [np.nan, np.inf, -np.inf, -0.0, info.max, info.smallest_subnormal, info.min]
+        v[:min(n, 7)] = specials[:min(n, 7)]
     return v.reshape(shape)
 
 def expect(name, x):
     with open(os.path.join(d, name + '.txt'), 'w') as f:
-        f.write(x.dtype.name + '\n')
+        f.write(('bfloat16' if x.dtype == V2 else x.dtype.name) + '\n')
         f.write(' '.join(str(s) for s in x.shape) + '\n')
-        for v in np.ascontiguousarray(x).ravel():
-            f.write((repr(float(v)) if x.dtype.kind == 'f' else str(int(v))) + '\n')
+        f.write(np.ascontiguousarray(x).tobytes().hex() + '\n')
+        flat = to_bf16(x).reshape(-1).tolist() if x.dtype == V2 else np.ascontiguousarray(x).ravel()
+        for v in flat:
+            f.write((repr(float(v)) if x.dtype.kind in 'fV' else str(int(v))) + '\n')
 
-dtypes = [np.bool_, np.int32, np.int64, np.float32, np.float64]
+def same(name, got, expected):
+    """got (read by NumPy) holds exactly `expected`: a NumPy array, or a
+    torch.bfloat16 tensor for kiln's bf16 ('|V2')."""
+    if isinstance(expected, torch.Tensor):
+        assert got.dtype == V2, (name, got.dtype)
+        assert got.shape == tuple(expected.shape), (name, got.shape, expected.shape)
+        t = to_bf16(got)
+        assert t.dtype == torch.bfloat16 and t.shape == expected.shape, (name, t.dtype, t.shape)
+        bits = lambda x: x.view(torch.int16).reshape(-1).tolist()
+        nan = torch.isnan(expected)
+        assert torch.equal(torch.isnan(t), nan), (name, t, expected)
+        assert torch.equal(t[~nan], expected[~nan]), (name, t, expected)
+        assert torch.equal(torch.signbit(t), torch.signbit(expected)), (name, bits(t), bits(expected))
+        assert np.ascontiguousarray(got).tobytes() == bf16_array(expected).tobytes(), (name, bits(t), bits(expected))
+        return
+    assert got.dtype == expected.dtype, (name, got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (name, got.shape, expected.shape)
+    assert np.array_equal(got, expected, equal_nan=got.dtype.kind == 'f'), (name, got, expected)
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expected).tobytes(), (name, got, expected)
+
+dtypes = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+          np.float16, 'bfloat16', np.float32, np.float64]
 shapes = [(), (0,), (0, 3), (3, 0, 2), (5,), (2, 3, 4)]
 )PY";
 
@@ -228,15 +370,33 @@ def check(name, expected):
         header = np.lib.format._read_array_header(f, version)
         assert f.tell() % 64 == 0, (name, 'data not 64-byte aligned', f.tell())
     got = np.load(path, allow_pickle=False)
-    assert got.dtype == expected.dtype, (name, got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (name, got.shape, expected.shape)
+    assert header[2] == got.dtype, (name, header, got.dtype)
     assert got.flags['C_CONTIGUOUS']
-    assert np.array_equal(got, expected, equal_nan=got.dtype.kind == 'f'), (name, got, expected)
+    same(name, got, expected)
+    checked.add(name)
+checked = set()
 )PY";
   for (const auto& [name, x] : sample_arrays()) {
     save_npy(directory / (name + ".npy"), x);
     script += "check('" + name + "', " + numpy_literal(x) + ")\n";
   }
+  // Every dtype, with its descr: bf16 as two opaque bytes.
+  script += R"PY(
+descrs = {'bool': '|b1', 'int8': '|i1', 'int16': '<i2', 'int32': '<i4', 'int64': '<i8', 'uint8': '|u1',
+          'uint16': '<u2', 'uint32': '<u4', 'uint64': '<u8', 'float16': '<f2', 'bfloat16': '|V2',
+          'float32': '<f4', 'float64': '<f8'}
+names = {'i8': 'int8', 'i16': 'int16', 'i32': 'int32', 'i64': 'int64', 'u8': 'uint8', 'u16': 'uint16',
+         'u32': 'uint32', 'u64': 'uint64', 'f16': 'float16', 'bf16': 'bfloat16', 'f32': 'float32', 'f64': 'float64'}
+seen = set()
+for name in checked:
+    if name == 'weak_scalar':
+        continue
+    tag = name.split('_')[0]
+    seen.add(tag)
+    text = open(os.path.join(d, name + '.npy'), 'rb').read(128).decode('latin-1')
+    assert "'descr': '%s'" % descrs[names.get(tag, tag)] in text, (name, text)
+assert len(seen) == 13, seen
+)PY";
   EXPECT_TRUE(python(script, directory));
 }
 
@@ -254,7 +414,7 @@ def save(name, x, version=None):
     names.append(name)
 
 for dtype in dtypes:
-    tag = np.dtype(dtype).name
+    tag = 'bfloat16' if dtype == 'bfloat16' else np.dtype(dtype).name
     for shape in shapes:
         save('%s_%s' % (tag, 'x'.join(map(str, shape)) or 'scalar'), values(dtype, shape))
     x = values(dtype, (3, 4, 2))
@@ -266,11 +426,20 @@ for dtype in dtypes:
 with open(os.path.join(d, 'names.txt'), 'w') as f:
     f.write('\n'.join(names))
 
+# A bf16 file as torch makes one: its bits saved as two opaque bytes.
+torch_bf16 = torch.tensor([[1.0, -2.5, 3.0e38], [-0.0, float('inf'), 2.0 ** -133]], dtype=torch.bfloat16)
+np.save(os.path.join(d, 'torch_bf16.npy'), torch_bf16.view(torch.int16).numpy().view(np.uint16).view('V2'))
+
 unsupported = {
     'big_endian': np.arange(3, dtype='>f4'),
     'big_endian_half': np.arange(3, dtype='>f2'),
+    'big_endian_u16': np.arange(3, dtype='>u2'),
+    'big_endian_u64': np.arange(3, dtype='>u8'),
     'complex': np.zeros(2, np.complex64),
     'structured': np.zeros(2, dtype=[('a', '<f4'), ('b', '<i4')]),
+    'void4': np.zeros(2, 'V4'),
+    'bytes': np.array([b'ab'], 'S2'),
+    'longdouble': np.zeros(2, '<f16'),
 }
 for name, x in unsupported.items():
     np.save(os.path.join(d, name + '.npy'), x)
@@ -278,18 +447,35 @@ np.save(os.path.join(d, 'object.npy'), np.array([{'a': 1}], dtype=object), allow
 )PY";
   ASSERT_TRUE(python(script, directory));
   std::vector<std::string> names = lines_of(directory / "names.txt");
-  EXPECT_EQ(names.size(), 5u * 11u);
+  EXPECT_EQ(names.size(), 13u * 11u);
   for (const std::string& name : names)
-    expect_identical(load_npy(directory / (name + ".npy")), read_expectation(directory / (name + ".txt")), name);
+    expect_matches(load_npy(directory / (name + ".npy")), read_expectation(directory / (name + ".txt")), name);
+  Array from_torch = load_npy(directory / "torch_bf16.npy");
+  EXPECT_EQ(from_torch.dtype(), bf16);
+  EXPECT_EQ(from_torch.shape(), (Shape{2, 3}));
+  std::vector<uint16_t> bits;
+  for (bfloat16 v : from_torch.to_vector<bfloat16>()) bits.push_back(v.bits());
+  // 1, -2.5, 3e38 rounded to bf16 (0x7f62 = 3.0061e38), -0, inf, the smallest subnormal.
+  EXPECT_EQ(bits, (std::vector<uint16_t>{0x3f80, 0xc020, 0x7f62, 0x8000, 0x7f80, 0x0001}));
+  EXPECT_EQ(astype(from_torch, f64).to_vector<double>(),
+            (std::vector<double>{1.0, -2.5, static_cast<double>(bfloat16::from_bits(0x7f62)), -0.0, INFINITY,
+                                 std::ldexp(1.0, -133)}));
 
   const std::vector<std::pair<std::string, std::string>> unsupported = {{"big_endian", "'>f4'"},
                                                                         {"big_endian_half", "'>f2'"},
+                                                                        {"big_endian_u16", "'>u2'"},
+                                                                        {"big_endian_u64", "'>u8'"},
                                                                         {"complex", "'<c8'"},
                                                                         {"object", "'|O'"},
-                                                                        {"structured", "structured dtype"}};
+                                                                        {"structured", "structured dtype"},
+                                                                        {"void4", "'|V4'"},
+                                                                        {"bytes", "'|S2'"},
+                                                                        {"longdouble", "'<f16'"}};
   for (const auto& [name, fragment] : unsupported)
     expect_error([&] { load_npy(directory / (name + ".npy")); }, {"[load_npy]", name + ".npy", fragment}, name);
-  expect_error([&] { load_npy(directory / "big_endian.npy"); }, {"big-endian"});
+  for (const std::string name : {"big_endian", "big_endian_half", "big_endian_u16", "big_endian_u64"})
+    expect_error([&] { load_npy(directory / (name + ".npy")); }, {"big-endian"}, name);
+  expect_error([&] { load_npy(directory / "complex.npy"); }, {"bfloat16 ('|V2')"}, "the hint lists every dtype");
 }
 
 TEST(Npy, RoundTripAndOverwrite) {
@@ -297,7 +483,7 @@ TEST(Npy, RoundTripAndOverwrite) {
   for (const auto& [name, x] : sample_arrays()) {
     std::string path = directory / "x.npy";
     save_npy(path, x);  // overwrites the previous array
-    expect_identical(load_npy(path), astype(x, x.dtype()), name);
+    expect_identical(load_npy(path), x, name);
   }
   EXPECT_EQ(std::distance(fs::directory_iterator(directory.path()), fs::directory_iterator()), 1)
       << "temporary files must not be left behind";
@@ -385,7 +571,7 @@ TEST(Safetensors, RoundTrip) {
   ASSERT_EQ(loaded.size(), arrays.size());
   for (const auto& [name, x] : arrays) {
     ASSERT_EQ(loaded.count(name), 1u) << name;
-    expect_identical(loaded.at(name), astype(x, x.dtype()), name);
+    expect_identical(loaded.at(name), x, name);
   }
   // Overwriting replaces the file; an empty collection is a valid file.
   save(directory / "model.safetensors", {});
@@ -405,7 +591,8 @@ n = struct.unpack('<Q', raw[:8])[0]
 assert (8 + n) % 8 == 0, 'data must start 8-byte aligned'
 header = json.loads(raw[8:8 + n].decode('utf-8'))
 data = raw[8 + n:]
-types = {'BOOL': np.bool_, 'I32': '<i4', 'I64': '<i8', 'F32': '<f4', 'F64': '<f8'}
+types = {'BOOL': np.bool_, 'I8': '|i1', 'I16': '<i2', 'I32': '<i4', 'I64': '<i8', 'U8': '|u1', 'U16': '<u2',
+         'U32': '<u4', 'U64': '<u8', 'F16': '<f2', 'BF16': V2, 'F32': '<f4', 'F64': '<f8'}
 spans = sorted(tuple(v['data_offsets']) for k, v in header.items() if k != '__metadata__')
 position = 0
 for begin, end in spans:
@@ -420,20 +607,22 @@ def check(name, expected):
     dtype = np.dtype(types[info['dtype']])
     assert begin % dtype.itemsize == 0, (name, 'misaligned')
     got = np.frombuffer(data[begin:end], dtype=dtype).reshape(info['shape'])
-    assert got.dtype == expected.dtype, (name, got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (name, got.shape, expected.shape)
-    assert np.array_equal(got, expected, equal_nan=got.dtype.kind == 'f'), (name, got, expected)
+    same(name, got, expected)
+    codes.add(info['dtype'])
+codes = set()
 )PY";
   for (const auto& [name, x] : arrays) script += "check('" + name + "', " + numpy_literal(x) + ")\n";
   script += "assert seen == set(header) - {'__metadata__'}, set(header) ^ seen\n";
+  script += "assert codes == set(types), codes ^ set(types)\n";
   EXPECT_TRUE(python(script, directory));
 }
 
 TEST(Safetensors, KilnReadsPythonFiles) {
   TemporaryDirectory directory;
   std::string script = std::string(python_helpers) + R"PY(
-codes = {'bool': 'BOOL', 'int32': 'I32', 'int64': 'I64', 'float32': 'F32', 'float64': 'F64', 'float16': 'F16',
-         'complex64': 'C64'}
+codes = {'bool': 'BOOL', 'int8': 'I8', 'int16': 'I16', 'int32': 'I32', 'int64': 'I64', 'uint8': 'U8',
+         'uint16': 'U16', 'uint32': 'U32', 'uint64': 'U64', 'float16': 'F16', 'void16': 'BF16', 'float32': 'F32',
+         'float64': 'F64', 'complex64': 'C64'}
 
 def write(filename, tensors, metadata=None, order=None):
     header = {} if metadata is None else {'__metadata__': metadata}
@@ -453,7 +642,8 @@ def write(filename, tensors, metadata=None, order=None):
 tensors = {}
 for dtype in dtypes:
     for shape in shapes:
-        name = '%s.%s' % (np.dtype(dtype).name, 'x'.join(map(str, shape)) or 'scalar')
+        tag = 'bfloat16' if dtype == 'bfloat16' else np.dtype(dtype).name
+        name = '%s.%s' % (tag, 'x'.join(map(str, shape)) or 'scalar')
         tensors[name] = values(dtype, shape)
         expect(name, tensors[name])
 order = list(tensors)
@@ -462,17 +652,35 @@ write('python.safetensors', tensors, {'format': 'np', 'note': 'written by the te
 with open(os.path.join(d, 'names.txt'), 'w') as f:
     f.write('\n'.join(tensors))
 write('complex.safetensors', {'h': np.zeros(3, np.complex64)})
+# A bf16 tensor as torch holds it, its bits stored under the code BF16.
+torch_bf16 = torch.tensor([[1.0, -2.5, 3.0e38], [-0.0, float('inf'), 2.0 ** -133]], dtype=torch.bfloat16)
+write('torch.safetensors', {'w': bf16_array(torch_bf16)})
+with open(os.path.join(d, 'f8.safetensors'), 'wb') as f:
+    text = json.dumps({'q': {'dtype': 'F8_E4M3', 'shape': [2], 'data_offsets': [0, 2]}}).encode()
+    text += b' ' * ((8 - len(text) % 8) % 8)
+    f.write(struct.pack('<Q', len(text)) + text + b'\x00\x00')
 )PY";
   ASSERT_TRUE(python(script, directory));
   std::map<std::string, Array> loaded = load(directory / "python.safetensors");
   std::vector<std::string> names = lines_of(directory / "names.txt");
-  EXPECT_EQ(names.size(), 30u);
+  EXPECT_EQ(names.size(), 13u * 6u);
   EXPECT_EQ(loaded.size(), names.size());
   for (const std::string& name : names) {
     ASSERT_EQ(loaded.count(name), 1u) << name;
-    expect_identical(loaded.at(name), read_expectation(directory / (name + ".txt")), name);
+    expect_matches(loaded.at(name), read_expectation(directory / (name + ".txt")), name);
   }
-  expect_error([&] { load(directory / "complex.safetensors"); }, {"[load]", "complex.safetensors", "\"C64\"", "'h'"});
+  Array from_torch = load(directory / "torch.safetensors").at("w");
+  EXPECT_EQ(from_torch.dtype(), bf16);
+  EXPECT_EQ(from_torch.shape(), (Shape{2, 3}));
+  std::vector<uint16_t> bits;
+  for (bfloat16 v : from_torch.to_vector<bfloat16>()) bits.push_back(v.bits());
+  EXPECT_EQ(bits, (std::vector<uint16_t>{0x3f80, 0xc020, 0x7f62, 0x8000, 0x7f80, 0x0001}));
+  EXPECT_EQ(astype(from_torch, f64).to_vector<double>(),
+            (std::vector<double>{1.0, -2.5, static_cast<double>(bfloat16::from_bits(0x7f62)), -0.0, INFINITY,
+                                 std::ldexp(1.0, -133)}));
+  expect_error([&] { load(directory / "complex.safetensors"); },
+               {"[load]", "complex.safetensors", "\"C64\"", "'h'", "U64, F16, BF16"});
+  expect_error([&] { load(directory / "f8.safetensors"); }, {"[load]", "f8.safetensors", "\"F8_E4M3\"", "'q'"});
 }
 
 /// A safetensors file from a header text and data (the length prefix computed
