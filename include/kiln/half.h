@@ -104,41 +104,32 @@ float operator-(T value) {
 
 }  // namespace kiln
 
+namespace kiln::detail {
+// What std::numeric_limits says of a 16-bit float type, from its bit patterns.
+template <class T, int Digits, uint16_t Min, uint16_t Max, uint16_t Epsilon, uint16_t Infinity, uint16_t NaN>
+struct HalfLimits {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool is_exact = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr int digits = Digits;
+  static constexpr T min() { return T::from_bits(Min); }
+  static constexpr T lowest() { return T::from_bits(Max | 0x8000); }
+  static constexpr T max() { return T::from_bits(Max); }
+  static constexpr T epsilon() { return T::from_bits(Epsilon); }
+  static constexpr T infinity() { return T::from_bits(Infinity); }
+  static constexpr T quiet_NaN() { return T::from_bits(NaN); }
+  static constexpr T denorm_min() { return T::from_bits(0x0001); }
+};
+}  // namespace kiln::detail
+
 namespace std {
 template <>
-class numeric_limits<kiln::float16> {
- public:
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr int digits = 11;
-  static constexpr kiln::float16 min() { return kiln::float16::from_bits(0x0400); }
-  static constexpr kiln::float16 lowest() { return kiln::float16::from_bits(0xFBFF); }
-  static constexpr kiln::float16 max() { return kiln::float16::from_bits(0x7BFF); }
-  static constexpr kiln::float16 epsilon() { return kiln::float16::from_bits(0x1400); }
-  static constexpr kiln::float16 infinity() { return kiln::float16::from_bits(0x7C00); }
-  static constexpr kiln::float16 quiet_NaN() { return kiln::float16::from_bits(0x7E00); }
-  static constexpr kiln::float16 denorm_min() { return kiln::float16::from_bits(0x0001); }
-};
+class numeric_limits<kiln::float16>
+    : public kiln::detail::HalfLimits<kiln::float16, 11, 0x0400, 0x7BFF, 0x1400, 0x7C00, 0x7E00> {};
 template <>
-class numeric_limits<kiln::bfloat16> {
- public:
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr int digits = 8;
-  static constexpr kiln::bfloat16 min() { return kiln::bfloat16::from_bits(0x0080); }
-  static constexpr kiln::bfloat16 lowest() { return kiln::bfloat16::from_bits(0xFF7F); }
-  static constexpr kiln::bfloat16 max() { return kiln::bfloat16::from_bits(0x7F7F); }
-  static constexpr kiln::bfloat16 epsilon() { return kiln::bfloat16::from_bits(0x3C00); }
-  static constexpr kiln::bfloat16 infinity() { return kiln::bfloat16::from_bits(0x7F80); }
-  static constexpr kiln::bfloat16 quiet_NaN() { return kiln::bfloat16::from_bits(0x7FC0); }
-  static constexpr kiln::bfloat16 denorm_min() { return kiln::bfloat16::from_bits(0x0001); }
-};
+class numeric_limits<kiln::bfloat16>
+    : public kiln::detail::HalfLimits<kiln::bfloat16, 8, 0x0080, 0x7F7F, 0x3C00, 0x7F80, 0x7FC0> {};
 }  // namespace std

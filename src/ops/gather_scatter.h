@@ -20,4 +20,13 @@ Array scatter_windows(ScatterMode mode, const Array& x, const Array& indices, co
 /// `indices` wrapped once and clamped into x's axes, as gather reads them.
 Array clamped_indices(const Array& indices, const Shape& x_shape);
 
+/// take_along_axis and put_along_axis: the normalized axis and the shape the
+/// indices address (NumPy broadcasts x and indices along the other axes).
+struct AlongAxisShape {
+  int64_t axis;
+  Shape shape;
+};
+AlongAxisShape along_axis_shape(const char* operation, const AbstractValue& x_type, const AbstractValue& index_type,
+                                int64_t axis, Location where);
+
 }  // namespace kiln::ops

@@ -18,6 +18,7 @@
 #include "ops/axes.h"
 #include "ops/batching.h"
 #include "ops/elementwise.h"
+#include "ops/gather_scatter.h"
 
 namespace kiln {
 namespace ops {
@@ -497,29 +498,36 @@ Array take(const Array& x, const Array& indices, std::optional<int64_t> axis, Lo
   return ops::apply_take(x, indices, a, where);
 }
 
-Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Location where) {
-  const auto& x_type = ops::type_of(x, "take_along_axis", where);
-  const auto& index_type = ops::type_of(indices, "take_along_axis", where);
-  ops::require_indices("take_along_axis", index_type, where);
+namespace ops {
+AlongAxisShape along_axis_shape(const char* operation, const AbstractValue& x_type, const AbstractValue& index_type,
+                                int64_t axis, Location where) {
   if (index_type.ndim() != x_type.ndim())
-    detail::raise("take_along_axis",
-                  "indices " + index_type.to_string() + " must have the rank of x " + x_type.to_string(), where,
-                  "add axes of extent 1 with expand_dims");
-  int64_t a = ops::normalize_axis(axis, x_type.ndim(), "take_along_axis", x_type.shape, where);
-  auto ax = static_cast<size_t>(a);
+    detail::raise(operation, "indices " + index_type.to_string() + " must have the rank of x " + x_type.to_string(),
+                  where, "add axes of extent 1 with expand_dims");
+  int64_t a = normalize_axis(axis, x_type.ndim(), operation, x_type.shape, where);
   // NumPy: the other axes broadcast between x and indices.
   Shape shape(x_type.shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     int64_t xe = x_type.shape[d], ie = index_type.shape[d];
-    if (d == ax) shape[d] = ie;
+    if (d == static_cast<size_t>(a)) shape[d] = ie;
     else if (xe == ie || ie == 1) shape[d] = xe;
     else if (xe == 1) shape[d] = ie;
     else
-      detail::raise("take_along_axis",
+      detail::raise(operation,
                     "x " + x_type.to_string() + " and indices " + index_type.to_string() +
                         " do not broadcast along axis " + std::to_string(d),
                     where, "axes other than `axis` must be equal or 1");
   }
+  return {a, std::move(shape)};
+}
+}  // namespace ops
+
+Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Location where) {
+  const auto& x_type = ops::type_of(x, "take_along_axis", where);
+  const auto& index_type = ops::type_of(indices, "take_along_axis", where);
+  ops::require_indices("take_along_axis", index_type, where);
+  auto [a, shape] = ops::along_axis_shape("take_along_axis", x_type, index_type, axis, where);
+  auto ax = static_cast<size_t>(a);
   int64_t extent = x_type.shape[ax];
   if (extent == 0 && shape_size(shape) > 0)
     detail::raise("take_along_axis",

@@ -82,25 +82,8 @@ Array put_along_axis(const Array& x, const Array& indices, Operand values, int64
   const auto& x_type = type_of(x, "put_along_axis", where);
   const auto& index_type = type_of(indices, "put_along_axis", where);
   require_integer_indices("put_along_axis", index_type, where);
-  if (index_type.ndim() != x_type.ndim())
-    detail::raise("put_along_axis",
-                  "indices " + index_type.to_string() + " must have the rank of x " + x_type.to_string(), where,
-                  "add axes of extent 1 with expand_dims");
-  int64_t a = ops::normalize_axis(axis, x_type.ndim(), "put_along_axis", x_type.shape, where);
+  auto [a, shape] = ops::along_axis_shape("put_along_axis", x_type, index_type, axis, where);
   auto ax = static_cast<size_t>(a);
-  // NumPy: the other axes broadcast between x and indices.
-  Shape shape(x_type.shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    int64_t xe = x_type.shape[d], ie = index_type.shape[d];
-    if (d == ax) shape[d] = ie;
-    else if (xe == ie || ie == 1) shape[d] = xe;
-    else if (xe == 1) shape[d] = ie;
-    else
-      detail::raise("put_along_axis",
-                    "x " + x_type.to_string() + " and indices " + index_type.to_string() +
-                        " do not broadcast along axis " + std::to_string(d),
-                    where, "axes other than `axis` must be equal or 1");
-  }
   detail::LocationScope scope(where);
   int64_t extent = x_type.shape[ax], size = x_type.size();
   DType linear_dtype = size >= std::numeric_limits<int32_t>::max() ? DType::i64 : DType::i32;
