@@ -37,7 +37,8 @@ Array DtypeData::operator()(const Shape& shape, DType dtype, Values values) {
   int64_t n = shape_size(shape);
   if (is_integer(dtype))
     return detail::dispatch(dtype, [&]<class T>() -> Array {
-      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return array(integers<T>(*this, n, values), shape);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+        return array(integers<T>(*this, n, values), shape);
       else return Array();
     });
   if (dtype == DType::bool_) {
@@ -148,16 +149,15 @@ void DtypeBatch::add(DtypeCheck check) {
   for (size_t i = 0; i < check.inputs.size(); ++i) {
     std::string letter(1, letters[i]);
     parameters += (i ? ", " : "") + letter;
-    arguments += (i ? ", " : "") +
-                 (check.inputs[i].dtype() == DType::bf16 ? "bf16(" + letter + ").float().numpy()" : letter);
+    arguments +=
+        (i ? ", " : "") + (check.inputs[i].dtype() == DType::bf16 ? "bf16(" + letter + ").float().numpy()" : letter);
   }
   std::string value = "(lambda " + parameters + ": " + check.numpy + ")(" + arguments + ")";
   if (check.inputs.empty()) value = check.numpy;
   std::string expression;
   if (eager.dtype() == DType::bf16)
     expression = "from_bf16(__import__('torch').from_numpy(np.array(" + value + ", dtype=np.float32)))";
-  else
-    expression = "np.asarray(" + value + ").astype(" + numpy_dtype(eager.dtype()) + ")";
+  else expression = "np.asarray(" + value + ").astype(" + numpy_dtype(eager.dtype()) + ")";
   int id = oracle_.add(expression, check.inputs);
   pending_.push_back({std::move(check), eager, id});
 }

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "dtype_families.h"
+#include "support/errors.h"
 
 namespace kiln::testing {
 namespace {
@@ -33,7 +34,9 @@ TEST(DtypeFamilies, IntegerBinaryOperationsWrapLikeNumpy) {
     // Shift counts from -2 (signed) to past the width: every bit shifted out.
     Array count = data.range({3, 5}, dtype, is_unsigned(dtype) ? 0 : -2, bits_of(dtype) + 3);
     auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy,
-                   Args inputs) { batch.add({name, std::move(fn), numpy, std::move(inputs)}); };
+                   Args inputs) {
+      batch.add({name, std::move(fn), numpy, std::move(inputs)});
+    };
     add("add", [](const Args& v) { return v[0] + v[1]; }, "a + b", {a, b});
     add("sub", [](const Args& v) { return v[0] - v[1]; }, "a - b", {a, column});
     add("mul", [](const Args& v) { return v[0] * v[1]; }, "a * b", {a, b});
@@ -46,8 +49,7 @@ TEST(DtypeFamilies, IntegerBinaryOperationsWrapLikeNumpy) {
     add("greater", [](const Args& v) { return greater(v[0], v[1]); }, "a > b", {a, column});
     add("greater_equal", [](const Args& v) { return greater_equal(v[0], v[1]); }, "a >= b", {a, small});
     add("where", [](const Args& v) { return where(v[0], v[1], v[2]); }, "np.where(a, b, c)", {cond, a, b});
-    add("floor_divide", [](const Args& v) { return floor_divide(v[0], v[1]); }, "np.floor_divide(a, b)",
-        {a, small});
+    add("floor_divide", [](const Args& v) { return floor_divide(v[0], v[1]); }, "np.floor_divide(a, b)", {a, small});
     add("remainder", [](const Args& v) { return remainder(v[0], v[1]); }, "np.remainder(a, b)", {a, small});
     add("pow", [](const Args& v) { return pow(v[0], v[1]); }, "np.power(a, b)", {a, exponent});
     add("bitwise_and", [](const Args& v) { return bitwise_and(v[0], v[1]); }, "a & b", {a, b});
@@ -69,13 +71,20 @@ TEST(DtypeFamilies, IntegerUnaryOperationsWrapLikeNumpy) {
     auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy) {
       batch.add({name, std::move(fn), numpy, {a}});
     };
-    add("neg", [](const Args& v) { return neg(v[0]); }, "-a");
-    add("abs", [](const Args& v) { return abs(v[0]); }, "np.abs(a)");
-    add("sign", [](const Args& v) { return sign(v[0]); }, "np.sign(a)");
-    add("square", [](const Args& v) { return square(v[0]); }, "a * a");
-    add("bitwise_not", [](const Args& v) { return bitwise_not(v[0]); }, "~a");
-    add("relu", [](const Args& v) { return relu(v[0]); }, "np.maximum(a, 0).astype(a.dtype)");
-    add("isnan", [](const Args& v) { return isnan(v[0]); }, "np.isnan(a)");
+    add(
+        "neg", [](const Args& v) { return neg(v[0]); }, "-a");
+    add(
+        "abs", [](const Args& v) { return abs(v[0]); }, "np.abs(a)");
+    add(
+        "sign", [](const Args& v) { return sign(v[0]); }, "np.sign(a)");
+    add(
+        "square", [](const Args& v) { return square(v[0]); }, "a * a");
+    add(
+        "bitwise_not", [](const Args& v) { return bitwise_not(v[0]); }, "~a");
+    add(
+        "relu", [](const Args& v) { return relu(v[0]); }, "np.maximum(a, 0).astype(a.dtype)");
+    add(
+        "isnan", [](const Args& v) { return isnan(v[0]); }, "np.isnan(a)");
   }
   batch.run();
 }
@@ -94,8 +103,8 @@ TEST(DtypeFamilies, IntegerExtremesHandPicked) {
   EXPECT_TRUE(same_values(maximum(u, v), array<uint64_t>({top, max, top + 5, top}), "u64 maximum"));
   EXPECT_TRUE(same_values(floor_divide(u, v), array<uint64_t>({top, 1, (top + 5) / 2, 0}), "u64 floor_divide"));
   EXPECT_TRUE(same_values(remainder(u, v), array<uint64_t>({0, max - top, 1, 3}), "u64 remainder"));
-  EXPECT_TRUE(same_values(right_shift(u, array<uint64_t>({63, 1, 62, 64})),
-                          array<uint64_t>({1, max >> 1, 2, 0}), "u64 right shift is logical"));
+  EXPECT_TRUE(same_values(right_shift(u, array<uint64_t>({63, 1, 62, 64})), array<uint64_t>({1, max >> 1, 2, 0}),
+                          "u64 right shift is logical"));
   EXPECT_TRUE(same_values(u + u, array<uint64_t>({0, max - 1, 10, 6}), "u64 wraps"));
   EXPECT_TRUE(same_values(astype(u, DType::f64), array<double>({0x1p63, 0x1p64, 0x1p63, 3}), "u64 to f64"));
   // Unsigned right shifts of the top bit are logical at every width.
@@ -119,8 +128,8 @@ TEST(DtypeFamilies, HalfBinaryOperationsRoundOnce) {
     Array a = data({3, 5}, dtype), b = data({5}, dtype), column = data({3, 1}, dtype);
     Array ties = data({3, 5}, dtype, Values::small), cond = data({3, 5}, DType::bool_);
     Array positive = abs(data({3, 5}, dtype, Values::finite));
-    auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy,
-                   Args inputs, double rtol = 0) {
+    auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy, Args inputs,
+                   double rtol = 0) {
       batch.add({name, std::move(fn), numpy, std::move(inputs), rtol, rtol != 0});
     };
     add("add", [](const Args& v) { return v[0] + v[1]; }, "a + b", {a, b});
@@ -136,13 +145,12 @@ TEST(DtypeFamilies, HalfBinaryOperationsRoundOnce) {
     add("greater", [](const Args& v) { return greater(v[0], v[1]); }, "a > b", {a, column});
     add("greater_equal", [](const Args& v) { return greater_equal(v[0], v[1]); }, "a >= b", {a, ties});
     add("where", [](const Args& v) { return where(v[0], v[1], v[2]); }, "np.where(a, b, c)", {cond, a, b});
-    add("floor_divide", [](const Args& v) { return floor_divide(v[0], v[1]); }, "np.floor_divide(a, b)",
-        {a, ties});
+    add("floor_divide", [](const Args& v) { return floor_divide(v[0], v[1]); }, "np.floor_divide(a, b)", {a, ties});
     add("remainder", [](const Args& v) { return remainder(v[0], v[1]); }, "np.remainder(a, b)", {a, ties});
-    add("pow", [](const Args& v) { return pow(v[0], v[1]); }, "np.power(a, b)", {positive, ties},
-        default_rtol(dtype));
-    add("arctan2", [](const Args& v) { return arctan2(v[0], v[1]); }, "np.arctan2(a, b)", {a, b},
-        default_rtol(dtype));
+    add(
+        "pow", [](const Args& v) { return pow(v[0], v[1]); }, "np.power(a, b)", {positive, ties}, default_rtol(dtype));
+    add(
+        "arctan2", [](const Args& v) { return arctan2(v[0], v[1]); }, "np.arctan2(a, b)", {a, b}, default_rtol(dtype));
   }
   batch.run();
 }
@@ -158,32 +166,56 @@ TEST(DtypeFamilies, HalfUnaryOperations) {
                    const Array& x, double tolerance = 0) {
       batch.add({name, std::move(fn), numpy, {x}, tolerance, tolerance != 0});
     };
-    add("neg", [](const Args& v) { return neg(v[0]); }, "-a", a);
-    add("abs", [](const Args& v) { return abs(v[0]); }, "np.abs(a)", a);
-    add("sign", [](const Args& v) { return sign(v[0]); }, "np.sign(a)", a);
-    add("square", [](const Args& v) { return square(v[0]); }, "np.square(a)", a);
-    add("sqrt", [](const Args& v) { return sqrt(v[0]); }, "np.sqrt(a)", a);
-    add("floor", [](const Args& v) { return floor(v[0]); }, "np.floor(a)", a);
-    add("ceil", [](const Args& v) { return ceil(v[0]); }, "np.ceil(a)", a);
-    add("round", [](const Args& v) { return round(v[0]); }, "np.round(a)", ties);
-    add("relu", [](const Args& v) { return relu(v[0]); }, "np.maximum(a, 0).astype(a.dtype)", a);
-    add("isnan", [](const Args& v) { return isnan(v[0]); }, "np.isnan(a)", a);
-    add("isinf", [](const Args& v) { return isinf(v[0]); }, "np.isinf(a)", a);
-    add("isfinite", [](const Args& v) { return isfinite(v[0]); }, "np.isfinite(a)", a);
-    add("reciprocal", [](const Args& v) { return reciprocal(v[0]); }, "np.reciprocal(a)", a);
-    add("exp", [](const Args& v) { return exp(v[0]); }, "np.exp(a)", a, rtol);
-    add("exp2", [](const Args& v) { return exp2(v[0]); }, "np.exp2(a)", a, rtol);
-    add("expm1", [](const Args& v) { return expm1(v[0]); }, "np.expm1(a)", a, rtol);
-    add("log", [](const Args& v) { return log(v[0]); }, "np.log(a)", positive, rtol);
-    add("log2", [](const Args& v) { return log2(v[0]); }, "np.log2(a)", positive, rtol);
-    add("log1p", [](const Args& v) { return log1p(v[0]); }, "np.log1p(a)", positive, rtol);
-    add("tanh", [](const Args& v) { return tanh(v[0]); }, "np.tanh(a)", a, rtol);
-    add("sin", [](const Args& v) { return sin(v[0]); }, "np.sin(a)", a, rtol);
-    add("cos", [](const Args& v) { return cos(v[0]); }, "np.cos(a)", a, rtol);
-    add("arctan", [](const Args& v) { return arctan(v[0]); }, "np.arctan(a)", a, rtol);
-    add("sigmoid", [](const Args& v) { return sigmoid(v[0]); }, "1 / (1 + np.exp(-a.astype(np.float32)))", a,
-        rtol);
-    add("rsqrt", [](const Args& v) { return rsqrt(v[0]); }, "1 / np.sqrt(a.astype(np.float32))", positive, rtol);
+    add(
+        "neg", [](const Args& v) { return neg(v[0]); }, "-a", a);
+    add(
+        "abs", [](const Args& v) { return abs(v[0]); }, "np.abs(a)", a);
+    add(
+        "sign", [](const Args& v) { return sign(v[0]); }, "np.sign(a)", a);
+    add(
+        "square", [](const Args& v) { return square(v[0]); }, "np.square(a)", a);
+    add(
+        "sqrt", [](const Args& v) { return sqrt(v[0]); }, "np.sqrt(a)", a);
+    add(
+        "floor", [](const Args& v) { return floor(v[0]); }, "np.floor(a)", a);
+    add(
+        "ceil", [](const Args& v) { return ceil(v[0]); }, "np.ceil(a)", a);
+    add(
+        "round", [](const Args& v) { return round(v[0]); }, "np.round(a)", ties);
+    add(
+        "relu", [](const Args& v) { return relu(v[0]); }, "np.maximum(a, 0).astype(a.dtype)", a);
+    add(
+        "isnan", [](const Args& v) { return isnan(v[0]); }, "np.isnan(a)", a);
+    add(
+        "isinf", [](const Args& v) { return isinf(v[0]); }, "np.isinf(a)", a);
+    add(
+        "isfinite", [](const Args& v) { return isfinite(v[0]); }, "np.isfinite(a)", a);
+    add(
+        "reciprocal", [](const Args& v) { return reciprocal(v[0]); }, "np.reciprocal(a)", a);
+    add(
+        "exp", [](const Args& v) { return exp(v[0]); }, "np.exp(a)", a, rtol);
+    add(
+        "exp2", [](const Args& v) { return exp2(v[0]); }, "np.exp2(a)", a, rtol);
+    add(
+        "expm1", [](const Args& v) { return expm1(v[0]); }, "np.expm1(a)", a, rtol);
+    add(
+        "log", [](const Args& v) { return log(v[0]); }, "np.log(a)", positive, rtol);
+    add(
+        "log2", [](const Args& v) { return log2(v[0]); }, "np.log2(a)", positive, rtol);
+    add(
+        "log1p", [](const Args& v) { return log1p(v[0]); }, "np.log1p(a)", positive, rtol);
+    add(
+        "tanh", [](const Args& v) { return tanh(v[0]); }, "np.tanh(a)", a, rtol);
+    add(
+        "sin", [](const Args& v) { return sin(v[0]); }, "np.sin(a)", a, rtol);
+    add(
+        "cos", [](const Args& v) { return cos(v[0]); }, "np.cos(a)", a, rtol);
+    add(
+        "arctan", [](const Args& v) { return arctan(v[0]); }, "np.arctan(a)", a, rtol);
+    add(
+        "sigmoid", [](const Args& v) { return sigmoid(v[0]); }, "1 / (1 + np.exp(-a.astype(np.float32)))", a, rtol);
+    add(
+        "rsqrt", [](const Args& v) { return rsqrt(v[0]); }, "1 / np.sqrt(a.astype(np.float32))", positive, rtol);
   }
   batch.run();
 }
@@ -234,10 +266,9 @@ TEST(DtypeFamilies, PromotionBetweenNewDtypes) {
     DType a, b, result;
   };
   const std::vector<Pair> pairs = {
-      {u8, i8, i16},      {u16, i16, i32},   {u32, i32, i64},   {u8, u16, u16},   {u32, u64, u64},
-      {i8, i16, i16},     {i8, i64, i64},    {u8, i32, i32},    {f16, bf16, f32}, {f16, f32, f32},
-      {bf16, f64, f64},   {u8, f16, f16},    {i16, f16, f16},   {u64, bf16, bf16}, {bool_, bf16, bf16},
-      {bool_, u16, u16},  {u64, i8, f32},    {u64, i64, f32},
+      {u8, i8, i16},   {u16, i16, i32},   {u32, i32, i64},     {u8, u16, u16},    {u32, u64, u64},  {i8, i16, i16},
+      {i8, i64, i64},  {u8, i32, i32},    {f16, bf16, f32},    {f16, f32, f32},   {bf16, f64, f64}, {u8, f16, f16},
+      {i16, f16, f16}, {u64, bf16, bf16}, {bool_, bf16, bf16}, {bool_, u16, u16}, {u64, i8, f32},   {u64, i64, f32},
   };
   for (const Pair& p : pairs) {
     Array a = data({6}, p.a, Values::small), b = data({6}, p.b, Values::small);
@@ -247,8 +278,10 @@ TEST(DtypeFamilies, PromotionBetweenNewDtypes) {
     bool weak = p.a == DType::u64 && !is_floating(p.b) && !is_unsigned(p.b);
     EXPECT_EQ(sum.weak_type(), weak) << name_of(p.a) << " + " << name_of(p.b);
     // Small values: every sum is exact in the result.
-    batch.add({"promoted add", [](const Args& v) { return v[0] + v[1]; },
-               "a.astype(np.float64) + b.astype(np.float64)", {a, b}});
+    batch.add({"promoted add",
+               [](const Args& v) { return v[0] + v[1]; },
+               "a.astype(np.float64) + b.astype(np.float64)",
+               {a, b}});
   }
   batch.run();
 }
@@ -271,10 +304,8 @@ TEST(DtypeFamilies, AstypeBetweenEveryPair) {
       std::string numpy;
       if (to == DType::bf16 && (from == DType::f64 || is_integer(from)))
         numpy = numpy_round_to_bf16("a");  // NumPy has no bf16: rounded straight from f64
-      else if (to == DType::bool_)
-        numpy = "a != 0";
-      else
-        numpy = "a.astype(" + target + ")";
+      else if (to == DType::bool_) numpy = "a != 0";
+      else numpy = "a.astype(" + target + ")";
       batch.add({"astype " + name_of(from) + " to " + name_of(to), fn, numpy, {x}});
       Array result = astype(x, to);
       EXPECT_EQ(result.dtype(), to);
@@ -287,31 +318,44 @@ TEST(DtypeFamilies, AstypeRoundsTiesToEvenOnce) {
   DtypeBatch batch;
   // Halfway cases and values just off them, from f64 (no double rounding
   // through f32: 2^-40 is below f32's resolution at 1), subnormals and overflow.
-  const std::vector<double> f16_cases = {1 + 0x1p-11,       1 + 3 * 0x1p-11, 1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-11 - 0x1p-40,
-                                         -(1 + 0x1p-11),    65504,           65519.99,              65520,
-                                         0x1p-25,           3 * 0x1p-25,     0x1p-25 + 0x1p-50,     -0x1p-26,
-                                         2049,              2051,            1e-8,                  -70000};
-  const std::vector<double> bf16_cases = {1 + 0x1p-8,          1 + 3 * 0x1p-8,   1 + 0x1p-8 + 0x1p-40, 1 + 0x1p-8 - 0x1p-40,
-                                          -(1 + 0x1p-8),       257,              259,                  0x1.ffp127,
-                                          0x1.feffffffffp127,  0x1p-134,         3 * 0x1p-134,         0x1p-134 + 0x1p-160,
-                                          16842753,            -16842753,        1e-45,                3.14159265358979};
+  const std::vector<double> f16_cases = {
+      1 + 0x1p-11, 1 + 3 * 0x1p-11, 1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-11 - 0x1p-40, -(1 + 0x1p-11), 65504, 65519.99,
+      65520,       0x1p-25,         3 * 0x1p-25,           0x1p-25 + 0x1p-50,     -0x1p-26,       2049,  2051,
+      1e-8,        -70000};
+  const std::vector<double> bf16_cases = {1 + 0x1p-8,
+                                          1 + 3 * 0x1p-8,
+                                          1 + 0x1p-8 + 0x1p-40,
+                                          1 + 0x1p-8 - 0x1p-40,
+                                          -(1 + 0x1p-8),
+                                          257,
+                                          259,
+                                          0x1.ffp127,
+                                          0x1.feffffffffp127,
+                                          0x1p-134,
+                                          3 * 0x1p-134,
+                                          0x1p-134 + 0x1p-160,
+                                          16842753,
+                                          -16842753,
+                                          1e-45,
+                                          3.14159265358979};
   Array f16_values = array(f16_cases), bf16_values = array(bf16_cases);
-  batch.add({"f64 to f16", [](const Args& v) { return astype(v[0], DType::f16); }, "a.astype(np.float16)",
-             {f16_values}});
-  batch.add({"f64 to bf16", [](const Args& v) { return astype(v[0], DType::bf16); }, numpy_round_to_bf16("a"),
+  batch.add(
+      {"f64 to f16", [](const Args& v) { return astype(v[0], DType::f16); }, "a.astype(np.float16)", {f16_values}});
+  batch.add({"f64 to bf16",
+             [](const Args& v) { return astype(v[0], DType::bf16); },
+             numpy_round_to_bf16("a"),
              {bf16_values}});
   // Integers just past a bf16 halfway point: through f32 they would round to it and then to even.
   Array past_half = array<int64_t>({16842753, -16842753, (int64_t{1} << 40) + (int64_t{1} << 32) + 1, 257, 259});
   for (DType dtype : {DType::i32, DType::i64, DType::u32, DType::u64}) {
     Array x = astype(dtype == DType::u32 || dtype == DType::u64 ? abs(past_half) : past_half, dtype);
-    batch.add({"int to bf16", [](const Args& v) { return astype(v[0], DType::bf16); }, numpy_round_to_bf16("a"),
-               {x}});
+    batch.add({"int to bf16", [](const Args& v) { return astype(v[0], DType::bf16); }, numpy_round_to_bf16("a"), {x}});
     batch.add({"int to f16", [](const Args& v) { return astype(v[0], DType::f16); }, "a.astype(np.float16)", {x}});
   }
   // f32 values past a bf16 halfway point.
   Array f32_values = array<float>({1 + 0x1p-8f + 0x1p-20f, 1 + 0x1p-8f, 1 + 3 * 0x1p-8f, 0x1.fffffep127f});
-  batch.add({"f32 to bf16", [](const Args& v) { return astype(v[0], DType::bf16); }, numpy_round_to_bf16("a"),
-             {f32_values}});
+  batch.add(
+      {"f32 to bf16", [](const Args& v) { return astype(v[0], DType::bf16); }, numpy_round_to_bf16("a"), {f32_values}});
   batch.run();
   // Saturating float to integer (kiln's definition; NumPy leaves it undefined).
   Array wide = array<double>({1e10, -1e10, std::nan(""), 300.7, -300.7, -0.9, 255.9});
@@ -328,6 +372,26 @@ TEST(DtypeFamilies, AstypeRoundsTiesToEvenOnce) {
   EXPECT_TRUE(same_values(astype(big, DType::u64),
                           array<uint64_t>({uint64_t{1} << 63, 0xfffffffffffff800, ~uint64_t{0}, 0}), "f64 to u64"));
   EXPECT_TRUE(same_values(to_u64(big), astype(big, DType::u64), "f64 to u64 compiled"));
+}
+
+// ---- What the new dtypes cannot do: clear errors, not garbage ------------------------
+
+TEST(DtypeFamilies, UnsupportedDtypesRaiseClearErrors) {
+  Array h = zeros({2}, DType::f16), b = zeros({2}, DType::bf16), u = zeros({2}, DType::u8);
+  // Bits of floats: convert first.
+  expect_error(__LINE__, [&] { bitwise_and(h, h); }, {"[bitwise_and]", "f16[2]", "astype"});
+  expect_error(__LINE__, [&] { (void)(b >> u); }, {"[right_shift]", "bf16[2]", "astype"});
+  expect_error(__LINE__, [&] { bitwise_not(b); }, {"[bitwise_not]", "bf16[2]", "astype"});
+  // LAPACK factors f32 and f64 only.
+  const int cholesky_line = __LINE__ + 1;
+  auto factor_half = [] { linalg::cholesky(eye(3, std::nullopt, 0, DType::bf16)); };
+  expect_error(cholesky_line, factor_half, {"[cholesky]", "bf16[3,3]", "astype"});
+  const int inverse_line = __LINE__ + 1;
+  auto invert_bytes = [] { linalg::inv(eye(2, std::nullopt, 0, DType::u8)); };
+  expect_error(inverse_line, invert_bytes, {"[inv]", "u8[2,2]", "astype"});
+  const int solve_line = __LINE__ + 1;
+  auto solve_half = [] { linalg::solve(eye(2, std::nullopt, 0, DType::f16), ones({2, 1}, DType::f16)); };
+  expect_error(solve_line, solve_half, {"[solve]", "f16[2,2]", "astype"});
 }
 
 }  // namespace

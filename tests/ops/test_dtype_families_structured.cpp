@@ -45,30 +45,50 @@ TEST(DtypeFamilies, ReductionsAccumulateLikeJax) {
     EXPECT_EQ(mean(a).dtype(), half ? dtype : DType::f32) << name_of(dtype);
     EXPECT_EQ(argmax(a, 1).dtype(), DType::i32) << name_of(dtype);
     auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy,
-                   const Array& x, double rtol = 0) { batch.add({name, std::move(fn), numpy, {x}, rtol, rtol != 0}); };
-    add("sum all", [](const Args& v) { return sum(v[0]); }, "np.sum(a, dtype=" + acc + ")", s);
-    add("sum axis 1", [](const Args& v) { return sum(v[0], 1); }, "np.sum(a, axis=1, dtype=" + acc + ")", s);
-    add("sum axis 0 keepdims", [](const Args& v) { return sum(v[0], 0, true); },
+                   const Array& x, double rtol = 0) {
+      batch.add({name, std::move(fn), numpy, {x}, rtol, rtol != 0});
+    };
+    add(
+        "sum all", [](const Args& v) { return sum(v[0]); }, "np.sum(a, dtype=" + acc + ")", s);
+    add(
+        "sum axis 1", [](const Args& v) { return sum(v[0], 1); }, "np.sum(a, axis=1, dtype=" + acc + ")", s);
+    add(
+        "sum axis 0 keepdims", [](const Args& v) { return sum(v[0], 0, true); },
         "np.sum(a, axis=0, keepdims=True, dtype=" + acc + ")", s);
-    add("cumsum axis 1", [](const Args& v) { return cumsum(v[0], 1); }, "np.cumsum(a, axis=1, dtype=" + acc + ")",
-        s);
-    add("cumsum flat", [](const Args& v) { return cumsum(v[0]); }, "np.cumsum(a, dtype=" + acc + ")", s);
-    add("max axis 1", [](const Args& v) { return max(v[0], 1); }, "np.max(a, axis=1)", a);
-    add("min axis 0", [](const Args& v) { return min(v[0], 0); }, "np.min(a, axis=0)", a);
-    add("max all", [](const Args& v) { return max(v[0]); }, "np.max(a)", s);
-    add("argmax axis 1", [](const Args& v) { return argmax(v[0], 1); }, "np.argmax(a, axis=1)", a);
-    add("argmin axis 0", [](const Args& v) { return argmin(v[0], 0); }, "np.argmin(a, axis=0)", a);
-    add("argmax flat", [](const Args& v) { return argmax(v[0]); }, "np.argmax(a)", s);
+    add(
+        "cumsum axis 1", [](const Args& v) { return cumsum(v[0], 1); }, "np.cumsum(a, axis=1, dtype=" + acc + ")", s);
+    add(
+        "cumsum flat", [](const Args& v) { return cumsum(v[0]); }, "np.cumsum(a, dtype=" + acc + ")", s);
+    add(
+        "cummax axis 1", [](const Args& v) { return cummax(v[0], 1); }, "np.maximum.accumulate(a, axis=1)", a);
+    add(
+        "cummin flat", [](const Args& v) { return cummin(v[0]); }, "np.minimum.accumulate(a.ravel())", a);
+    add(
+        "max axis 1", [](const Args& v) { return max(v[0], 1); }, "np.max(a, axis=1)", a);
+    add(
+        "min axis 0", [](const Args& v) { return min(v[0], 0); }, "np.min(a, axis=0)", a);
+    add(
+        "max all", [](const Args& v) { return max(v[0]); }, "np.max(a)", s);
+    add(
+        "argmax axis 1", [](const Args& v) { return argmax(v[0], 1); }, "np.argmax(a, axis=1)", a);
+    add(
+        "argmin axis 0", [](const Args& v) { return argmin(v[0], 0); }, "np.argmin(a, axis=0)", a);
+    add(
+        "argmax flat", [](const Args& v) { return argmax(v[0]); }, "np.argmax(a)", s);
     if (half) {
       Array p = data.range({4, 7}, dtype, 0.5, 1.5);
-      add("prod axis 1", [](const Args& v) { return prod(v[0], 1); }, "np.prod(a, axis=1, dtype=np.float32)", p,
+      add(
+          "prod axis 1", [](const Args& v) { return prod(v[0], 1); }, "np.prod(a, axis=1, dtype=np.float32)", p,
           default_rtol(dtype));
-      add("mean axis 1", [](const Args& v) { return mean(v[0], 1); }, "np.mean(a, axis=1, dtype=np.float32)", s,
+      add(
+          "mean axis 1", [](const Args& v) { return mean(v[0], 1); }, "np.mean(a, axis=1, dtype=np.float32)", s,
           default_rtol(dtype));
     } else {
-      add("prod axis 1", [](const Args& v) { return prod(v[0], 1); }, "np.prod(a, axis=1, dtype=" + acc + ")", a);
+      add(
+          "prod axis 1", [](const Args& v) { return prod(v[0], 1); }, "np.prod(a, axis=1, dtype=" + acc + ")", a);
       Array m = data({4, 7}, dtype, Values::small);
-      add("mean axis 1", [](const Args& v) { return mean(v[0], 1); }, "np.mean(a, axis=1)", m, 1e-6);
+      add(
+          "mean axis 1", [](const Args& v) { return mean(v[0], 1); }, "np.mean(a, axis=1)", m, 1e-6);
     }
   }
   batch.run();
@@ -119,11 +139,15 @@ TEST(DtypeFamilies, SortAndArgsortOrderUnsignedAndNan) {
     batch.add({"sort", [](const Args& v) { return sort(v[0]); }, "np.sort(a, axis=-1)", {a}});
     batch.add({"sort axis 0", [](const Args& v) { return sort(v[0], 0); }, "np.sort(a, axis=0)", {a}});
     batch.add({"argsort", [](const Args& v) { return argsort(v[0]); }, "np.argsort(a, axis=-1, kind='stable')", {a}});
-    batch.add({"sort descending", [](const Args& v) { return sort(v[0], -1, true); },
-               "np.flip(np.sort(a, axis=-1), axis=-1)", {a}});
+    batch.add({"sort descending",
+               [](const Args& v) { return sort(v[0], -1, true); },
+               "np.flip(np.sort(a, axis=-1), axis=-1)",
+               {a}});
     Array small = data({3, 9}, dtype, Values::small);
-    batch.add({"top_k values", [](const Args& v) { return top_k(v[0], 3).first; },
-               "np.flip(np.sort(a, axis=-1), axis=-1)[:, :3]", {small}});
+    batch.add({"top_k values",
+               [](const Args& v) { return top_k(v[0], 3).first; },
+               "np.flip(np.sort(a, axis=-1), axis=-1)[:, :3]",
+               {small}});
   }
   batch.run();
 }
@@ -135,24 +159,37 @@ TEST(DtypeFamilies, MovementKeepsBits) {
     Array a = data({2, 3, 4}, dtype), b = data({2, 1, 4}, dtype);
     Array indices = astype(array<int64_t>({2, 0, 3, 3, 1}), DType::i32);
     auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy,
-                   Args inputs) { batch.add({name, std::move(fn), numpy, std::move(inputs)}); };
+                   Args inputs) {
+      batch.add({name, std::move(fn), numpy, std::move(inputs)});
+    };
     add("reshape", [](const Args& v) { return reshape(v[0], {4, -1}); }, "a.reshape(4, -1)", {a});
     add("transpose", [](const Args& v) { return transpose(v[0], {2, 0, 1}); }, "a.transpose(2, 0, 1)", {a});
-    add("concatenate", [](const Args& v) { return concatenate({v[0], v[1]}, 1); }, "np.concatenate([a, b], 1)",
-        {a, b});
-    add("pad", [](const Args& v) { return pad(v[0], {1, 0, 2}, {0, 2, 1}, 5); },
+    add("concatenate", [](const Args& v) { return concatenate({v[0], v[1]}, 1); }, "np.concatenate([a, b], 1)", {a, b});
+    add("pad",
+        [](const Args& v) {
+          return pad(v[0], {1, 0, 2}, {0, 2, 1}, 5);
+        },
         "np.pad(a, [(1, 0), (0, 2), (2, 1)], constant_values=5)", {a});
-    add("slice", [](const Args& v) { return slice(v[0], {0, 1, -3}, {2, 3, 4}, {1, 1, 2}); }, "a[0:2, 1:3, -3:4:2]",
-        {a});
+    add("slice",
+        [](const Args& v) {
+          return slice(v[0], {0, 1, -3}, {2, 3, 4}, {1, 1, 2});
+        },
+        "a[0:2, 1:3, -3:4:2]", {a});
     add("flip", [](const Args& v) { return flip(v[0], {0, 2}); }, "np.flip(a, (0, 2))", {a});
-    add("broadcast_to", [](const Args& v) { return broadcast_to(v[0], {2, 3, 4}); }, "np.broadcast_to(a, (2, 3, 4))",
-        {b});
+    add("broadcast_to",
+        [](const Args& v) {
+          return broadcast_to(v[0], {2, 3, 4});
+        },
+        "np.broadcast_to(a, (2, 3, 4))", {b});
     add("take", [](const Args& v) { return take(v[0], v[1], 2); }, "np.take(a, b, axis=2)", {a, indices});
     add("take flat", [](const Args& v) { return take(v[0], v[1]); }, "np.take(a, b)", {a, indices});
     add("stack", [](const Args& v) { return stack({v[0], v[0]}, 1); }, "np.stack([a, a], 1)", {a});
     add("tril", [](const Args& v) { return tril(v[0]); }, "np.tril(a)", {a});
     add("roll", [](const Args& v) { return roll(v[0], 2, 2); }, "np.roll(a, 2, 2)", {a});
-    add("index", [](const Args& v) { return index(v[0], {Slice{std::nullopt, std::nullopt, -1}, 1, v[1]}); },
+    add("index",
+        [](const Args& v) {
+          return index(v[0], {Slice{std::nullopt, std::nullopt, -1}, 1, v[1]});
+        },
         "a[::-1, 1, b]", {a, indices});
   }
   batch.run();
@@ -169,10 +206,12 @@ TEST(DtypeFamilies, GatherAndScatter) {
     Array base = data({5, 3}, dtype, Values::small);
     Array points = astype(array<int64_t>({4, 2, 0, 1, 3, 0}, {3, 2}), DType::i32);
     auto add = [&](const std::string& name, std::function<Array(const Args&)> fn, const std::string& numpy,
-                   Args inputs) { batch.add({name, std::move(fn), numpy, std::move(inputs)}); };
+                   Args inputs) {
+      batch.add({name, std::move(fn), numpy, std::move(inputs)});
+    };
     add("gather", [](const Args& v) { return gather(v[0], v[1]); }, "a[b[:, 0], b[:, 1]]", {x, points});
-    add("take_along_axis", [](const Args& v) { return take_along_axis(v[0], v[1], 0); },
-        "np.take_along_axis(a, b, 0)", {x, astype(array<int64_t>({4, 0, 2}, {1, 3}), DType::i32)});
+    add("take_along_axis", [](const Args& v) { return take_along_axis(v[0], v[1], 0); }, "np.take_along_axis(a, b, 0)",
+        {x, astype(array<int64_t>({4, 0, 2}, {1, 3}), DType::i32)});
     add("scatter_add", [](const Args& v) { return scatter_add(v[0], v[1], v[2]); },
         "(lambda x: (np.add.at(x, b, c), x)[1])(a.copy())", {base, indices, updates});
     if (!is_floating(dtype))
@@ -199,10 +238,9 @@ TEST(DtypeFamilies, MatmulWrapsIntegersAndRoundsHalvesOnce) {
     std::string numpy = is_floating(dtype) ? "(a.astype(np.float32) @ b.astype(np.float32)).astype(a.dtype)" : "a @ b";
     double rtol = is_floating(dtype) ? std::ldexp(1.0, dtype == DType::f16 ? -10 : -7) : 0;
     batch.add({"matmul", [](const Args& v) { return matmul(v[0], v[1]); }, numpy, {a, b}, rtol, rtol != 0});
-    batch.add({"batched matmul", [](const Args& v) { return matmul(v[0], v[1]); }, numpy, {batched, b}, rtol,
-               rtol != 0});
-    batch.add({"matrix-vector", [](const Args& v) { return matmul(v[0], v[1]); }, numpy, {a, vector}, rtol,
-               rtol != 0});
+    batch.add(
+        {"batched matmul", [](const Args& v) { return matmul(v[0], v[1]); }, numpy, {batched, b}, rtol, rtol != 0});
+    batch.add({"matrix-vector", [](const Args& v) { return matmul(v[0], v[1]); }, numpy, {a, vector}, rtol, rtol != 0});
     EXPECT_EQ(matmul(a, b).dtype(), dtype);
     if (is_floating(dtype)) {
       // Values whose f32 products and sums are exact: rounded once, exactly.
@@ -232,8 +270,8 @@ TEST(DtypeFamilies, RandomDrawsStayInRange) {
     // Compiled, the scaling fuses and rounds once where eager rounds each step.
     auto draw = jit([dtype](const Array& k) { return random::uniform(k, {4096}, dtype, -2.0, 3.0); });
     Array compiled = draw(key);
-    EXPECT_TRUE(close_values(compiled, u, native_rtol(dtype), name_of(dtype) + " uniform compiled",
-                             3 * native_rtol(dtype)));
+    EXPECT_TRUE(
+        close_values(compiled, u, native_rtol(dtype), name_of(dtype) + " uniform compiled", 3 * native_rtol(dtype)));
     std::vector<double> compiled_values = compiled.to_vector<double>();
     EXPECT_GE(*std::min_element(compiled_values.begin(), compiled_values.end()), -2.0) << name_of(dtype);
     EXPECT_LT(*std::max_element(compiled_values.begin(), compiled_values.end()), 3.0) << name_of(dtype);
@@ -305,7 +343,8 @@ TEST(DtypeFamilies, GradientsThroughHalves) {
     EXPECT_TRUE(close_values(astype(g, DType::f32), wide, rtol, name_of(dtype) + " grad vs f32", rtol));
     Array compiled = jit(grad(loss))(x);
     EXPECT_EQ(compiled.dtype(), dtype);
-    EXPECT_TRUE(close_values(compiled, g, 2 * native_rtol(dtype), name_of(dtype) + " compiled grad", 2 * native_rtol(dtype)));
+    EXPECT_TRUE(
+        close_values(compiled, g, 2 * native_rtol(dtype), name_of(dtype) + " compiled grad", 2 * native_rtol(dtype)));
     // A value-and-grad of a mean squared error through a matmul.
     Array w = data({8, 4}, dtype, Values::finite), in = data({3, 8}, dtype, Values::finite);
     auto mse = [](const Array& weights, const Array& inputs) { return mean(square(matmul(inputs, weights))); };
