@@ -92,7 +92,10 @@ CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const
                                                      CompiledKernel result) {
   if (accumulation_dtype(root) != root.type.dtype) return emit_widened_rows(root, reduced_dims, result);
   DType dtype = root.type.dtype;
-  llvm::Type* type = register_type(dtype);
+  // The output holds the dtype's memory elements: f16/bf16 are 16 bits there
+  // and f32 in registers (max and min of them are exact, so each row's store
+  // loses nothing).
+  llvm::Type* type = memory_type(dtype);
   int64_t rows = 1, inner = 1;
   for (size_t d : reduced_dims) rows *= space_[d];
   for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
@@ -113,8 +116,8 @@ CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const
                  flat_index_ = builder_.CreateAdd(shift, out);
                  llvm::Value* element = value(root.inputs[0]);
                  llvm::Value* address = builder_.CreateInBoundsGEP(type, output_, out);
-                 llvm::Value* current = builder_.CreateLoad(type, address);
-                 builder_.CreateStore(element_.combine(reduction_of(root), dtype, current, element), address);
+                 llvm::Value* current = element_.from_memory(builder_.CreateLoad(type, address), dtype);
+                 store(out, element_.combine(reduction_of(root), dtype, current, element), dtype);
                });
              });
            });
