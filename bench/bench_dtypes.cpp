@@ -20,13 +20,12 @@ using kiln::Array;
 
 namespace {
 
-constexpr int64_t n = int64_t{1} << 24;
-
 Array w1(const Array& x) { return kiln::tanh(0.7 * x + 0.3) * kiln::sigmoid(x) - 0.5 * x * x; }
 Array chain(const Array& x) { return 0.7 * x + 0.3 * x * x; }
 
-void register_dtype(kiln::DType dtype) {
+void register_dtype(kiln::DType dtype, int64_t n) {
   std::string name(kiln::dtype_name(dtype));
+  if (n != int64_t{1} << 24) name += " 2^16";
   auto x = std::make_shared<Array>(kiln::random::normal(kiln::random::key(1), {n}, dtype));
   auto jitted_w1 = kiln::jit(w1, {.name = "w1_" + name});
   auto jitted_chain = kiln::jit(chain, {.name = "chain_" + name});
@@ -44,13 +43,16 @@ void register_dtype(kiln::DType dtype) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (kiln::DType dtype : {kiln::f32, kiln::bf16, kiln::f16}) register_dtype(dtype);
+  for (int64_t n : {int64_t{1} << 24, int64_t{1} << 16})
+    for (kiln::DType dtype : {kiln::f32, kiln::bf16, kiln::f16}) register_dtype(dtype, n);
   kiln::bench::run_all(argc, argv);
   std::printf("\n== 16-bit floats against f32, 2^24 elements (time ratios; lower is better) ==\n");
   kiln::bench::compare("W1 bf16 vs W1 f32", "W1 bf16", "W1 f32", 1 / 1.6, "bf16 >= 1.6x faster");
   kiln::bench::compare("W1 f16 vs W1 f32", "W1 f16", "W1 f32", 1 / 1.6, "f16 >= 1.6x faster");
   kiln::bench::compare("chain bf16 vs chain f32", "chain bf16", "chain f32", 1 / 1.6, "bf16 >= 1.6x faster");
   kiln::bench::compare("chain f16 vs chain f32", "chain f16", "chain f32", 1 / 1.6, "f16 >= 1.6x faster");
+  kiln::bench::compare("W1 2^16 (in cache) bf16 vs f32", "W1 bf16 2^16", "W1 f32 2^16", 1e9, "(the kernels' compute)");
+  kiln::bench::compare("W1 2^16 (in cache) f16 vs f32", "W1 f16 2^16", "W1 f32 2^16", 1e9, "(the kernels' compute)");
   kiln::bench::compare("W1 f32 vs copying its f32 bytes", "W1 f32", "copy f32", 1e9, "(how memory-bound f32 W1 is)");
   kiln::bench::compare("chain f32 vs copying its f32 bytes", "chain f32", "copy f32", 1e9, "(context)");
   kiln::bench::compare("copy bf16 vs copy f32", "copy bf16", "copy f32", 1e9, "(the bandwidth ceiling: 0.5)");
