@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -290,6 +291,31 @@ Array array_equal(const Array& a, const Array& b, bool equal_nan = false, Locati
 // ---- Linear algebra and indexing ---------------------------------------------
 /// NumPy matmul: 1-d operands are promoted to matrices, batch dims broadcast.
 Array matmul(const Array& a, const Array& b, Location where = Location::current());
+/// NumPy's einsum: "ij,jk->ik" (explicit output) or "ij,jk" (implicit: the
+/// letters that appear once, sorted, after any "..."); a letter repeated in
+/// one operand takes its diagonal, letters missing from the output are
+/// summed, "..." broadcasts, extents of 1 broadcast. Operands contract
+/// pairwise left to right, each pair as one batched matmul (an elementwise
+/// product stays a broadcast multiply); the dtype is the operands' promotion.
+Array einsum(std::string_view subscripts, std::vector<Array> operands, Location where = Location::current());
+/// NumPy's tensordot: the last `axes` axes of a against the first of b.
+Array tensordot(const Array& a, const Array& b, int axes = 2, Location where = Location::current());
+/// Axes a_axes[k] of a against b_axes[k] of b (negative from the end); the
+/// result is a's other axes, then b's.
+Array tensordot(const Array& a, const Array& b, const std::pair<std::vector<int64_t>, std::vector<int64_t>>& axes,
+                Location where = Location::current());
+/// NumPy's outer: both flattened, [a.size, b.size].
+Array outer(const Array& a, const Array& b, Location where = Location::current());
+/// NumPy's inner: the last axes contracted (a 0-d operand multiplies).
+Array inner(const Array& a, const Array& b, Location where = Location::current());
+/// NumPy's kron: the block product, ranks padded with leading 1s.
+Array kron(const Array& a, const Array& b, Location where = Location::current());
+/// NumPy's cross of 3-vectors along `axis` of both (the other axes broadcast).
+Array cross(const Array& a, const Array& b, int64_t axis = -1, Location where = Location::current());
+/// NumPy's nan_to_num: NaN to `nan`, +inf to `posinf` (default: the dtype's
+/// largest), -inf to `neginf` (default: its lowest); integers and bool as they are.
+Array nan_to_num(const Array& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                 std::optional<double> neginf = std::nullopt, Location where = Location::current());
 
 // ---- Sorting (NumPy: NaN orders after every number; ties keep their order) ----
 /// Along `axis`; descending puts NaN first, then largest to smallest (torch.sort).
