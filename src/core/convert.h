@@ -44,7 +44,7 @@ To convert_element(From value) {
 
 /// NaN test for an element of any dtype (integers and bool are never NaN).
 template <class T>
-bool is_nan_element(T value) {
+[[gnu::always_inline]] inline bool is_nan_element(T value) {
   if constexpr (is_floating_element<T>) return std::isnan(static_cast<compute_type<T>>(value));
   else return false;
 }

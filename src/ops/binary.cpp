@@ -62,7 +62,8 @@ AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* cons
 template <class T>
 T integer_pow(T base, T exponent) {
   using U = std::make_unsigned_t<T>;
-  if (exponent < 0) return base == 1 ? T(1) : base == -1 ? (exponent % 2 ? T(-1) : T(1)) : T(0);
+  if constexpr (std::is_signed_v<T>)
+    if (exponent < 0) return base == 1 ? T(1) : base == -1 ? (exponent % 2 ? T(-1) : T(1)) : T(0);
   U result = 1, factor = static_cast<U>(base);
   for (T e = exponent; e > 0; e >>= 1) {
     if (e & 1) result *= factor;
@@ -301,14 +302,14 @@ Array scaled_by_partial(std::span<const Array> inputs, const Array& output, size
 }
 
 template <Primitive op>
-std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
+std::vector<Array> vjp(const Node&, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
   std::vector<Array> result;
   for (size_t k = 0; k < inputs.size(); ++k) result.push_back(scaled_by_partial<op>(inputs, output, k, cotangent));
   return result;
 }
 
 template <Primitive op>
-Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
+Array jvp(const Node&, std::span<const Array> inputs, const Array& output, std::span<const Array> tangents) {
   Array total;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!tangents[k].defined()) continue;  // a zero tangent adds nothing

@@ -57,7 +57,9 @@ AbstractValue infer_argsort(const Node& node, std::span<const AbstractValue* con
 template <class T>
 struct Order {
   bool descending;
-  bool operator()(T a, T b) const {
+  // Always inlined: it is the inner loop of every sort and of top_k, and the
+  // kernels instantiated for 13 dtypes otherwise exhaust the unit's inlining budget.
+  [[gnu::always_inline]] bool operator()(T a, T b) const {
     if constexpr (detail::is_floating_element<T>)
       return descending ? !(a <= b) && !detail::is_nan_element(b) : !(a >= b) && !detail::is_nan_element(a);
     else return descending ? b < a : a < b;
