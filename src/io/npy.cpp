@@ -25,7 +25,7 @@ constexpr size_t magic_size = sizeof(magic) - 1;
 constexpr uint32_t max_header_bytes = 1u << 20;
 
 // NumPy's names; bf16, which NumPy lacks, is written as two opaque bytes
-// ('|V2', as NumPy writes a bfloat16 array of ml_dtypes) and read back as bf16.
+// ('|V2': NumPy sees the raw 16-bit patterns) and read back as bf16.
 std::string descr_of(DType dtype) {
   switch (dtype) {
     case DType::bool_: return "|b1";
