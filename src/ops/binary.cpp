@@ -7,6 +7,7 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "ops/apply.h"
 #include "ops/batching.h"
 #include "ops/elementwise.h"
@@ -61,7 +62,7 @@ AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* cons
 
 template <class T>
 T integer_pow(T base, T exponent) {
-  using U = std::make_unsigned_t<T>;
+  using U = detail::wrapping_type<T>;
   if constexpr (std::is_signed_v<T>)
     if (exponent < 0) return base == 1 ? T(1) : base == -1 ? (exponent % 2 ? T(-1) : T(1)) : T(0);
   U result = 1, factor = static_cast<U>(base);
@@ -128,7 +129,7 @@ inline constexpr bool no_rule = false;
 /// bool add/max are "or" and mul/min "and".
 template <Primitive op, class T>
 auto reference(T a, T b) {
-  using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>;
+  using U = detail::wrapping_type<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>;
   constexpr bool boolean = std::is_same_v<T, bool>, integral = std::is_integral_v<T> && !boolean;
   if constexpr (op == Primitive::add) {
     if constexpr (boolean) return T(a || b);

@@ -10,6 +10,7 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "ops/apply.h"
 #include "ops/batching.h"
 #include "ops/elementwise.h"
@@ -84,7 +85,7 @@ T reference(T a, T b) {
   else if constexpr (op == Primitive::bitwise_xor) return T(a ^ b);
   else if constexpr (op == Primitive::bitwise_not) return T(~a);
   else {
-    using U = std::make_unsigned_t<T>;
+    using U = detail::wrapping_type<T>;
     constexpr T bits = sizeof(T) * 8;
     bool in_range = b >= 0 && b < bits;
     if constexpr (op == Primitive::shift_left) return in_range ? static_cast<T>(static_cast<U>(a) << b) : T(0);

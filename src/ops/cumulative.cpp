@@ -11,6 +11,7 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "kiln/ops.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
@@ -71,7 +72,7 @@ Array evaluate_cumprod(const Node& node, std::span<const Array> inputs) {
         int64_t position = base + (reverse ? split.extent - 1 - step : step) * split.inner;
         if constexpr (std::is_same_v<T, bool>) running = running && in[position];
         else if constexpr (std::is_integral_v<T>) {
-          using U = std::make_unsigned_t<T>;  // wraps like NumPy, without UB
+          using U = detail::wrapping_type<T>;  // wraps like NumPy, without UB
           running = static_cast<T>(static_cast<U>(running) * static_cast<U>(in[position]));
         } else running = running * in[position];
         out[position] = running;

@@ -20,6 +20,7 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "kiln/ops.h"
 #include "ops/apply.h"
 #include "ops/batching.h"
@@ -130,13 +131,13 @@ T combine(ScatterMode mode, T old, T update) {
     case ScatterMode::add:
       if constexpr (std::is_same_v<T, bool>) return old || update;
       else if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;  // wraps like NumPy, without UB
+        using U = detail::wrapping_type<T>;  // wraps like NumPy, without UB
         return static_cast<T>(static_cast<U>(old) + static_cast<U>(update));
       } else return old + update;
     case ScatterMode::mul:
       if constexpr (std::is_same_v<T, bool>) return old && update;
       else if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
+        using U = detail::wrapping_type<T>;
         return static_cast<T>(static_cast<U>(old) * static_cast<U>(update));
       } else return old * update;
     case ScatterMode::max:

@@ -14,6 +14,7 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
 #include "ops/batching.h"
@@ -131,7 +132,7 @@ template <class T>
 T accumulate(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) return a || b;
   else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;  // wraps like NumPy, without UB
+    using U = detail::wrapping_type<T>;  // wraps like NumPy, without UB
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
   } else return a + b;
 }

@@ -7,6 +7,7 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "ops/apply.h"
 #include "ops/batching.h"
 #include "ops/elementwise.h"
@@ -45,7 +46,7 @@ A multiply_add(A acc, A x, A y) {
   if constexpr (std::is_same_v<A, bool>) {
     return acc || (x && y);
   } else if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
+    using U = detail::wrapping_type<A>;
     return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x) * static_cast<U>(y));
   } else {
     return acc + x * y;

@@ -13,6 +13,7 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/wrapping.h"
 #include "ops/apply.h"
 #include "ops/axes.h"
 #include "ops/batching.h"
@@ -114,7 +115,7 @@ A reduce_combine(Reduction reduction, A acc, A value) {
     return reduction == Reduction::sum || reduction == Reduction::max ? (acc || value) : (acc && value);
   } else {
     // Integers wrap on overflow, as NumPy does, through unsigned arithmetic (no UB).
-    using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<A>, A, int>>;
+    using U = detail::wrapping_type<std::conditional_t<std::is_integral_v<A>, A, int>>;
     switch (reduction) {
       case Reduction::sum:
         if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<U>(acc) + static_cast<U>(value));
