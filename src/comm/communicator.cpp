@@ -12,6 +12,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/convert.h"
+#include "core/dispatch.h"
+
 namespace kiln::comm {
 
 namespace {
@@ -49,7 +52,7 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::u32: return MPI_UINT32_T;
     case DType::u64: return MPI_UINT64_T;
     case DType::f16:
-    case DType::bf16: break;  // MPI has no 16-bit floats: reduced in f32 (with_float)
+    case DType::bf16: break;  // MPI has no 16-bit floats: reduced in f32 (reduction_dtype)
   }
   return MPI_BYTE;
 }
@@ -77,39 +80,34 @@ void divide(void* data, int64_t count, DType dtype, int size) {
 
 constexpr int64_t chunk = INT_MAX / 8;  // elements per MPI call, whatever their size
 
-// f16 and bf16 reductions run in f32: `reduce(in, out)` on f32 copies, the
-// result rounded back once.
-template <class Reduce>
-void with_float(const void* in, int64_t in_count, void* out, int64_t out_count, DType dtype, Reduce reduce) {
-  std::vector<float> wide_in(static_cast<size_t>(in_count)), wide_out(static_cast<size_t>(out_count));
-  const auto* halves = static_cast<const uint16_t*>(in);
-  for (size_t k = 0; k < wide_in.size(); ++k)
-    wide_in[k] = dtype == DType::f16 ? float16::from_bits(halves[k]) : bfloat16::from_bits(halves[k]);
-  reduce(wide_in.data(), wide_out.data());
-  auto* narrowed = static_cast<uint16_t*>(out);
-  for (size_t k = 0; k < wide_out.size(); ++k)
-    narrowed[k] = dtype == DType::f16 ? float16(wide_out[k]).bits() : bfloat16(wide_out[k]).bits();
+// The dtype a reduction of `dtype` runs in through MPI. MPI has no 16-bit
+// floats: f16 and bf16 reduce in f32, rounded back once. Open MPI's
+// vectorized reductions (its op/avx component, 4.1) add 8- and 16-bit
+// integers with saturation (open-mpi/ompi#8045), where kiln's sums wrap
+// modulo 2^bits: such sums run in u32, whose wrapping sum has the same low bits.
+DType reduction_dtype(DType dtype, ReduceOp op) {
+  if (is_half(dtype)) return DType::f32;
+  if (op == ReduceOp::sum && is_integer(dtype) && dtype_size(dtype) < sizeof(uint32_t)) return DType::u32;
+  return dtype;
 }
 
-// Open MPI's vectorized reductions (its op/avx component, 4.1) add 8- and
-// 16-bit integers with saturation (open-mpi/ompi#8045), where kiln's sums wrap
-// modulo 2^bits. Such sums run on zero-extended u32 copies: their wrapping
-// sum has the same low bits.
-bool narrow_integer_sum(DType dtype, ReduceOp op) {
-  return op == ReduceOp::sum && is_integer(dtype) && dtype_size(dtype) < sizeof(uint32_t);
-}
-
+// Runs `reduce(wide_in, wide_out)` on copies of `in` converted to `wide`,
+// then converts the result back into `out`.
 template <class Reduce>
-void with_u32(const void* in, int64_t in_count, void* out, int64_t out_count, DType dtype, Reduce reduce) {
-  std::vector<uint32_t> wide_in(static_cast<size_t>(in_count)), wide_out(static_cast<size_t>(out_count));
-  bool bytes = dtype_size(dtype) == 1;
-  for (size_t k = 0; k < wide_in.size(); ++k)
-    wide_in[k] = bytes ? static_cast<const uint8_t*>(in)[k] : static_cast<const uint16_t*>(in)[k];
-  reduce(wide_in.data(), wide_out.data());
-  for (size_t k = 0; k < wide_out.size(); ++k) {
-    if (bytes) static_cast<uint8_t*>(out)[k] = static_cast<uint8_t>(wide_out[k]);
-    else static_cast<uint16_t*>(out)[k] = static_cast<uint16_t>(wide_out[k]);
-  }
+void through(DType wide, const void* in, int64_t in_count, void* out, int64_t out_count, DType dtype, Reduce reduce) {
+  std::vector<char> wide_in(static_cast<size_t>(in_count) * dtype_size(wide));
+  std::vector<char> wide_out(static_cast<size_t>(out_count) * dtype_size(wide));
+  auto convert = [&]<class W>() {
+    detail::dispatch(dtype, [&]<class T>() {
+      auto* widened = reinterpret_cast<W*>(wide_in.data());
+      for (int64_t k = 0; k < in_count; ++k) widened[k] = detail::convert_element<W>(static_cast<const T*>(in)[k]);
+      reduce(wide_in.data(), wide_out.data());
+      const auto* reduced = reinterpret_cast<const W*>(wide_out.data());
+      for (int64_t k = 0; k < out_count; ++k) static_cast<T*>(out)[k] = detail::convert_element<T>(reduced[k]);
+    });
+  };
+  if (wide == DType::f32) convert.template operator()<float>();
+  else convert.template operator()<uint32_t>();
 }
 
 }  // namespace
@@ -159,14 +157,9 @@ void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp 
     if (in != out && count) std::memmove(out, in, static_cast<size_t>(count) * element);
     return;
   }
-  if (is_half(dtype)) {
-    with_float(in, count, out, count, dtype,
-               [&](float* wide_in, float* wide_out) { all_reduce(wide_in, wide_out, count, DType::f32, op); });
-    return;
-  }
-  if (narrow_integer_sum(dtype, op)) {
-    with_u32(in, count, out, count, dtype,
-             [&](uint32_t* wide_in, uint32_t* wide_out) { all_reduce(wide_in, wide_out, count, DType::u32, op); });
+  if (DType wide = reduction_dtype(dtype, op); wide != dtype) {
+    through(wide, in, count, out, count, dtype,
+            [&](void* wide_in, void* wide_out) { all_reduce(wide_in, wide_out, count, wide, op); });
     return;
   }
   {
@@ -200,14 +193,9 @@ void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, Reduc
     return;
   }
   if (count > INT_MAX) throw std::runtime_error("kiln: reduce_scatter of more than INT_MAX elements per rank");
-  if (is_half(dtype)) {
-    with_float(in, count * world().size, out, count, dtype,
-               [&](float* wide_in, float* wide_out) { reduce_scatter(wide_in, wide_out, count, DType::f32, op); });
-    return;
-  }
-  if (narrow_integer_sum(dtype, op)) {
-    with_u32(in, count * world().size, out, count, dtype,
-             [&](uint32_t* wide_in, uint32_t* wide_out) { reduce_scatter(wide_in, wide_out, count, DType::u32, op); });
+  if (DType wide = reduction_dtype(dtype, op); wide != dtype) {
+    through(wide, in, count * world().size, out, count, dtype,
+            [&](void* wide_in, void* wide_out) { reduce_scatter(wide_in, wide_out, count, wide, op); });
     return;
   }
   {
