@@ -48,10 +48,36 @@ void add_scalar(ByteWriter& writer, const Scalar& value) {
   else writer.add(value.as_int());
 }
 
+// A symbolic node's numbers with the hints at its symbolic positions zeroed:
+// hashing and equality see the polynomials instead (append_symbolic).
+struct MaskedNumbers {
+  Shape shape;
+  std::vector<int64_t> ints;
+  Shape attr_shape;
+};
+
+MaskedNumbers masked(const Node& node) {
+  MaskedNumbers numbers{node.type.shape, node.attrs.ints, node.attrs.shape};
+  if (!node.symbolic) return numbers;
+  for (const auto& position : node.symbolic->shape) numbers.shape[static_cast<size_t>(position.first)] = 0;
+  for (const auto& position : node.symbolic->ints) numbers.ints[static_cast<size_t>(position.first)] = 0;
+  for (const auto& position : node.symbolic->attr_shape) numbers.attr_shape[static_cast<size_t>(position.first)] = 0;
+  return numbers;
+}
+
+bool same_numbers(const Node& a, const Node& b) {
+  if (!a.symbolic && !b.symbolic)
+    return a.type.shape == b.type.shape && a.attrs.ints == b.attrs.ints && a.attrs.shape == b.attrs.shape;
+  if (!a.symbolic || !b.symbolic || !(*a.symbolic == *b.symbolic)) return false;
+  MaskedNumbers x = masked(a), y = masked(b);
+  return x.shape == y.shape && x.ints == y.ints && x.attr_shape == y.attr_shape;
+}
+
 bool same_structure(const Node& a, const Node& b) {
-  if (!(a.op == b.op && a.type == b.type && a.inputs == b.inputs && a.attrs.ints == b.attrs.ints &&
-        a.attrs.shape == b.attrs.shape && a.attrs.dtype == b.attrs.dtype &&
-        (a.op == Primitive::literal || a.attrs.scalar == b.attrs.scalar) && a.bodies.size() == b.bodies.size()))
+  if (!(a.op == b.op && a.type.dtype == b.type.dtype && a.type.weak == b.type.weak &&
+        a.type.shape.size() == b.type.shape.size() && a.inputs == b.inputs && same_numbers(a, b) &&
+        a.attrs.dtype == b.attrs.dtype && (a.op == Primitive::literal || a.attrs.scalar == b.attrs.scalar) &&
+        a.bodies.size() == b.bodies.size()))
     return false;
   for (size_t k = 0; k < a.bodies.size(); ++k)
     if (a.bodies[k] != b.bodies[k] && !a.bodies[k]->structurally_equal(*b.bodies[k])) return false;
@@ -78,17 +104,29 @@ uint64_t Graph::structure_hash() const {
   ByteWriter hasher(bytes);
   hasher.add_vector(body_hashes);
   hasher.add(nodes.size());
+  std::string symbolic;
   for (const Node& node : nodes) {
     hasher.add(node.op);
     hasher.add(node.type.dtype);
     hasher.add(node.type.weak);
-    hasher.add_vector(node.type.shape);
     hasher.add_vector(node.inputs);
-    hasher.add_vector(node.attrs.ints);
-    hasher.add_vector(node.attrs.shape);
     hasher.add(node.attrs.dtype);
     if (node.op != Primitive::literal) add_scalar(hasher, node.attrs.scalar);
+    if (!node.symbolic) {
+      hasher.add_vector(node.type.shape);
+      hasher.add_vector(node.attrs.ints);
+      hasher.add_vector(node.attrs.shape);
+      continue;
+    }
+    MaskedNumbers numbers = masked(node);
+    hasher.add_vector(numbers.shape);
+    hasher.add_vector(numbers.ints);
+    hasher.add_vector(numbers.attr_shape);
+    symbolic.clear();
+    ir::append_symbolic(node, symbolic);
+    hasher.add_string(symbolic);
   }
+  hasher.add(symbols);
   hasher.add_vector(arguments);
   hasher.add_vector(captures);
   hasher.add_vector(outputs);
@@ -105,7 +143,11 @@ std::vector<const Node*> Graph::literal_nodes() const {
 uint64_t Graph::literal_hash() const {
   thread_local std::string bytes;
   ByteWriter hasher(bytes);
-  auto add = [&](const Node& node) { add_scalar(hasher, node.attrs.scalar); };
+  // A symbolic literal's value is its polynomial (in the structure hash), not its hint.
+  auto add = [&](const Node& node) {
+    if (node.symbolic && node.symbolic->literal) hasher.add(uint8_t{0xff});
+    else add_scalar(hasher, node.attrs.scalar);
+  };
   for_each_literal(*this, add);
   return digest(hasher);
 }
@@ -120,14 +162,17 @@ std::vector<Scalar> Graph::literal_values() const {
 bool Graph::same_literals(const Graph& other) const {
   std::vector<const Node*> mine = literal_nodes(), theirs = other.literal_nodes();
   if (mine.size() != theirs.size()) return false;
-  for (size_t i = 0; i < mine.size(); ++i)
-    if (!(mine[i]->attrs.scalar == theirs[i]->attrs.scalar)) return false;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    bool symbolic = mine[i]->symbolic && mine[i]->symbolic->literal;
+    if (symbolic != (theirs[i]->symbolic && theirs[i]->symbolic->literal)) return false;
+    if (!symbolic && !(mine[i]->attrs.scalar == theirs[i]->attrs.scalar)) return false;
+  }
   return true;
 }
 
 bool Graph::structurally_equal(const Graph& other) const {
   if (nodes.size() != other.nodes.size() || arguments != other.arguments || captures != other.captures ||
-      outputs != other.outputs)
+      outputs != other.outputs || symbols != other.symbols)
     return false;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!same_structure(nodes[i], other.nodes[i])) return false;

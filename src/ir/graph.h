@@ -2,7 +2,9 @@
 //
 // A Graph is a list of nodes in SSA form: node i defines value %i, and its
 // inputs are values defined earlier. Every node has one result with a static
-// dtype and shape (dynamic dimensions are a later capability). `input` nodes
+// dtype and shape; in a symbolic graph (ir/symbolic.h) the shape holds the
+// sizes it was traced at and the node says which numbers are polynomials in
+// the graph's symbols. `input` nodes
 // are the graph's parameters: explicit arguments first by index, then
 // implicit inputs — arrays the traced function read without receiving them,
 // which are bound afresh at every call and never copied into the graph.
@@ -20,6 +22,7 @@
 
 #include "core/array_impl.h"
 #include "ir/primitive.h"
+#include "ir/symbolic.h"
 
 namespace kiln::ir {
 
@@ -54,6 +57,8 @@ struct Node {
   // Control flow nodes only: the sub-graphs they run (loop condition and
   // body, branches), immutable once traced and shared between copies.
   std::vector<std::shared_ptr<const Graph>> bodies;
+  // The numbers of this node that depend on dynamic dimensions; null when none do.
+  std::shared_ptr<const SymbolicNode> symbolic;
 };
 
 class Graph {
@@ -63,6 +68,7 @@ class Graph {
   std::vector<ValueId> arguments;  // explicit inputs, by argument index
   std::vector<ValueId> captures;   // implicit inputs, in order of first use
   std::vector<ValueId> outputs;
+  int symbols = 0;  // how many symbols (dynamic dimensions) the graph's nodes use; 0: static
 
   // Each of these descends into the bodies of control flow nodes: a body's
   // structure is part of its node's, and its literals follow its node's

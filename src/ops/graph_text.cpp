@@ -12,12 +12,35 @@ namespace kiln::ops {
 
 namespace {
 
+// A symbolic node's attributes print with their symbolic entries as
+// polynomials (the hints they hold would make the text, a persistent cache
+// key, depend on the size the graph was traced at).
+std::string describe_node(const ir::Node& node) {
+  auto describe = rules(node.op).describe;
+  if (!describe) return "";
+  if (!node.symbolic) return describe(node);
+  const ir::SymbolicNode& symbolic = *node.symbolic;
+  ir::Node masked = node;
+  std::string where;
+  for (const auto& [index, expr] : symbolic.ints) {
+    masked.attrs.ints[static_cast<size_t>(index)] = 0;
+    where += " ints[" + std::to_string(index) + "]=" + expr.to_string();
+  }
+  for (const auto& [index, expr] : symbolic.attr_shape) {
+    masked.attrs.shape[static_cast<size_t>(index)] = 0;
+    where += " shape[" + std::to_string(index) + "]=" + expr.to_string();
+  }
+  if (symbolic.literal) return symbolic.literal->to_string();
+  std::string text = describe(masked);
+  return where.empty() ? text : text + " where" + where;
+}
+
 // A control node's bodies print under it, indented one level further.
 void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::string& indent) {
   const std::vector<ir::Node>& nodes = graph.nodes;
   auto signature = [&](const std::vector<ir::ValueId>& ids) {
     for (size_t i = 0; i < ids.size(); ++i)
-      out << (i ? ", " : "") << "%" << ids[i] << ": " << nodes[static_cast<size_t>(ids[i])].type.to_string();
+      out << (i ? ", " : "") << "%" << ids[i] << ": " << ir::symbolic_type_string(nodes[static_cast<size_t>(ids[i])]);
   };
   out << indent << "graph " << graph.name << "(";
   signature(graph.arguments);
@@ -32,15 +55,13 @@ void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::st
     const ir::Node& node = nodes[i];
     std::ostringstream line;
     line << indent << "  %" << i << " = " << ir::primitive_name(node.op);
-    if (auto describe = rules(node.op).describe) {
-      std::string text = describe(node);
-      if (!text.empty())
-        line << (node.op == Primitive::literal || node.op == Primitive::input ? " " : "[") << text
-             << (node.op == Primitive::literal || node.op == Primitive::input ? "" : "]");
-    }
+    std::string text = describe_node(node);
+    if (!text.empty())
+      line << (node.op == Primitive::literal || node.op == Primitive::input ? " " : "[") << text
+           << (node.op == Primitive::literal || node.op == Primitive::input ? "" : "]");
     for (ir::ValueId input : node.inputs) line << " %" << input;
-    line << " : " << node.type.to_string();
-    std::string text = line.str();
+    line << " : " << ir::symbolic_type_string(node);
+    text = line.str();
     const size_t comment_column = 48 + indent.size();
     if (text.size() < comment_column) text.append(comment_column - text.size(), ' ');
     out << text << "  # " << detail::location_string(node.where) << "\n";

@@ -41,7 +41,8 @@ const Node& producer(const Nodes& nodes, ValueId id) { return nodes[static_cast<
 const Node* literal_behind(const Nodes& nodes, ValueId id) {
   const Node* node = &producer(nodes, id);
   while (node->op == Primitive::broadcast) node = &producer(nodes, node->inputs[0]);
-  return node->op == Primitive::literal ? node : nullptr;
+  // A symbolic literal's value depends on the call's sizes: no rule may read its hint.
+  return node->op == Primitive::literal && !node->symbolic ? node : nullptr;
 }
 
 Array literal_array(const Node& literal) { return ops::rules(Primitive::literal).evaluate(literal, {}); }
@@ -68,7 +69,7 @@ struct Outcome {
 // The node is `id` when their types agree exactly; a rule never changes a
 // value's dtype, shape or weak flag.
 Outcome same_as(const Nodes& nodes, const Node& node, ValueId id) {
-  if (producer(nodes, id).type == node.type) return {Outcome::replaced, id};
+  if (ir::same_symbolic_type(producer(nodes, id), node)) return {Outcome::replaced, id};
   return {};
 }
 
@@ -88,7 +89,7 @@ bool fold(const Nodes& nodes, Node& node) {
   std::vector<Array> values;
   for (ValueId id : node.inputs) {
     const Node& input = producer(nodes, id);
-    if (input.op != Primitive::literal) return false;
+    if (input.op != Primitive::literal || input.symbolic) return false;
     values.push_back(literal_array(input));
   }
   Array result;
@@ -173,6 +174,12 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
       node.op = Primitive::reshape;
       node.attrs.ints.clear();
       node.attrs.shape = node.type.shape;
+      if (node.symbolic) {
+        auto symbolic = std::make_shared<ir::SymbolicNode>(*node.symbolic);
+        symbolic->ints.clear();
+        symbolic->attr_shape = symbolic->shape;
+        node.symbolic = std::move(symbolic);
+      }
       return {Outcome::rewritten};
     }
     // Output axis a of the outer transpose is inner axis perm[a], which is
@@ -213,6 +220,8 @@ void canonical_key(const Node& node, std::string& key) {
   // Control nodes are the same only over the same bodies (the objects: equal
   // bodies traced twice stay apart, which costs a duplicate, never a wrong merge).
   for (const auto& body : node.bodies) add(body.get());
+  // Nodes equal at the hints may differ at other sizes.
+  ir::append_symbolic(node, key);
 }
 
 // One forward pass over the graph; says whether it changed anything.
