@@ -154,12 +154,10 @@ void JitFunction::generalize(std::unique_lock<std::mutex>& lock, const CallArgum
   for (const Location& line : probed.reads) lines += (lines.empty() ? "" : ", ") + location_string(line);
   std::string separator = miss.explanation.empty() ? "" : "; ";
   if (probed.graph) {
-    std::string text = "compiled for every size of " + names([&] {
-                         std::vector<int> all;
-                         for (size_t i = 0; i < symbols.hints.size(); ++i) all.push_back(static_cast<int>(i));
-                         return all;
-                       }()) +
-                       ": arguments " + cache::symbolic_arguments(arguments, symbols);
+    std::vector<int> all(symbols.hints.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    std::string text =
+        "compiled for every size of " + names(all) + ": arguments " + cache::symbolic_arguments(arguments, symbols);
     if (!lines.empty())
       text += " (" + lines + " read" + (probed.reads.size() == 1 ? "s" : "") +
               " a dynamic size in C++; every number computed from it follows the symbols, so each call computes it "
