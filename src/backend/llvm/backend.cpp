@@ -176,10 +176,11 @@ class CompiledGraph final : public runtime::Executable {
   }
 
   /// Runs a body of a control node of a symbolic graph, whose symbols are
-  /// the enclosing graph's: at the binding of the call running it.
+  /// the enclosing graph's: at the binding of the call running it (`values`;
+  /// none from a static graph).
   std::vector<Array> run_body(std::span<const int64_t> values, std::span<const Array> arguments,
                               std::span<const Array> implicit_inputs, std::span<const char> donated) const {
-    if (!symbolic()) return run_instance(*static_instance_, arguments, implicit_inputs, donated);
+    if (!symbolic() || values.empty()) return run(arguments, implicit_inputs, donated);
     return run_instance(*instance(std::vector<int64_t>(values.begin(), values.end())), arguments, implicit_inputs,
                         donated);
   }
