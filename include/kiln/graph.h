@@ -60,6 +60,12 @@ class TraceSession {
 
   /// A placeholder with the abstract value (dtype, shape, weak flag) of `example`.
   Array argument(const Array& example);
+  /// Traces at other sizes: the k-th placeholder made takes shapes[k]
+  /// instead of its example's shape (same rank), and C++ reads of the
+  /// tracers' shapes are recorded.
+  void trace_at_shapes(std::vector<Shape> shapes);
+  /// The recorded shape reads: (the shape read, the line that read it).
+  std::vector<std::pair<Shape, Location>> shape_reads() const;
   /// Ends the trace and returns its graph with `outputs` as results.
   Graph finish(const std::vector<Array>& outputs);
   /// The arrays lifted to implicit inputs, in the graph's order.
@@ -67,6 +73,7 @@ class TraceSession {
 
  private:
   std::shared_ptr<TraceState> state_;
+  std::vector<Shape> argument_shapes_;
 };
 
 /// Runs a graph with the reference interpreter.

@@ -42,7 +42,13 @@ struct JitOptions {
   int verify_every = 0;  // with Constant: re-trace every N-th hit, warn on a stale capture
   int recompile_limit = 8;
   OnStorm on_storm = OnStorm::Warn;
-  std::vector<std::pair<int, int>> dynamic_dims;  // (argument leaf, dimension); a later capability
+  // (array leaf, dimension) pairs compiled shape-generic: one executable for
+  // every size >= 2 of each (leaves count the array leaves of all arguments,
+  // in order, from 0).
+  std::vector<std::pair<int, int>> dynamic_dims;
+  // A dimension whose size alone changed between two calls is compiled
+  // dynamic on the second compile (and explained); false compiles each size.
+  bool automatic_dynamic = true;
   std::string device = "cpu";
 };
 
@@ -97,9 +103,10 @@ class FunctionRef<R(A...)> {
 
 /// The flattened arguments of one call.
 struct CallArguments {
-  std::string signature;      // bytes: structure, abstract values, static values
-  std::vector<Array> arrays;  // dynamic leaves, in order
-  std::vector<char> donated;  // per leaf, when the call donates arguments
+  std::string signature;                // bytes: structure, abstract values, static values
+  std::vector<Array> arrays;            // dynamic leaves, in order
+  std::vector<uint32_t> shape_offsets;  // per leaf: where its shape starts in `signature`
+  std::vector<char> donated;            // per leaf, when the call donates arguments
 };
 
 /// One path-named piece of a signature, for explanations.

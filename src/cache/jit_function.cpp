@@ -98,10 +98,8 @@ namespace detail {
 JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
     : options_(std::move(options)), stateful_(stateful), where_(where) {
   name_ = options_.name.empty() ? location_string(where) : options_.name;
+  for (auto [leaf, dim] : options_.dynamic_dims) dynamic_.insert({leaf, dim});
   // Options kiln does not implement yet are refused rather than ignored.
-  if (!options_.dynamic_dims.empty())
-    raise("jit", "'" + name_ + "' asks for dynamic_dims, which this version of kiln does not support yet", where,
-          "compile one executable per shape (the default), or pad inputs to a few sizes");
   if (options_.device != "cpu")
     raise("jit", "'" + name_ + "' asks for device '" + options_.device + "'; only \"cpu\" is available", where,
           "leave JitOptions::device at its default");
@@ -111,11 +109,15 @@ bool JitFunction::signature_mode() const {
   return options_.captures == Captures::Constant || (options_.captures == Captures::Auto && !stateful_);
 }
 
-JitFunction::Traced JitFunction::run_trace(FunctionRef<TraceOutcome(TraceSession&)> trace) {
+JitFunction::Traced JitFunction::run_trace(FunctionRef<TraceOutcome(TraceSession&)> trace,
+                                           const std::vector<Shape>* shapes,
+                                           std::vector<std::pair<Shape, Location>>* reads) {
   auto start = Clock::now();
   TraceSession session(name_, where_);
+  if (shapes) session.trace_at_shapes(*shapes);
   TraceOutcome outcome = trace(session);
   Traced traced{session.finish(outcome.outputs), session.captured(), std::move(outcome.skeleton)};
+  if (reads) *reads = session.shape_reads();
   double seconds = seconds_since(start);
   {
     std::lock_guard lock(mutex_);
@@ -159,14 +161,21 @@ CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(
       std::lock_guard lock(mutex_);
       stats_.calls += 1;
       auto found = by_signature_.find(arguments.signature);
-      if (found != by_signature_.end()) {
-        entry = found->second;
+      if (found != by_signature_.end()) entry = found->second;
+      else if (!dynamic_.empty()) entry = find_symbolic(arguments);
+      if (entry) {
         stats_.hits += 1;
         touch(entry);
         entry->hits += 1;
         verify = options_.captures == Captures::Constant && options_.verify_every > 0 &&
                  entry->hits % options_.verify_every == 0;
       }
+    }
+    // A size a symbolic entry has not met yet is checked against its shape rules first.
+    if (entry && entry->symbolic && !applies(*entry, arguments)) {
+      std::lock_guard lock(mutex_);
+      stats_.hits -= 1;
+      entry = nullptr;
     }
     if (entry) {
       add_global(CacheStats{.hits = 1});
@@ -176,7 +185,7 @@ CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(
       if (!verify) return {run(*entry, arguments, nullptr, nullptr), entry->skeleton};
       Traced fresh = run_trace(trace);
       verify_frozen(*entry, fresh);
-      Admitted updated = admit(arguments, std::move(fresh), describe);
+      Admitted updated = admit(arguments, std::move(fresh), trace, describe);
       return {run(*updated.entry, arguments, nullptr, &updated.lifted_inputs), updated.entry->skeleton};
     }
   } else {
@@ -190,7 +199,7 @@ CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(
   std::vector<Array> captures = traced.captures;
   // A re-traced call binds what this trace captured and the numbers it saw,
   // not what the entry froze.
-  Admitted admitted = admit(arguments, std::move(traced), describe);
+  Admitted admitted = admit(arguments, std::move(traced), trace, describe);
   CallResult result{run(*admitted.entry, arguments, &captures, &admitted.lifted_inputs), admitted.entry->skeleton};
   if (!signature_mode()) note_call_time(seconds_since(start), trace_seconds);
   return result;
@@ -213,12 +222,14 @@ void JitFunction::touch(const std::shared_ptr<Entry>& entry) {
 void JitFunction::insert(const std::shared_ptr<Entry>& entry, bool by_signature) {
   entries_.push_front(entry);
   by_graph_.emplace(entry->executable_key, entry);
-  if (by_signature) by_signature_[entry->signature] = entry;
+  if (entry->symbolic) by_symbolic_[entry->signature] = entry;
+  else if (by_signature) by_signature_[entry->signature] = entry;
   size_t limit = std::max<size_t>(1, cache_limits().per_function);
   while (entries_.size() > limit) {
     std::shared_ptr<Entry> oldest = entries_.back();
     entries_.pop_back();
     std::erase_if(by_signature_, [&](const auto& item) { return item.second == oldest; });
+    std::erase_if(by_symbolic_, [&](const auto& item) { return item.second == oldest; });
     for (auto it = by_graph_.begin(); it != by_graph_.end();)
       it = it->second == oldest ? by_graph_.erase(it) : std::next(it);
     for (std::string remembered : {oldest->signature, std::to_string(oldest->executable_key)}) {
@@ -280,12 +291,33 @@ bool only_constants_captured(const ir::Graph& graph) {
 }  // namespace
 
 JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced,
+                                         FunctionRef<TraceOutcome(TraceSession&)> trace,
                                          FunctionRef<SignatureDescription()> describe) {
   bool by_signature =
       signature_mode() && (only_constants_captured(traced.graph.ir()) || options_.captures == Captures::Constant);
   Candidate candidate{traced.graph.shared(), traced.graph.ir().structure_hash(), {}, 0};
 
   std::unique_lock lock(mutex_);
+  // A re-traced call hits a symbolic entry when its trace is that entry's graph at this call's sizes.
+  if (std::shared_ptr<Entry> symbolic = dynamic_.empty() ? nullptr : find_symbolic(arguments)) {
+    lock.unlock();
+    bool same = false;
+    try {
+      ir::Graph expected =
+          ir::instantiate(*symbolic->traced, ir::bind_symbols(*symbolic->traced, arguments.arrays, traced.captures));
+      same = expected.structurally_equal(traced.graph.ir()) && expected.same_literals(traced.graph.ir());
+    } catch (const Error&) {
+    }
+    lock.lock();
+    if (same) {
+      stats_.hits += 1;
+      add_global(CacheStats{.hits = 1});
+      touch(symbolic);
+      auto view = std::make_shared<Entry>(*symbolic);
+      view->skeleton = traced.skeleton;
+      return {view, {}};
+    }
+  }
   candidate.lift(lifted_sites_[candidate.structure]);
   if (std::shared_ptr<Entry> known = lookup_graph(arguments, traced, candidate, by_signature, describe)) {
     lock.unlock();
@@ -294,7 +326,9 @@ JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced
     return {known, transform::lifted_inputs(candidate.lifted)};
   }
   Miss miss = explain_miss(arguments, candidate, describe);
-  lift_churning_literals(candidate, miss);
+  cache::SymbolAssignment symbols = plan_dynamic(arguments, miss);
+  if (!symbols.empty()) generalize(lock, arguments, symbols, trace, candidate, miss);
+  if (miss.symbolic_signature.empty()) lift_churning_literals(candidate, miss);
   check_storm(candidate, miss);
   if (!miss.explanation.empty()) last_explanation_ = miss.explanation + "\n  hint: " + miss.hint;
   lock.unlock();
@@ -369,7 +403,7 @@ void JitFunction::check_storm(Candidate& candidate, Miss& miss) {
   bool same_signature_again = miss.same_signature && !miss.lifting;
   miss.storm = same_signature_again || over_limit;
   if (!miss.storm) return;
-  if (options_.on_storm == OnStorm::Generalize) {
+  if (options_.on_storm == OnStorm::Generalize && miss.symbolic_signature.empty()) {
     std::vector<bool>& sites = lifted_sites_[candidate.structure];
     sites.assign(candidate.traced->literal_values().size(), true);
     candidate.lift(sites);
@@ -400,7 +434,8 @@ JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& argum
   // Before its first run here: a graph with collectives must be the same on every rank.
   cache::check_ranks_agree(name_, *candidate.traced, where_);
   auto entry = std::make_shared<Entry>();
-  entry->signature = arguments.signature;
+  entry->symbolic = !miss.symbolic_signature.empty();
+  entry->signature = entry->symbolic ? miss.symbolic_signature : arguments.signature;
   entry->description = std::move(miss.description);
   entry->traced = candidate.traced;
   entry->lifted = std::move(candidate.lifted);
@@ -423,7 +458,8 @@ JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& argum
     }
     // A concurrent miss may have admitted the same graph meanwhile; keep one entry.
     if (std::shared_ptr<Entry> raced = find_by_graph(entry->executable_key, *entry->lifted.graph)) {
-      if (by_signature) by_signature_[arguments.signature] = raced;
+      if (entry->symbolic && raced->symbolic) by_symbolic_[entry->signature] = raced;
+      else if (by_signature && !entry->symbolic) by_signature_[arguments.signature] = raced;
     } else {
       insert(entry, by_signature);
     }
@@ -505,7 +541,16 @@ void JitFunction::note_call_time(double call_seconds, double trace_seconds) {
   telemetry::log(telemetry::log_recompiles | telemetry::log_cache, text);
 }
 
-Graph JitFunction::lower(CallArguments&, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+Graph JitFunction::lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+  // With marked dynamic dimensions, the graph a call compiles: in symbols.
+  if (!options_.dynamic_dims.empty()) {
+    cache::check_dynamic_dims(options_.dynamic_dims, arguments, name_, where_);
+    std::set<cache::DynamicDim> marked;
+    for (auto [leaf, dim] : options_.dynamic_dims) marked.insert({leaf, dim});
+    cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked);
+    if (!symbols.empty())
+      if (Probe probed = probe(arguments, symbols, trace); probed.graph) return Graph(probed.graph);
+  }
   TraceSession session(name_, where_);
   TraceOutcome outcome = trace(session);
   return session.finish(outcome.outputs);

@@ -8,11 +8,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "cache/dynamic_dims.h"
 #include "kiln/jit.h"
 #include "runtime/executable.h"
 #include "transform/literal_lifting.h"
@@ -34,6 +36,9 @@ struct Entry {
   std::vector<Array> captures;  // as traced; bound on signature hits (Constant freezes them)
   std::shared_ptr<const void> skeleton;
   int64_t hits = 0;
+  bool symbolic = false;  // `signature` holds symbols: the entry serves every size of them
+  // Symbolic entries: the bindings checked to satisfy every shape rule of the graph.
+  std::set<std::vector<int64_t>> valid_bindings;
 };
 
 class JitFunction {
@@ -55,7 +60,9 @@ class JitFunction {
     std::vector<Array> captures;
     std::shared_ptr<const void> skeleton;
   };
-  Traced run_trace(FunctionRef<TraceOutcome(TraceSession&)> trace);
+  /// With `shapes`: traced at those argument shapes, its C++ shape reads kept in `reads`.
+  Traced run_trace(FunctionRef<TraceOutcome(TraceSession&)> trace, const std::vector<Shape>* shapes = nullptr,
+                   std::vector<std::pair<Shape, Location>>* reads = nullptr);
   struct Admitted {
     std::shared_ptr<Entry> entry;
     std::vector<Array> lifted_inputs;  // this trace's values of the lifted literals
@@ -75,13 +82,42 @@ class JitFunction {
     int64_t compile_number = 0;
     bool same_signature = false;     // the closest entry has this call's signature
     bool lifting = false;            // this miss lifted literal sites not lifted before
+    std::string symbolic_signature;  // set when the candidate is symbolic
     const Entry* closest = nullptr;  // valid only under mutex_
     bool storm = false;
     bool report_storm = false;  // first storm of this function (or every one, unless OnStorm::Warn)
     std::string storm_text;
   };
   /// Finds or compiles the executable for a fresh trace and records the entry.
-  Admitted admit(CallArguments& arguments, Traced traced, FunctionRef<SignatureDescription()> describe);
+  Admitted admit(CallArguments& arguments, Traced traced, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                 FunctionRef<SignatureDescription()> describe);
+
+  // Dynamic dimensions (cache/dynamic_dims.h):
+  /// The symbols of this call under the function's dynamic dimensions. Under mutex_.
+  cache::SymbolAssignment symbols_for(const CallArguments& arguments) const;
+  /// The symbolic entry serving this call, if any. Under mutex_.
+  std::shared_ptr<Entry> find_symbolic(const CallArguments& arguments) const;
+  /// Whether the symbolic entry's graph holds at this call's sizes (every
+  /// shape rule checked once per binding). Outside mutex_.
+  bool applies(Entry& entry, const CallArguments& arguments);
+  struct Probe {
+    std::shared_ptr<const ir::Graph> graph;  // the fitted symbolic graph; null when the fit failed
+    std::string failure;
+    bool trace_failed = false;  // a trace at other sizes raised (not a fit failure)
+    std::vector<int> culprits;
+    std::vector<Location> reads;  // lines that read a dynamic size in C++
+  };
+  /// Traces at the probe sizes and fits the symbols. Outside mutex_.
+  Probe probe(const CallArguments& arguments, const cache::SymbolAssignment& symbols,
+              FunctionRef<TraceOutcome(TraceSession&)> trace);
+  /// Decides the dimensions this miss compiles dynamic (marked ones, and
+  /// automatic ones: sizes that alone changed from the closest entry). Under mutex_.
+  cache::SymbolAssignment plan_dynamic(const CallArguments& arguments, Miss& miss);
+  /// Probes and, when the fit holds, makes the candidate symbolic; else
+  /// specializes the dimensions to blame. Takes and gives back `lock`.
+  void generalize(std::unique_lock<std::mutex>& lock, const CallArguments& arguments,
+                  const cache::SymbolAssignment& symbols, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                  Candidate& candidate, Miss& miss);
   std::vector<Array> run(const Entry& entry, const CallArguments& arguments, const std::vector<Array>* captures,
                          const std::vector<Array>* lifted) const;
   void verify_frozen(const Entry& entry, const Traced& fresh);
@@ -124,6 +160,10 @@ class JitFunction {
   mutable std::mutex mutex_;
   std::list<std::shared_ptr<Entry>> entries_;  // most recently used first
   std::unordered_map<std::string, std::shared_ptr<Entry>> by_signature_;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> by_symbolic_;  // symbolic signature -> entry
+  std::set<cache::DynamicDim> dynamic_;                                  // marked and automatic
+  std::map<cache::DynamicDim, std::string> specialized_;                 // never dynamic again, and why
+  bool marks_checked_ = false;
   std::unordered_multimap<uint64_t, std::shared_ptr<Entry>> by_graph_;
   std::map<uint64_t, std::vector<bool>> lifted_sites_;  // traced structure -> lifted literal ordinals
   std::unordered_set<std::string> evicted_;             // signatures and graph keys that were evicted

@@ -24,6 +24,7 @@ void SignatureBuilder::array(const Array& a) {
   append(out.signature, impl.type.dtype);
   append(out.signature, impl.type.weak);
   append(out.signature, static_cast<uint8_t>(impl.type.shape.size()));
+  out.shape_offsets.push_back(static_cast<uint32_t>(out.signature.size()));
   if (!impl.type.shape.empty())
     out.signature.append(reinterpret_cast<const char*>(impl.type.shape.data()),
                          impl.type.shape.size() * sizeof(int64_t));

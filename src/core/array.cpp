@@ -179,7 +179,11 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
 }  // namespace detail
 
 DType Array::dtype(Location where) const { return detail::impl_of(*this, "dtype", where).type.dtype; }
-const Shape& Array::shape(Location where) const { return detail::impl_of(*this, "shape", where).type.shape; }
+const Shape& Array::shape(Location where) const {
+  const detail::ArrayImpl& impl = detail::impl_of(*this, "shape", where);
+  if (impl.trace && impl.trace->recording_shape_reads) impl.trace->shape_reads.emplace_back(impl.type.shape, where);
+  return impl.type.shape;
+}
 int64_t Array::ndim(Location where) const { return static_cast<int64_t>(shape(where).size()); }
 int64_t Array::size(Location where) const { return shape_size(shape(where)); }
 bool Array::weak_type(Location where) const { return detail::impl_of(*this, "weak_type", where).type.weak; }

@@ -59,6 +59,10 @@ struct TraceContext {
   std::string name;  // the traced function
   Location where;    // where the trace began
   bool alive = true;
+  // While a function is traced with dynamic dimensions: each C++ read of a
+  // tracer's shape (the shape read, the reader's line), which explanations name.
+  bool recording_shape_reads = false;
+  std::vector<std::pair<Shape, Location>> shape_reads;
 };
 
 struct ArrayImpl {

@@ -190,8 +190,8 @@ std::vector<int64_t> bind_symbols(const Graph& graph, std::span<const Shape* con
   inputs.insert(inputs.end(), graph.captures.begin(), graph.captures.end());
   auto mismatch = [&](const Node& node, const Shape& shape, const std::string& why) {
     detail::raise("jit",
-                  "'" + graph.name + "' was compiled for inputs " + symbolic_type_string(node) + ", but an input has shape " +
-                      shape_string(shape) + ": " + why,
+                  "'" + graph.name + "' was compiled for inputs " + symbolic_type_string(node) +
+                      ", but an input has shape " + shape_string(shape) + ": " + why,
                   node.where, "this is a bug in kiln's cache: the call's signature should have missed");
   };
   for (size_t k = 0; k < inputs.size() && k < shapes.size(); ++k) {

@@ -99,7 +99,9 @@ Array TraceSession::argument(const Array& example) {
   ir::Node node;
   node.op = ir::Primitive::input;
   node.type = impl.type;
-  node.attrs.ints = {static_cast<int64_t>(state_->graph.arguments.size()), 0};
+  size_t index = state_->graph.arguments.size();
+  if (index < argument_shapes_.size()) node.type.shape = argument_shapes_[index];
+  node.attrs.ints = {static_cast<int64_t>(index), 0};
   node.where = state_->where;
   state_->graph.arguments.push_back(static_cast<ir::ValueId>(state_->graph.nodes.size()));
   return state_->record(std::move(node), state_);
@@ -120,5 +122,12 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
 }
 
 std::vector<Array> TraceSession::captured() const { return state_->captured; }
+
+void TraceSession::trace_at_shapes(std::vector<Shape> shapes) {
+  argument_shapes_ = std::move(shapes);
+  state_->recording_shape_reads = true;
+}
+
+std::vector<std::pair<Shape, Location>> TraceSession::shape_reads() const { return state_->shape_reads; }
 
 }  // namespace kiln::detail

@@ -18,6 +18,9 @@ runtime::ProgramStep step_for_node(const ir::Graph& graph, size_t node) {
 }  // namespace
 
 std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments, std::span<const Array> captures) {
+  // A symbolic graph runs as the concrete graph at the call's sizes.
+  if (ir::is_symbolic(graph))
+    return run(ir::instantiate(graph, ir::bind_symbols(graph, arguments, captures)), arguments, captures);
   // Unprepared runs fold nothing: the oracle evaluates every node as written.
   std::vector<runtime::ProgramStep> steps;
   for (size_t i = 0; i < graph.nodes.size(); ++i)

@@ -1,6 +1,9 @@
 // The interpreter as a backend: "compiling" keeps the graph, running
 // interprets it. Compiled backends plug in behind the same interface.
+#include <optional>
+
 #include "backend/interp/interpreter.h"
+#include "runtime/binding_cache.h"
 #include "runtime/blas.h"
 
 namespace kiln::interp {
@@ -18,15 +21,25 @@ interp::Program::Kernel runtime_kernel(const ir::Node& node) {
 
 class InterpretedGraph final : public Executable {
  public:
-  explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : program_(std::move(graph), &runtime_kernel) {}
+  explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
+    if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, &runtime_kernel);
+  }
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char>) const override {
-    return program_.run(arguments, implicit_inputs);
+    if (program_) return program_->run(arguments, implicit_inputs);
+    // A symbolic graph is prepared once per binding of its symbols.
+    auto prepare = [&](const std::vector<int64_t>& values) {
+      return interp::Program(std::make_shared<const ir::Graph>(ir::instantiate(*graph_, values)), &runtime_kernel);
+    };
+    return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare)
+        ->run(arguments, implicit_inputs);
   }
   std::string_view backend() const override { return "interp"; }
 
  private:
-  interp::Program program_;
+  std::shared_ptr<const ir::Graph> graph_;
+  std::optional<interp::Program> program_;
+  runtime::BindingCache<interp::Program> instances_;
 };
 
 class InterpreterBackend final : public Backend {

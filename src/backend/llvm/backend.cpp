@@ -27,6 +27,7 @@
 #include "ops/control.h"
 #include "ops/graph_text.h"
 #include "ops/rules.h"
+#include "runtime/binding_cache.h"
 #include "runtime/blas.h"
 #include "runtime/executable.h"
 #include "runtime/step_program.h"
@@ -190,11 +191,9 @@ class CompiledGraph final : public runtime::Executable {
  private:
   bool symbolic() const { return graph_->symbols > 0; }
 
-  std::shared_ptr<const Instance> instance(std::vector<int64_t> values) const {
-    if (std::shared_ptr<const Instance> found = instances_.find(values)) return found;
-    std::shared_ptr<const Instance> made = bind_instance(*graph_, plan_, kernels_, std::move(values));
-    instances_.insert(made);
-    return made;
+  std::shared_ptr<const Instance> instance(const std::vector<int64_t>& values) const {
+    return instances_.get(
+        values, [&](const std::vector<int64_t>& bound) { return bind_instance(*graph_, plan_, kernels_, bound); });
   }
 
   std::vector<Array> run_instance(const Instance& instance, std::span<const Array> arguments,
@@ -460,7 +459,7 @@ class CompiledGraph final : public runtime::Executable {
   Plan plan_;
   std::vector<CompiledKernel> kernels_;
   std::shared_ptr<const Instance> static_instance_;  // a static graph's, made once
-  mutable InstanceCache instances_;                  // a symbolic graph's, per binding
+  runtime::BindingCache<Instance> instances_;        // a symbolic graph's, per binding
   runtime::StepProgram program_;                     // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;                        // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.
