@@ -12,6 +12,7 @@
 #include "backend/llvm/backend.h"
 #include "differential.h"
 #include "symbolic_marking.h"
+#include "transform/symbolic_fit.h"
 
 namespace kiln::testing {
 namespace {
@@ -354,6 +355,60 @@ TEST(SymbolicNative, AttentionOverADynamicSequence) {
                   }};
   attention.tolerance = {.absolute = 1e-5, .relative = 1e-4};
   EXPECT_EQ(run_check(attention), "");
+}
+
+// The function traced at the probe points around s0 = `at` and fitted, as
+// jit's dynamic dimensions do: sizes such as s0 - 2 come out as polynomials.
+Graph fitted(const Check& check, int64_t at) {
+  std::vector<Graph> traces;
+  std::vector<const ir::Graph*> graphs;
+  for (const std::vector<int64_t>& point : transform::probe_points({at}))
+    traces.push_back(trace_case(check.name, check.function, check.arguments(point[0])).graph);
+  for (const Graph& trace : traces) graphs.push_back(&trace.ir());
+  transform::FitResult fit = transform::fit_symbols(graphs, {at});
+  EXPECT_TRUE(fit.graph) << fit.failure;
+  return fit.graph ? Graph(fit.graph) : traces[0];
+}
+
+std::string run_fitted(const Check& check, int64_t at) {
+  Graph symbolic = fitted(check, at);
+  if (symbolic.ir().symbols == 0) return "nothing was fitted symbolic";
+  return run_every_size(check, symbolic, [&] { return llvm_backend::llvm_backend().compile(symbolic.shared()); });
+}
+
+TEST(SymbolicNative, SizesThatAreZeroOrOneAtTheHintsAndMoreElsewhere) {
+  // Fitted at s0 = 2: the slices have s0 - 1 and s0 - 2 rows, 1 and 0 at the
+  // hints, and neither is a broadcast nor an empty array at other sizes.
+  Check check{"small at the hints",
+              [](const Arguments& a) {
+                int64_t n = a[0].shape()[0];
+                Array rest = slice(a[0], {1, 0}, {n, 8});
+                Array middle = slice(a[0], {1, 0}, {n - 1, 8});
+                Array column = slice(a[1], {1, 0}, {n, 1});
+                return std::vector<Array>{rest * column + 1.0f, sum(middle, 0), transpose(middle) * 2.0f,
+                                          concatenate({middle, rest}, 0), pad(middle, {1, 0}, {1, 0}, -1.0f)};
+              },
+              [](int64_t n) {
+                return Arguments{normal({n, 8}, 60), normal({n, 1}, 61)};
+              }};
+  check.sizes = {2, 3, 17, 100};
+  check.tolerance = {.absolute = 1e-6, .relative = 1e-6};
+  EXPECT_EQ(run_fitted(check, 2), "");
+}
+
+TEST(SymbolicNative, FixedSizeKernelsBesideSymbolicOnes) {
+  // The cumsum and argmax of a static operand are kernels of fixed size in a
+  // symbolic graph (their ranges are numbers, not formulas).
+  Check check{"fixed beside symbolic",
+              [](const Arguments& a) {
+                return std::vector<Array>{a[0] * sum(cumsum(a[1], 0)), astype(argmax(a[1], 0), DType::f32) + a[0]};
+              },
+              [](int64_t n) {
+                return Arguments{normal({n, 6}, 62), normal({5, 6}, 63)};
+              }};
+  check.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  EXPECT_EQ(run_check(check), "");
+  EXPECT_EQ(run_fitted(check, 4), "");
 }
 
 TEST(SymbolicNative, MlpStep) {

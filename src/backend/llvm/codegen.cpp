@@ -48,7 +48,7 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   auto shape_text = [&](const ir::Node& node) {
     if (!flat)
       return node.symbolic ? ir::symbolic_shape_string(ir::symbolic_shape(node)) : shape_string(node.type.shape);
-    return std::string(shape_size(node.type.shape) == 1 ? "1" : "n");
+    return std::string(is_single_value(node) ? "1" : "n");
   };
   auto local = [&](ir::ValueId id) {
     for (size_t k = 0; k < kernel.leaves.size(); ++k)

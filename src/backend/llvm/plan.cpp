@@ -74,9 +74,8 @@ bool reads_at_flat_index(const ir::Graph& graph, const Kernel& kernel) {
   for (ir::ValueId id : kernel.region)
     if (graph.nodes[static_cast<size_t>(id)].op == Primitive::iota) return false;
   for (ir::ValueId leaf : kernel.leaves) {
-    // A symbolic dimension is never 1, so a single value is static.
     const ir::Node& node = graph.nodes[static_cast<size_t>(leaf)];
-    if (!same_shape(graph, node, space) && shape_size(node.type.shape) != 1) return false;
+    if (!same_shape(graph, node, space) && !is_single_value(node)) return false;
   }
   return true;
 }
@@ -245,7 +244,7 @@ void mark_chunked(const ir::Graph& graph, Plan& plan) {
     const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
     bool long_enough = shape_size(kernel_space(graph, kernel)) >= chunked_reduction_minimum ||
                        has_symbolic_shape(kernel_space_node(graph, kernel));
-    kernel.chunked = root.type.size() == 1 && long_enough && reads_at_flat_index(graph, kernel);
+    kernel.chunked = is_single_value(root) && long_enough && reads_at_flat_index(graph, kernel);
   }
 }
 
