@@ -27,6 +27,7 @@
 #include "ops/control.h"
 #include "ops/graph_text.h"
 #include "ops/rules.h"
+#include "runtime/binding_cache.h"
 #include "runtime/blas.h"
 #include "runtime/executable.h"
 #include "runtime/step_program.h"
@@ -176,10 +177,11 @@ class CompiledGraph final : public runtime::Executable {
   }
 
   /// Runs a body of a control node of a symbolic graph, whose symbols are
-  /// the enclosing graph's: at the binding of the call running it.
+  /// the enclosing graph's: at the binding of the call running it (`values`;
+  /// none from a static graph).
   std::vector<Array> run_body(std::span<const int64_t> values, std::span<const Array> arguments,
                               std::span<const Array> implicit_inputs, std::span<const char> donated) const {
-    if (!symbolic()) return run_instance(*static_instance_, arguments, implicit_inputs, donated);
+    if (!symbolic() || values.empty()) return run(arguments, implicit_inputs, donated);
     return run_instance(*instance(std::vector<int64_t>(values.begin(), values.end())), arguments, implicit_inputs,
                         donated);
   }
@@ -189,11 +191,9 @@ class CompiledGraph final : public runtime::Executable {
  private:
   bool symbolic() const { return graph_->symbols > 0; }
 
-  std::shared_ptr<const Instance> instance(std::vector<int64_t> values) const {
-    if (std::shared_ptr<const Instance> found = instances_.find(values)) return found;
-    std::shared_ptr<const Instance> made = bind_instance(*graph_, plan_, kernels_, std::move(values));
-    instances_.insert(made);
-    return made;
+  std::shared_ptr<const Instance> instance(const std::vector<int64_t>& values) const {
+    return instances_.get(
+        values, [&](const std::vector<int64_t>& bound) { return bind_instance(*graph_, plan_, kernels_, bound); });
   }
 
   std::vector<Array> run_instance(const Instance& instance, std::span<const Array> arguments,
@@ -355,7 +355,7 @@ class CompiledGraph final : public runtime::Executable {
     // Every output may take over a dead leaf: writing where the loop just
     // read spares the cache a read for ownership of fresh lines.
     std::vector<ir::ValueId> taken;
-    result = in_place(kernel, node, values, overwritable, s, group, taken);
+    result = in_place(kernel, step.value, node, values, overwritable, s, group, taken);
     if (!result.defined()) result = detail::allocate(node.type);
     pointers.clear();
     pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(constants.data())));
@@ -363,7 +363,7 @@ class CompiledGraph final : public runtime::Executable {
     for (ir::ValueId extra : kernel.extra_roots) {
       Array& slot = values[static_cast<size_t>(extra)];
       const ir::Node& extra_node = graph.nodes[static_cast<size_t>(extra)];
-      slot = in_place(kernel, extra_node, values, overwritable, s, group, taken);
+      slot = in_place(kernel, extra, extra_node, values, overwritable, s, group, taken);
       if (!slot.defined()) slot = detail::allocate(extra_node.type);
       pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
     }
@@ -397,8 +397,9 @@ class CompiledGraph final : public runtime::Executable {
       scales.push_back(scale);
       work_per_row += instance.works[k] * scale;
       const auto& type = graph.nodes[static_cast<size_t>(step.value)].type;
-      bytes_per_row += type.size() * static_cast<int64_t>(dtype_size(type.dtype)) / rows;
+      bytes_per_row += rows ? type.size() * static_cast<int64_t>(dtype_size(type.dtype)) / rows : 0;
     }
+    if (rows == 0) return;  // (symbolic rows, none at this call)
     // Blocks well inside an L2 cache (softmax of f32[4096,1024]: blocks of
     // 64 and 256 KiB of written values measured alike, 1 MiB 20% slower).
     constexpr int64_t block_bytes = int64_t{128} << 10;
@@ -419,7 +420,7 @@ class CompiledGraph final : public runtime::Executable {
   // kernels have read only their own rows of values the group produced, but
   // possibly every row of values from before the group: those may be
   // overwritten only when no other kernel of the group reads them.
-  Array in_place(const Kernel& kernel, const ir::Node& node, const std::vector<Array>& values,
+  Array in_place(const Kernel& kernel, ir::ValueId output, const ir::Node& node, const std::vector<Array>& values,
                  const std::vector<char>& overwritable, size_t position, const RowGroup* group,
                  std::vector<ir::ValueId>& taken) const {
     if (kernel.kind != Kernel::Kind::elementwise) return Array();
@@ -433,15 +434,17 @@ class CompiledGraph final : public runtime::Executable {
       const Array& value = values[id];
       const detail::ArrayImpl& impl = *value.impl();
       if (impl.type.dtype != node.type.dtype || impl.type.shape != node.type.shape) continue;
+      // Equal at this call's sizes is not enough: read at the index written means equal at every size.
+      if (symbolic() && !same_shape(*graph_, graph_->nodes[id], graph_->nodes[static_cast<size_t>(output)])) continue;
       if (program_.last_reading_step(leaf) != static_cast<int>(position) || !impl.buffer) continue;
       bool argument = graph_->nodes[id].op == ir::Primitive::input;
       bool owned = argument ? overwritable[id] != 0 : value.impl().use_count() == 1 && impl.buffer.use_count() == 1;
       if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes) continue;
       taken.push_back(leaf);
-      auto output = std::make_shared<detail::ArrayImpl>();
-      output->type = node.type;
-      output->buffer = impl.buffer;
-      return Array(std::move(output));
+      auto written = std::make_shared<detail::ArrayImpl>();
+      written->type = node.type;
+      written->buffer = impl.buffer;
+      return Array(std::move(written));
     }
     return Array();
   }
@@ -459,7 +462,7 @@ class CompiledGraph final : public runtime::Executable {
   Plan plan_;
   std::vector<CompiledKernel> kernels_;
   std::shared_ptr<const Instance> static_instance_;  // a static graph's, made once
-  mutable InstanceCache instances_;                  // a symbolic graph's, per binding
+  runtime::BindingCache<Instance> instances_;        // a symbolic graph's, per binding
   runtime::StepProgram program_;                     // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;                        // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.

@@ -88,6 +88,14 @@ CompiledKernel KernelEmitter::emit() {
   CompiledKernel result;
   if (kernel_.kind == Kernel::Kind::standalone) {
     result = emit_standalone(builder_, function_, graph_, root);
+    // Kernels of fixed sizes count in numbers; those serving every size
+    // also as formulas, which a symbolic graph's calls evaluate.
+    bool fixed = !root.symbolic;
+    for (ir::ValueId input : root.inputs) fixed = fixed && !node(input).symbolic;
+    if (fixed) {
+      result.range_count = SymbolicCount(ir::DimExpr::constant(result.range));
+      result.work_count = SymbolicCount(ir::DimExpr::constant(result.work_per_iteration));
+    }
   } else if (kernel_.kind == Kernel::Kind::reduce) {
     result = emit_reduce(root);
   } else {
@@ -116,6 +124,7 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
       loop(
           begin, end, "i",
           [&](llvm::Value* i) {
+            memo_.clear();  // (a kernel prefetching by size emits this loop twice)
             flat_index_ = i;
             index_.assign(space_.size(), i);
             // Every output is computed before any is stored, so an output may
@@ -157,15 +166,15 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
 
 llvm::Value* KernelEmitter::offset_of(ir::ValueId id) {
   if (flat_) {
-    return shape_size(node(id).type.shape) == 1 && shape_size(space_) != 1 ? builder_.getInt64(0) : flat_index_;
+    return is_single_value(node(id)) && !is_single_value(*space_node_) ? builder_.getInt64(0) : flat_index_;
   }
   const Shape& shape = node(id).type.shape;
-  // (A symbolic dimension is never 1: only static ones are broadcast.)
-  std::vector<ir::DimExpr> strides = row_major_strides(ir::symbolic_shape(node(id)));
+  std::vector<ir::DimExpr> dims = ir::symbolic_shape(node(id));
+  std::vector<ir::DimExpr> strides = row_major_strides(dims);
   size_t shift = space_.size() - shape.size();
   llvm::Value* offset = builder_.getInt64(0);
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
+    if (dims[d] == ir::DimExpr::constant(1)) continue;  // broadcast (only static extents of 1 are)
     llvm::Value* term = builder_.CreateMul(index_[d + shift], size(strides[d]), "", true, true);
     offset = builder_.CreateAdd(offset, term, "", true, true);
   }
@@ -249,7 +258,8 @@ llvm::Value* KernelEmitter::compute(const ir::Node& n) {
 llvm::Value* KernelEmitter::iota(const ir::Node& n) {
   int64_t axis = n.attrs.ints[0];
   llvm::Value* position = builder_.getInt64(0);
-  if (n.type.shape[static_cast<size_t>(axis)] != 1)
+  const ir::DimExpr* symbolic = n.symbolic ? n.symbolic->dimension(static_cast<size_t>(axis)) : nullptr;
+  if (n.type.shape[static_cast<size_t>(axis)] != 1 || symbolic)
     position = flat_ ? flat_index_ : index_[static_cast<size_t>(axis) + space_.size() - n.type.shape.size()];
   return element_.convert_value(position, DType::i64, n.type.dtype);
 }

@@ -115,15 +115,16 @@ class Emitter {
   ///
   /// With symbolic sizes, the number of pieces is chosen at the hints and
   /// the width of a piece computed when the kernel runs (pieces past the
-  /// end of a narrower row are empty).
+  /// end of a narrower row are empty); a symbolic size may be 0 at a call.
   template <class Body>
   CompiledKernel for_each_row_piece(const Size& rows, const Size& width, Body body) {
     CompiledKernel result;
-    if (rows.hint == 0 || width.hint == 0) return result;  // (a symbolic size is never 0)
-    int64_t pieces = (width.hint + max_piece_width - 1) / max_piece_width;
-    if (rows.hint * pieces < wanted_pieces)
-      pieces = std::max(pieces, std::min((wanted_pieces + rows.hint - 1) / rows.hint, width.hint / min_piece_width));
-    int64_t piece_width = (width.hint + pieces - 1) / pieces;
+    if (rows.is(0) || width.is(0)) return result;
+    int64_t row_hint = std::max<int64_t>(rows.hint, 1), width_hint = std::max<int64_t>(width.hint, 1);
+    int64_t pieces = (width_hint + max_piece_width - 1) / max_piece_width;
+    if (row_hint * pieces < wanted_pieces)
+      pieces = std::max(pieces, std::min((wanted_pieces + row_hint - 1) / row_hint, width_hint / min_piece_width));
+    int64_t piece_width = (width_hint + pieces - 1) / pieces;
     result.range = rows.hint * pieces;
     result.work_per_iteration = piece_width;
     result.range_count = SymbolicCount(rows.expression * pieces);

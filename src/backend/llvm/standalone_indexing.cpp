@@ -29,7 +29,7 @@ llvm::Value* clamped(Emitter& e, llvm::Value* value, int64_t lowest, int64_t hig
 // One output row [o, j, :] per index: a copy of x's row [o, index j, :]. It
 // serves every size of a symbolic graph (see standalone_emitter.h).
 CompiledKernel emit_take(Emitter& e) {
-  if (shape_size(e.node.type.shape) == 0) return {};  // (a symbolic extent is never 0)
+  if (product(shape_sizes(e.node)).is(0)) return {};
   AxisSizes view = sizes_around(shape_sizes(e.input(0)), e.node.attrs.ints[0]);
   Size count = product(shape_sizes(e.input(1)));
   DType dtype = e.node.type.dtype;

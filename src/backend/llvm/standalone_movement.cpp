@@ -97,7 +97,7 @@ CompiledKernel emit_tiled_gather(Emitter& e, const StridedGather& gather, DType 
 
 CompiledKernel emit_gather(Emitter& e, const StridedGather& original) {
   DType dtype = e.node.type.dtype;
-  if (product(original.shape).hint == 0) return {};  // (a symbolic extent is never 0)
+  if (product(original.shape).is(0)) return {};
   StridedGather gather = simplified(original);
   if (tiled(gather)) return emit_tiled_gather(e, gather, dtype);
   std::vector<Size> outer_shape(gather.shape.begin(), gather.shape.end() - 1);
@@ -137,7 +137,7 @@ CompiledKernel emit_slice(Emitter& e) {
 CompiledKernel emit_reverse(Emitter& e) {
   std::vector<Size> shape = shape_sizes(e.node);
   StridedGather gather{shape, row_major_strides(shape), 0};
-  if (product(shape).hint == 0) return {};
+  if (product(shape).is(0)) return {};
   for (int64_t axis : e.node.attrs.ints) {
     auto a = static_cast<size_t>(axis);
     gather.base = gather.base + (shape[a] - 1) * gather.steps[a];
@@ -201,7 +201,7 @@ Padding simplified_padding(const ir::Node& node, const std::vector<Size>& input)
 CompiledKernel emit_pad(Emitter& e) {
   DType dtype = e.node.type.dtype;
   Padding padding = simplified_padding(e.node, shape_sizes(e.input(0)));
-  bool empty_input = product(padding.input).hint == 0;
+  bool empty_input = product(padding.input).is(0);
   size_t last = padding.output.size() - 1;
   std::vector<Size> outer_shape(padding.output.begin(), padding.output.end() - 1);
   std::vector<Size> input_strides = row_major_strides(padding.input);

@@ -56,6 +56,15 @@ struct Size {
   bool operator==(const Size& other) const { return expression == other.expression; }
 };
 
+/// Whether some dimension of the node depends on the symbols.
+inline bool has_symbolic_shape(const ir::Node& node) { return node.symbolic && !node.symbolic->shape.empty(); }
+/// Whether the node holds one value at every size. (A polynomial such as
+/// s0 - 1 may be 1, or 0, at the hints and more at other sizes: only static
+/// extents of 1 broadcast.)
+inline bool is_single_value(const ir::Node& node) {
+  return shape_size(node.type.shape) == 1 && !has_symbolic_shape(node);
+}
+
 /// The node's dimensions as sizes.
 std::vector<Size> shape_sizes(const ir::Node& node);
 /// Entry `index` of the node's integer attributes as a size.
