@@ -95,7 +95,6 @@ JitFunction::Probe JitFunction::probe(const CallArguments& arguments, const cach
   result.graph = std::move(fit.graph);
   result.failure = std::move(fit.failure);
   result.culprits = std::move(fit.culprits);
-  result.degenerate_hints = fit.degenerate_hints;
   return result;
 }
 
@@ -185,11 +184,6 @@ void JitFunction::generalize(std::unique_lock<std::mutex>& lock, const CallArgum
           where_,
           "a dimension that must equal a dynamic one is dynamic too: mark it in dynamic_dims (equal sizes share "
           "one symbol), or leave these dimensions static");
-  }
-  if (probed.degenerate_hints) {
-    miss.explanation += separator + "compiled for these sizes alone: " + probed.failure +
-                        "; a later call at other sizes compiles them dynamic";
-    return;
   }
   // Otherwise the dimensions to blame are guarded on their size: compiled
   // static, now and later (a C++ read shaped the trace, or a rule holds at
