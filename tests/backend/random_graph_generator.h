@@ -1,6 +1,7 @@
 // The random graph generator's internals, shared by random_graph.cpp
 // (elementwise steps, driver) and random_graph_structure.cpp (movement,
-// reductions, matmul, indexing). See random_graph.h for the error analysis.
+// reductions, matmul, indexing); the error analysis and the draws also serve
+// dynamic_random_graph.cpp. See random_graph.h for the error analysis.
 #pragma once
 
 #include <algorithm>
