@@ -7,13 +7,17 @@
 
 namespace kiln::runtime {
 
-void bind_inputs(std::vector<Array>& values, const ir::Graph& graph, const std::vector<ir::ValueId>& ids,
-                 std::span<const Array> arrays, const char* what) {
-  if (ids.size() != arrays.size())
+void check_input_count(const ir::Graph& graph, const std::vector<ir::ValueId>& ids, size_t count, const char* what) {
+  if (ids.size() != count)
     detail::raise("run",
                   "graph '" + graph.name + "' takes " + std::to_string(ids.size()) + " " + what + ", got " +
-                      std::to_string(arrays.size()),
+                      std::to_string(count),
                   Location::current());
+}
+
+void bind_inputs(std::vector<Array>& values, const ir::Graph& graph, const std::vector<ir::ValueId>& ids,
+                 std::span<const Array> arrays, const char* what) {
+  check_input_count(graph, ids, arrays.size(), what);
   for (size_t i = 0; i < ids.size(); ++i) {
     const auto& expected = graph.nodes[static_cast<size_t>(ids[i])].type;
     const auto& impl = detail::impl_of(arrays[i], "run", Location::current());

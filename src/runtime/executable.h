@@ -52,6 +52,9 @@ class Backend {
   }
 };
 
+/// Throws kiln::Error unless `count` inputs are given for the graph's input nodes `ids`.
+void check_input_count(const ir::Graph& graph, const std::vector<ir::ValueId>& ids, size_t count, const char* what);
+
 /// Puts `arrays` into `values` at the graph's input nodes `ids`, checking
 /// their number and that each is a concrete array of the input's type.
 /// `what` names the inputs in errors ("arguments", "captures").

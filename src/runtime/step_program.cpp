@@ -38,10 +38,11 @@ StepProgram::StepProgram(const ir::Graph& graph, std::vector<ProgramStep> steps,
     defining_step_[static_cast<size_t>(steps_[s].defines)] = static_cast<int>(s);
 }
 
-std::vector<Array> StepProgram::bind(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const {
+std::vector<Array> StepProgram::bind(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                                     const ir::Graph& types) const {
   std::vector<Array> values(graph_->nodes.size());
-  bind_inputs(values, *graph_, graph_->arguments, arguments, "arguments");
-  bind_inputs(values, *graph_, graph_->captures, implicit_inputs, implicit_inputs_name_);
+  bind_inputs(values, types, graph_->arguments, arguments, "arguments");
+  bind_inputs(values, types, graph_->captures, implicit_inputs, implicit_inputs_name_);
   return values;
 }
 

@@ -44,11 +44,13 @@ class StepProgram {
   /// [step, next) and returns next, so a backend may run several steps at
   /// once. Both vectors are by value id; `overwritable` marks the donated
   /// arguments (`donated[k]` for argument k) whose memory the run may take
-  /// over. Throws kiln::Error when the inputs do not match the graph.
+  /// over. Throws kiln::Error when the inputs do not match the graph's
+  /// input types, or those of `sizes`: a symbolic graph's program checks
+  /// its inputs against the graph at the call's sizes (ir::instantiate).
   template <class RunFrom>
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                         std::span<const char> donated, RunFrom&& run_from) const {
-    std::vector<Array> values = bind(arguments, implicit_inputs);
+                         std::span<const char> donated, RunFrom&& run_from, const ir::Graph* sizes = nullptr) const {
+    std::vector<Array> values = bind(arguments, implicit_inputs, sizes ? *sizes : *graph_);
     const std::vector<char> overwritable = overwritable_arguments(arguments, implicit_inputs, donated);
     for (size_t step = 0; step < steps_.size();) {
       size_t next = run_from(step, values, overwritable);
@@ -58,7 +60,8 @@ class StepProgram {
   }
 
  private:
-  std::vector<Array> bind(std::span<const Array> arguments, std::span<const Array> implicit_inputs) const;
+  std::vector<Array> bind(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                          const ir::Graph& types) const;
   std::vector<char> overwritable_arguments(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                                            std::span<const char> donated) const;
   void release_last_reads(size_t step, std::vector<Array>& values) const;

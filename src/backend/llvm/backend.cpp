@@ -2,6 +2,8 @@
 // plan's steps through runtime::StepProgram, which owns liveness and the run
 // loop; what stays here is how each kind of step runs. Compiling is a straight
 // sequence of named steps; KILN_DUMP=dir writes each one's result for a graph.
+// A symbolic graph compiles once; each call binds its symbols and runs with
+// the instance (instance.h) of that binding.
 #include "backend/llvm/backend.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -17,6 +19,7 @@
 
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/engine.h"
+#include "backend/llvm/instance.h"
 #include "backend/llvm/native_loop.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/saved_code.h"
@@ -104,6 +107,7 @@ class CompiledGraph final : public runtime::Executable {
     } else {
       kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
     }
+    if (!symbolic()) static_instance_ = static_instance(graph_, plan_, kernels_);
     std::vector<Array> constants = fold_constants(*graph_, plan_);
     report_reference_kernels(plan_.reference_primitives);
     program_ = runtime::StepProgram(*graph_, program_steps(*graph_, plan_), std::move(constants), "implicit inputs");
@@ -121,7 +125,9 @@ class CompiledGraph final : public runtime::Executable {
         load_bodies(s, node, *objects, *saved);
         continue;
       }
-      native_loops_[s] = NativeLoop::compile(node, dump.empty() ? dump : dump + "-loop" + std::to_string(s));
+      // A loop compiled whole has fixed sizes; a symbolic one runs its bodies' executables.
+      if (!symbolic())
+        native_loops_[s] = NativeLoop::compile(node, dump.empty() ? dump : dump + "-loop" + std::to_string(s));
       if (native_loops_[s]) continue;
       for (const auto& body : node.bodies) bodies_[s].push_back(std::make_shared<CompiledGraph>(body));
     }
@@ -140,8 +146,14 @@ class CompiledGraph final : public runtime::Executable {
       if (symbol == symbols.end()) throw SavedCodeMismatch("a kernel's symbol is not in its object");
       out.add(objects.index(kernel.object));
       out.add(static_cast<uint32_t>(symbol - symbols.begin()));
-      out.add(kernel.range);
-      out.add(kernel.work_per_iteration);
+      // A symbolic graph's ranges are formulas, evaluated per call.
+      if (symbolic()) {
+        kernel.range_count.write(out);
+        kernel.work_count.write(out);
+      } else {
+        out.add(kernel.range);
+        out.add(kernel.work_per_iteration);
+      }
     }
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       if (graph_->nodes[static_cast<size_t>(plan_.steps[s].value)].bodies.empty()) continue;
@@ -156,44 +168,72 @@ class CompiledGraph final : public runtime::Executable {
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated) const override {
-    std::vector<Array> inputs;
-    std::vector<char*> pointers;
-    ops::ControlResults control_results(element_counts_);
-    return program_.run(arguments, implicit_inputs, donated,
-                        [&](size_t s, std::vector<Array>& values, const std::vector<char>& overwritable) -> size_t {
-                          if (plan_.steps[s].kind == Step::Kind::control) {
-                            run_control_step(s, values, control_results, inputs);
-                            return s + 1;
-                          }
-                          if (group_at_[s] < 0) {
-                            run_step(s, values, overwritable, inputs, pointers);
-                            return s + 1;
-                          }
-                          const RowGroup& group = plan_.row_groups[static_cast<size_t>(group_at_[s])];
-                          run_row_group(group, values, overwritable);
-                          return group.end_step;
-                        });
+    if (!symbolic()) return run_instance(*static_instance_, arguments, implicit_inputs, donated);
+    runtime::check_input_count(*graph_, graph_->arguments, arguments.size(), "arguments");
+    runtime::check_input_count(*graph_, graph_->captures, implicit_inputs.size(), "implicit inputs");
+    return run_instance(*instance(ir::bind_symbols(*graph_, arguments, implicit_inputs)), arguments, implicit_inputs,
+                        donated);
+  }
+
+  /// Runs a body of a control node of a symbolic graph, whose symbols are
+  /// the enclosing graph's: at the binding of the call running it.
+  std::vector<Array> run_body(std::span<const int64_t> values, std::span<const Array> arguments,
+                              std::span<const Array> implicit_inputs, std::span<const char> donated) const {
+    if (!symbolic()) return run_instance(*static_instance_, arguments, implicit_inputs, donated);
+    return run_instance(*instance(std::vector<int64_t>(values.begin(), values.end())), arguments, implicit_inputs,
+                        donated);
   }
 
   std::string_view backend() const override { return "llvm"; }
 
  private:
-  void run_step(size_t s, std::vector<Array>& values, const std::vector<char>& overwritable, std::vector<Array>& inputs,
-                std::vector<char*>& pointers) const {
+  bool symbolic() const { return graph_->symbols > 0; }
+
+  std::shared_ptr<const Instance> instance(std::vector<int64_t> values) const {
+    if (std::shared_ptr<const Instance> found = instances_.find(values)) return found;
+    std::shared_ptr<const Instance> made = bind_instance(*graph_, plan_, kernels_, std::move(values));
+    instances_.insert(made);
+    return made;
+  }
+
+  std::vector<Array> run_instance(const Instance& instance, std::span<const Array> arguments,
+                                  std::span<const Array> implicit_inputs, std::span<const char> donated) const {
+    std::vector<Array> inputs;
+    std::vector<char*> pointers;
+    ops::ControlResults control_results(element_counts_);
+    return program_.run(
+        arguments, implicit_inputs, donated,
+        [&](size_t s, std::vector<Array>& values, const std::vector<char>& overwritable) -> size_t {
+          if (plan_.steps[s].kind == Step::Kind::control) {
+            run_control_step(instance, s, values, control_results, inputs);
+            return s + 1;
+          }
+          if (group_at_[s] < 0) {
+            run_step(instance, s, values, overwritable, inputs, pointers);
+            return s + 1;
+          }
+          run_row_group(instance, static_cast<size_t>(group_at_[s]), values, overwritable);
+          return plan_.row_groups[static_cast<size_t>(group_at_[s])].end_step;
+        },
+        instance.graph.get());
+  }
+
+  void run_step(const Instance& instance, size_t s, std::vector<Array>& values, const std::vector<char>& overwritable,
+                std::vector<Array>& inputs, std::vector<char*>& pointers) const {
     const Step& step = plan_.steps[s];
-    const ir::Node& node = graph_->nodes[static_cast<size_t>(step.value)];
+    const ir::Node& node = instance.graph->nodes[static_cast<size_t>(step.value)];
     Array& result = values[static_cast<size_t>(step.value)];
     switch (step.kind) {
       case Step::Kind::kernel: {
-        const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
-        prepare_kernel(s, values, overwritable, nullptr, pointers);
-        if (plan_.kernels[static_cast<size_t>(step.kernel)].chunked) {
-          run_chunked(compiled, node, pointers, result);
+        auto k = static_cast<size_t>(step.kernel);
+        prepare_kernel(instance, s, values, overwritable, nullptr, pointers);
+        if (plan_.kernels[k].chunked) {
+          run_chunked(kernels_[k].function, instance.ranges[k], node, pointers, result);
           break;
         }
         char** buffers = pointers.data();
-        KernelFunction function = compiled.function;
-        runtime::parallel_for(compiled.range, compiled.work_per_iteration,
+        KernelFunction function = kernels_[k].function;
+        runtime::parallel_for(instance.ranges[k], instance.works[k],
                               [&](int64_t begin, int64_t end) { function(buffers, begin, end); });
         break;
       }
@@ -208,10 +248,10 @@ class CompiledGraph final : public runtime::Executable {
     }
   }
 
-  void run_control_step(size_t s, std::vector<Array>& values, ops::ControlResults& control_results,
-                        std::vector<Array>& inputs) const {
+  void run_control_step(const Instance& instance, size_t s, std::vector<Array>& values,
+                        ops::ControlResults& control_results, std::vector<Array>& inputs) const {
     ir::ValueId id = plan_.steps[s].value;
-    const ir::Node& node = graph_->nodes[static_cast<size_t>(id)];
+    const ir::Node& node = instance.graph->nodes[static_cast<size_t>(id)];
     if (node.op == ir::Primitive::element) {
       values[static_cast<size_t>(id)] = control_results.take(node);
       return;
@@ -222,7 +262,9 @@ class CompiledGraph final : public runtime::Executable {
     }
     const auto& bodies = bodies_[s];
     auto run_body = [&](size_t b, std::span<const Array> arguments, std::span<const Array> captures,
-                        std::span<const char> donated) { return bodies[b]->run(arguments, captures, donated); };
+                        std::span<const char> donated) {
+      return bodies[b]->run_body(instance.values, arguments, captures, donated);
+    };
     values[static_cast<size_t>(id)] =
         control_results.keep(id, ops::run_control(node, gather(values, node, inputs), run_body));
   }
@@ -245,8 +287,13 @@ class CompiledGraph final : public runtime::Executable {
       loaded.object = objects.object(object);
       loaded.symbol = loaded.object->symbols[symbol];
       loaded.constants = kernel_constants(*graph_, kernel);
-      loaded.range = saved.read<int64_t>();
-      loaded.work_per_iteration = saved.read<int64_t>();
+      if (symbolic()) {
+        loaded.range_count = SymbolicCount::read(saved);
+        loaded.work_count = SymbolicCount::read(saved);
+      } else {
+        loaded.range = saved.read<int64_t>();
+        loaded.work_per_iteration = saved.read<int64_t>();
+      }
     }
   }
 
@@ -265,9 +312,9 @@ class CompiledGraph final : public runtime::Executable {
   // between equal extremes are decided as in one pass. The number of slices
   // depends only on the input's size and the machine, so every call returns
   // the same result for the same input.
-  static void run_chunked(const CompiledKernel& compiled, const ir::Node& node, const std::vector<char*>& pointers,
-                          Array& result) {
-    int64_t slices = std::clamp<int64_t>(compiled.range / chunk_minimum, 1, runtime::thread_count());
+  static void run_chunked(KernelFunction function, int64_t range, const ir::Node& node,
+                          const std::vector<char*>& pointers, Array& result) {
+    int64_t slices = std::clamp<int64_t>(range / chunk_minimum, 1, runtime::thread_count());
     ir::Node combine = node;
     combine.inputs = {0};
     combine.attrs.ints = {0};
@@ -275,11 +322,11 @@ class CompiledGraph final : public runtime::Executable {
     Array partial = detail::allocate(detail::AbstractValue{.dtype = node.type.dtype, .shape = {slices}});
     char* slots = static_cast<char*>(partial.impl()->buffer->data());
     size_t slot_bytes = dtype_size(node.type.dtype);
-    runtime::parallel_for(slices, compiled.range / slices, [&](int64_t first, int64_t last) {
+    runtime::parallel_for(slices, range / slices, [&](int64_t first, int64_t last) {
       std::vector<char*> buffers = pointers;
       for (int64_t slice = first; slice < last; ++slice) {
         buffers[1] = slots + static_cast<size_t>(slice) * slot_bytes;
-        compiled.function(buffers.data(), compiled.range * slice / slices, compiled.range * (slice + 1) / slices);
+        function(buffers.data(), range * slice / slices, range * (slice + 1) / slices);
       }
     });
     Array combined = ops::rules(node.op).evaluate(combine, {&partial, 1});
@@ -296,12 +343,14 @@ class CompiledGraph final : public runtime::Executable {
 
   // Allocates a kernel step's outputs (or writes in place) and lists the
   // buffers its function takes.
-  void prepare_kernel(size_t s, std::vector<Array>& values, const std::vector<char>& overwritable,
-                      const RowGroup* group, std::vector<char*>& pointers) const {
+  void prepare_kernel(const Instance& instance, size_t s, std::vector<Array>& values,
+                      const std::vector<char>& overwritable, const RowGroup* group,
+                      std::vector<char*>& pointers) const {
     const Step& step = plan_.steps[s];
-    const ir::Node& node = graph_->nodes[static_cast<size_t>(step.value)];
+    const ir::Graph& graph = *instance.graph;
+    const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
     const Kernel& kernel = plan_.kernels[static_cast<size_t>(step.kernel)];
-    const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
+    const std::vector<uint64_t>& constants = instance.constants[static_cast<size_t>(step.kernel)];
     Array& result = values[static_cast<size_t>(step.value)];
     // Every output may take over a dead leaf: writing where the loop just
     // read spares the cache a read for ownership of fresh lines.
@@ -309,11 +358,11 @@ class CompiledGraph final : public runtime::Executable {
     result = in_place(kernel, node, values, overwritable, s, group, taken);
     if (!result.defined()) result = detail::allocate(node.type);
     pointers.clear();
-    pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(compiled.constants.data())));
+    pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(constants.data())));
     pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
     for (ir::ValueId extra : kernel.extra_roots) {
       Array& slot = values[static_cast<size_t>(extra)];
-      const ir::Node& extra_node = graph_->nodes[static_cast<size_t>(extra)];
+      const ir::Node& extra_node = graph.nodes[static_cast<size_t>(extra)];
       slot = in_place(kernel, extra_node, values, overwritable, s, group, taken);
       if (!slot.defined()) slot = detail::allocate(extra_node.type);
       pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
@@ -325,7 +374,11 @@ class CompiledGraph final : public runtime::Executable {
   // Runs a row group: every output is allocated first, then each thread takes
   // a share of the rows and runs all the group's kernels over one block of
   // them before the next, so values pass between kernels through L1/L2.
-  void run_row_group(const RowGroup& group, std::vector<Array>& values, const std::vector<char>& overwritable) const {
+  void run_row_group(const Instance& instance, size_t g, std::vector<Array>& values,
+                     const std::vector<char>& overwritable) const {
+    const RowGroup& group = plan_.row_groups[g];
+    const ir::Graph& graph = *instance.graph;
+    int64_t rows = instance.group_rows[g];
     std::vector<std::vector<char*>> buffers;
     std::vector<KernelFunction> functions;
     std::vector<int64_t> scales;
@@ -333,24 +386,24 @@ class CompiledGraph final : public runtime::Executable {
     for (size_t s = group.first_step; s < group.end_step; ++s) {
       const Step& step = plan_.steps[s];
       if (step.kind == Step::Kind::view) {
-        values[static_cast<size_t>(step.value)] = view_of(graph_->nodes[static_cast<size_t>(step.value)], values);
+        values[static_cast<size_t>(step.value)] = view_of(graph.nodes[static_cast<size_t>(step.value)], values);
         continue;
       }
-      int64_t scale = group.scale[s - group.first_step];
-      const CompiledKernel& compiled = kernels_[static_cast<size_t>(step.kernel)];
+      int64_t scale = instance.group_scales[g][s - group.first_step];
+      auto k = static_cast<size_t>(step.kernel);
       buffers.emplace_back();
-      prepare_kernel(s, values, overwritable, &group, buffers.back());
-      functions.push_back(compiled.function);
+      prepare_kernel(instance, s, values, overwritable, &group, buffers.back());
+      functions.push_back(kernels_[k].function);
       scales.push_back(scale);
-      work_per_row += compiled.work_per_iteration * scale;
-      const auto& type = graph_->nodes[static_cast<size_t>(step.value)].type;
-      bytes_per_row += type.size() * static_cast<int64_t>(dtype_size(type.dtype)) / group.rows;
+      work_per_row += instance.works[k] * scale;
+      const auto& type = graph.nodes[static_cast<size_t>(step.value)].type;
+      bytes_per_row += type.size() * static_cast<int64_t>(dtype_size(type.dtype)) / rows;
     }
     // Blocks well inside an L2 cache (softmax of f32[4096,1024]: blocks of
     // 64 and 256 KiB of written values measured alike, 1 MiB 20% slower).
     constexpr int64_t block_bytes = int64_t{128} << 10;
-    int64_t block = std::clamp<int64_t>(block_bytes / std::max<int64_t>(bytes_per_row, 1), 1, group.rows);
-    runtime::parallel_for(group.rows, work_per_row, [&](int64_t begin, int64_t end) {
+    int64_t block = std::clamp<int64_t>(block_bytes / std::max<int64_t>(bytes_per_row, 1), 1, rows);
+    runtime::parallel_for(rows, work_per_row, [&](int64_t begin, int64_t end) {
       for (int64_t first = begin; first < end; first += block) {
         int64_t last = std::min(end, first + block);
         for (size_t k = 0; k < functions.size(); ++k)
@@ -405,8 +458,10 @@ class CompiledGraph final : public runtime::Executable {
   std::shared_ptr<const ir::Graph> graph_;
   Plan plan_;
   std::vector<CompiledKernel> kernels_;
-  runtime::StepProgram program_;  // the plan's steps, their liveness and the folded constants
-  std::vector<int> group_at_;     // per step: the row group starting there, or -1
+  std::shared_ptr<const Instance> static_instance_;  // a static graph's, made once
+  mutable InstanceCache instances_;                  // a symbolic graph's, per binding
+  runtime::StepProgram program_;                     // the plan's steps, their liveness and the folded constants
+  std::vector<int> group_at_;                        // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.
   std::vector<std::vector<std::shared_ptr<const CompiledGraph>>> bodies_;
   std::vector<std::unique_ptr<const NativeLoop>> native_loops_;  // per step: a small loop compiled whole
@@ -463,5 +518,7 @@ const runtime::Backend& llvm_backend() {
   static const LlvmBackend backend;
   return backend;
 }
+
+size_t modules_compiled() { return Engine::instance().modules_compiled(); }
 
 }  // namespace kiln::llvm_backend

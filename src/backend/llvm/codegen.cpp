@@ -18,7 +18,8 @@ namespace {
 
 std::string ops_text(const ir::Node& node) {
   std::string text;
-  for (int64_t value : node.attrs.ints) text += std::to_string(value) + ",";
+  for (size_t k = 0; k < node.attrs.ints.size(); ++k)
+    text += (node.symbolic ? symbolic_int(node, k).to_string() : std::to_string(node.attrs.ints[k])) + ",";
   if (node.op == Primitive::literal) {
     // Exact bits: printed digits could make two different values one key.
     double value = node.attrs.scalar.as_double();
@@ -33,6 +34,8 @@ std::string ops_text(const ir::Node& node) {
 // Everything the generated code depends on, so equal kernels compile once per
 // process: operations, dtypes, attributes, literal values, wiring, and the
 // shapes — except for flat kernels, whose code is the same for every shape.
+// Symbolic dimensions are named by their polynomials ("[s0,64]"): such a
+// kernel reads them from its constants, so it serves every size.
 std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   bool flat = is_flat(graph, kernel);
   std::string key = kernel.chunked                            ? "reduce chunked"
@@ -41,9 +44,10 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
                     : kernel.prefetch                         ? "flat prefetching"
                     : flat                                    ? "flat"
                                                               : "rows";
-  auto shape_text = [&](const Shape& shape) {
-    if (!flat) return shape_string(shape);
-    return std::string(shape_size(shape) == 1 ? "1" : "n");
+  auto shape_text = [&](const ir::Node& node) {
+    if (!flat)
+      return node.symbolic ? ir::symbolic_shape_string(ir::symbolic_shape(node)) : shape_string(node.type.shape);
+    return std::string(shape_size(node.type.shape) == 1 ? "1" : "n");
   };
   auto local = [&](ir::ValueId id) {
     for (size_t k = 0; k < kernel.leaves.size(); ++k)
@@ -54,7 +58,7 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   };
   for (ir::ValueId leaf : kernel.leaves) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(leaf)];
-    key += "|leaf " + std::string(dtype_name(node.type.dtype)) + shape_text(node.type.shape);
+    key += "|leaf " + std::string(dtype_name(node.type.dtype)) + shape_text(node);
   }
   // Which values it writes: kernels merged from siblings or consumers can
   // share every operation and differ only in which value goes to the first output.
@@ -64,7 +68,7 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
     bool parameter = node.op == Primitive::literal && !baked_literal(graph, kernel, id);
     key += "|" + std::string(ir::primitive_name(node.op)) + " " + std::string(dtype_name(node.type.dtype)) +
-           shape_text(node.type.shape) + " " + (parameter ? std::string("param") : ops_text(node));
+           shape_text(node) + " " + (parameter ? std::string("param") : ops_text(node));
     for (ir::ValueId input : node.inputs) key += " " + local(input);
   }
   return key;
@@ -72,20 +76,22 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
 
 }  // namespace
 
-std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel) {
+std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel, std::span<const int64_t> values) {
   std::vector<uint64_t> constants;
   for (ir::ValueId id : kernel.region) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
     if (node.op != Primitive::literal || baked_literal(graph, kernel, id)) continue;
+    Scalar scalar = literal_at(node, values);
     uint64_t bits = 0;
     if (is_floating(node.type.dtype)) {
-      double value = node.attrs.scalar.as_double();
+      double value = scalar.as_double();
       std::memcpy(&bits, &value, sizeof bits);
     } else {
-      bits = static_cast<uint64_t>(node.attrs.scalar.as_int());
+      bits = static_cast<uint64_t>(scalar.as_int());
     }
     constants.push_back(bits);
   }
+  for (int64_t value : values) constants.push_back(static_cast<uint64_t>(value));
   return constants;
 }
 
@@ -141,9 +147,13 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     if (is_flat(graph, plan.kernels[k])) {
       kernels[k].range = kernel_range(graph, plan.kernels[k]);
       kernels[k].work_per_iteration = 1;
+      kernels[k].range_count = SymbolicCount(kernel_range_size(graph, plan.kernels[k]));
+      kernels[k].work_count = SymbolicCount(ir::DimExpr::constant(1));
     } else {
       kernels[k].range = cached.range;
       kernels[k].work_per_iteration = cached.work_per_iteration;
+      kernels[k].range_count = cached.range_count;
+      kernels[k].work_count = cached.work_count;
     }
   }
   return kernels;

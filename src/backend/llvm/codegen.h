@@ -1,18 +1,22 @@
 // LLVM IR for the kernels of a plan. Each kernel becomes
 //   void kiln_kernel_N(char** buffers, int64_t begin, int64_t end)
-// where buffers[0] holds the kernel's constants (its literals, 8 bytes each),
-// buffers[1] is the output and buffers[2..] the leaves, and [begin, end)
+// where buffers[0] holds the kernel's constants (its literals, 8 bytes each,
+// then in a symbolic graph the values of its symbols, which the code reads
+// its symbolic extents from), buffers[1] is the output and buffers[2..] the
+// leaves, and [begin, end)
 // is a slice of the kernel's parallel range (rows, elements or output
 // elements), so a thread pool can split it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/llvm/object_code.h"
 #include "backend/llvm/plan.h"
+#include "backend/llvm/symbolic_sizes.h"
 
 namespace kiln::llvm_backend {
 
@@ -29,10 +33,15 @@ struct CompiledKernel {
   std::vector<uint64_t> constants;  // the literal values this use of the kernel passes
   int64_t range = 0;                // iterations of the parallel loop
   int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading
+  // The same two as formulas in the symbols, which a symbolic graph's calls
+  // evaluate (range and work_per_iteration are then at the hints).
+  SymbolicCount range_count, work_count;
 };
 
-/// The values of the kernel's parameter literals, in slot order, as 8 bytes each.
-std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel);
+/// The values of the kernel's parameter literals, in slot order, as 8 bytes
+/// each; in a symbolic graph, at the symbols' `values`, which follow them.
+std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel,
+                                       std::span<const int64_t> values = {});
 
 /// Generates, optimizes and links every kernel of `plan` as one module.
 /// `dump_prefix` (optional) receives the optimized IR and assembly.

@@ -128,6 +128,7 @@ struct Engine::State {
   std::string cpu;
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
+  std::atomic<size_t> compiled{0};
   // By their bytes: the loaded objects linked now (held weakly).
   std::unordered_map<std::string, std::weak_ptr<const Engine::Linked>> linked_objects;
 };
@@ -162,6 +163,8 @@ const std::string& Engine::cpu() const { return state_->cpu; }
 std::string Engine::features() const { return state_->target->getTargetFeatureString().str(); }
 std::string Engine::target_triple() const { return state_->jit->getTargetTriple().str(); }
 size_t Engine::linked_modules() const { return state_->linked.load(); }
+
+size_t Engine::modules_compiled() const { return state_->compiled.load(); }
 
 std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::LLVMContext& context) const {
   auto module = std::make_unique<llvm::Module>(name, context);
@@ -266,6 +269,7 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
   write_perf_map(symbols, addresses);
   ++state_->modules;
   ++state_->linked;
+  ++state_->compiled;
   auto code = std::shared_ptr<const void>(nullptr, [state = state_, tracker](const void*) {
     std::lock_guard lock(state->mutex);
     llvm::consumeError(tracker->remove());

@@ -49,6 +49,8 @@ class Engine {
   std::string target_triple() const;
   /// Modules linked now (compiled and not yet unlinked).
   size_t linked_modules() const;
+  /// Modules optimized and code-generated so far in this process.
+  size_t modules_compiled() const;
 
  private:
   Engine();

@@ -10,6 +10,8 @@ namespace kiln::llvm_backend {
 using ir::Primitive;
 
 bool baked_literal(const ir::Graph& graph, const Kernel& kernel, ir::ValueId literal) {
+  // A symbolic literal's value is the call's: it stays a parameter.
+  if (graph.nodes[static_cast<size_t>(literal)].symbolic) return false;
   for (ir::ValueId id : kernel.region) {
     const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
     if (node.op != Primitive::pow) continue;
@@ -30,6 +32,13 @@ int literal_slot(const ir::Graph& graph, const Kernel& kernel, ir::ValueId liter
     ++slot;
   }
   return -1;
+}
+
+int parameter_literal_count(const ir::Graph& graph, const Kernel& kernel) {
+  int count = 0;
+  for (ir::ValueId id : kernel.region)
+    if (graph.nodes[static_cast<size_t>(id)].op == Primitive::literal && !baked_literal(graph, kernel, id)) ++count;
+  return count;
 }
 
 KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Graph& graph, const Kernel& kernel,
@@ -70,6 +79,7 @@ CompiledKernel KernelEmitter::emit() {
   const ir::Node& root = node(kernel_.root);
   constants_ = function_->getArg(2);
   function_->addParamAttr(2, llvm::Attribute::ReadOnly);
+  sizes_.emplace(function_, constants_, parameter_literal_count(graph_, kernel_));
   output_ = function_->getArg(3);
   for (size_t k = 0; k < kernel_.extra_roots.size(); ++k) extra_outputs_.push_back(function_->getArg(4 + k));
   unsigned first_leaf = 4 + static_cast<unsigned>(kernel_.extra_roots.size());
@@ -82,6 +92,7 @@ CompiledKernel KernelEmitter::emit() {
     result = emit_reduce(root);
   } else {
     space_ = root.type.shape;
+    space_node_ = &root;
     result = emit_elementwise(root);
   }
   builder_.CreateRetVoid();
@@ -94,6 +105,8 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
     // One loop over every element; leaves are the same shape or scalars.
     flat_ = true;
     result.range = kernel_range(graph_, kernel_);
+    result.range_count = SymbolicCount(symbolic_size(root));
+    result.work_count = SymbolicCount(ir::DimExpr::constant(1));
     // A long body (many transcendental functions) is worth compiling once:
     // the tail's mask costs little next to it.
     int body_cost = 0;
@@ -122,14 +135,17 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
     throw std::logic_error("kiln LLVM backend: a kernel with several outputs must be flat");
   // Rows: the parallel loop runs over all but the last dimension, the inner
   // loop over the last one (contiguous for every full-shaped leaf).
-  int64_t inner = space_.back();
-  std::vector<int64_t> outer_extents(space_.begin(), space_.end() - 1);
+  llvm::Value* inner = space_extent(space_.size() - 1);
+  std::vector<llvm::Value*> outer_extents;
+  for (size_t d = 0; d + 1 < space_.size(); ++d) outer_extents.push_back(space_extent(d));
   result.range = kernel_range(graph_, kernel_);
-  result.work_per_iteration = inner;
+  result.work_per_iteration = space_.back();
+  result.range_count = SymbolicCount(kernel_range_size(graph_, kernel_));
+  result.work_count = SymbolicCount(space_dimension(space_.size() - 1));
   loop(function_->getArg(0), function_->getArg(1), "row", [&](llvm::Value* row) {
     std::vector<llvm::Value*> outer = decompose(builder_, row, outer_extents);
-    llvm::Value* row_start = builder_.CreateMul(row, builder_.getInt64(inner));
-    loop(builder_.getInt64(0), builder_.getInt64(inner), "column", [&](llvm::Value* column) {
+    llvm::Value* row_start = builder_.CreateMul(row, inner);
+    loop(builder_.getInt64(0), inner, "column", [&](llvm::Value* column) {
       index_ = outer;
       index_.push_back(column);
       memo_.clear();
@@ -144,15 +160,27 @@ llvm::Value* KernelEmitter::offset_of(ir::ValueId id) {
     return shape_size(node(id).type.shape) == 1 && shape_size(space_) != 1 ? builder_.getInt64(0) : flat_index_;
   }
   const Shape& shape = node(id).type.shape;
-  std::vector<int64_t> strides = row_major_strides(shape);
+  // (A symbolic dimension is never 1: only static ones are broadcast.)
+  std::vector<ir::DimExpr> strides = row_major_strides(ir::symbolic_shape(node(id)));
   size_t shift = space_.size() - shape.size();
   llvm::Value* offset = builder_.getInt64(0);
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    llvm::Value* term = builder_.CreateMul(index_[d + shift], builder_.getInt64(strides[d]), "", true, true);
+    llvm::Value* term = builder_.CreateMul(index_[d + shift], size(strides[d]), "", true, true);
     offset = builder_.CreateAdd(offset, term, "", true, true);
   }
   return offset;
+}
+
+ir::DimExpr KernelEmitter::space_dimension(size_t d) const {
+  const ir::DimExpr* symbolic = space_node_->symbolic ? space_node_->symbolic->dimension(d) : nullptr;
+  return symbolic ? *symbolic : ir::DimExpr::constant(space_[d]);
+}
+
+ir::DimExpr KernelEmitter::space_product(const std::vector<size_t>& dims) const {
+  ir::DimExpr product = ir::DimExpr::constant(1);
+  for (size_t d : dims) product = product * space_dimension(d);
+  return product;
 }
 
 llvm::Value* KernelEmitter::load(ir::ValueId id) {

@@ -8,7 +8,10 @@
 // nodes only broadcast (NumPy, trailing-aligned), so a node of shape N reads
 // space dimension d at its own dimension d - (rank(space) - rank(N)), or at 0
 // where its extent is 1. Loads are therefore base + sum(index_d * stride_d)
-// with static strides (0 where broadcast), which LLVM hoists and vectorizes.
+// with strides fixed for the kernel (0 where broadcast), which LLVM hoists
+// and vectorizes. In a symbolic graph an extent or stride that depends on
+// the symbols is computed once, on entry, from the symbols' values the
+// kernel is passed (a symbolic dimension is never 1, so never broadcast).
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -16,6 +19,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +36,8 @@ namespace kiln::llvm_backend {
 bool baked_literal(const ir::Graph& graph, const Kernel& kernel, ir::ValueId literal);
 /// The literal's slot among the kernel's parameter literals, or -1 when baked.
 int literal_slot(const ir::Graph& graph, const Kernel& kernel, ir::ValueId literal);
+/// How many slots the kernel's parameter literals take (its symbols follow).
+int parameter_literal_count(const ir::Graph& graph, const Kernel& kernel);
 
 // A prefetching flat loop (Kernel::prefetch) runs in blocks of this many
 // elements, each block first prefetching the lines this many elements ahead
@@ -99,9 +105,14 @@ class KernelEmitter {
   // (segment + 1) * size) inside [begin, end).
   template <class Body>
   void segments(llvm::Value* begin, llvm::Value* end, int64_t size, const char* name, Body body) {
-    llvm::Value* size_value = builder_.getInt64(size);
+    segments(begin, end, builder_.getInt64(size), name, body);
+  }
+
+  template <class Body>
+  void segments(llvm::Value* begin, llvm::Value* end, llvm::Value* size_value, const char* name, Body body) {
     llvm::Value* first = builder_.CreateUDiv(begin, size_value);
-    llvm::Value* last = builder_.CreateUDiv(builder_.CreateAdd(end, builder_.getInt64(size - 1)), size_value);
+    llvm::Value* last =
+        builder_.CreateUDiv(builder_.CreateAdd(end, builder_.CreateSub(size_value, builder_.getInt64(1))), size_value);
     loop(first, last, name, [&](llvm::Value* segment) {
       llvm::Value* start = builder_.CreateMul(segment, size_value);
       llvm::Value* low = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, start, begin);
@@ -191,6 +202,22 @@ class KernelEmitter {
   void emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
                             llvm::AllocaInst* accumulator);
 
+  // ---- sizes ------------------------------------------------------------------------
+
+  /// A number of the kernel's geometry as IR: a constant unless it depends on symbols.
+  llvm::Value* size(const ir::DimExpr& number) { return (*sizes_)(number); }
+  /// Dimension d of the iteration space, as a polynomial and as IR.
+  ir::DimExpr space_dimension(size_t d) const;
+  llvm::Value* space_extent(size_t d) { return size(space_dimension(d)); }
+  /// The product of the space's dimensions `dims`.
+  ir::DimExpr space_product(const std::vector<size_t>& dims) const;
+  /// The dimensions of the space after `dim`.
+  std::vector<size_t> dimensions_after(size_t dim) const {
+    std::vector<size_t> dims;
+    for (size_t d = dim + 1; d < space_.size(); ++d) dims.push_back(d);
+    return dims;
+  }
+
   // ---- values -----------------------------------------------------------------------
 
   llvm::Value* offset_of(ir::ValueId id);
@@ -239,7 +266,9 @@ class KernelEmitter {
   std::unordered_map<ir::ValueId, llvm::Value*> leaf_pointer_;
   std::unordered_map<ir::ValueId, bool> in_region_;
   std::unordered_map<ir::ValueId, llvm::Value*> memo_;
-  Shape space_;
+  Shape space_;                           // at the hints, which decisions read
+  const ir::Node* space_node_ = nullptr;  // the node whose shape is the space
+  std::optional<SizeEmitter> sizes_;
   std::vector<llvm::Value*> index_;
   bool flat_ = false;
   llvm::Value* flat_index_ = nullptr;

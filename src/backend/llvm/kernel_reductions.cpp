@@ -7,24 +7,29 @@ namespace kiln::llvm_backend {
 CompiledKernel KernelEmitter::emit_reduce(const ir::Node& root) {
   const ir::Node& input = node(root.inputs[0]);
   space_ = input.type.shape;
+  space_node_ = &input;
   const std::vector<int64_t>& axes = root.attrs.ints;
   std::vector<char> reduced(space_.size(), 0);
   for (int64_t axis : axes) reduced[static_cast<size_t>(axis)] = 1;
-  std::vector<int64_t> kept_extents;
+  std::vector<llvm::Value*> kept_extents;
   std::vector<size_t> kept_dims, reduced_dims;
   for (size_t d = 0; d < space_.size(); ++d) {
     if (reduced[d]) {
       reduced_dims.push_back(d);
     } else {
       kept_dims.push_back(d);
-      kept_extents.push_back(space_[d]);
+      kept_extents.push_back(space_extent(d));
     }
   }
   CompiledKernel result;
   result.range = kernel_range(graph_, kernel_);
+  result.range_count = SymbolicCount(kernel_range_size(graph_, kernel_));
   int64_t reduced_size = 1;
   for (size_t d : reduced_dims) reduced_size *= space_[d];
   result.work_per_iteration = std::max<int64_t>(reduced_size, 1);
+  ir::DimExpr reduced_count = space_product(reduced_dims);
+  result.work_count =
+      SymbolicCount(reduced_count.is_constant() ? ir::DimExpr::constant(result.work_per_iteration) : reduced_count);
   if (kernel_.chunked) return emit_chunked_reduction(root, result);
   if (rows_accumulate(root, reduced_dims)) return emit_accumulating_rows(root, reduced_dims, result);
 
@@ -75,6 +80,7 @@ CompiledKernel KernelEmitter::emit_chunked_reduction(const ir::Node& root, Compi
   flat_ = false;
   store(builder_.getInt64(0), accumulated(root, accumulator), root.type.dtype);
   result.work_per_iteration = 1;
+  result.work_count = SymbolicCount(ir::DimExpr::constant(1));
   return result;
 }
 
@@ -96,20 +102,18 @@ CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const
   // and f32 in registers (max and min of them are exact, so each row's store
   // loses nothing).
   llvm::Type* type = memory_type(dtype);
-  int64_t rows = 1, inner = 1;
-  for (size_t d : reduced_dims) rows *= space_[d];
-  for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
-  llvm::Value* inner_size = builder_.getInt64(inner);
+  llvm::Value* rows = size(space_product(reduced_dims));
+  llvm::Value* inner_size = size(space_product(dimensions_after(reduced_dims.back())));
   flat_ = true;
   // Output elements [begin, end) cut where the outer index changes.
-  segments(function_->getArg(0), function_->getArg(1), inner, "outer",
+  segments(function_->getArg(0), function_->getArg(1), inner_size, "outer",
            [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
              loop(low, high, "init",
                   [&](llvm::Value* out) { store(out, element_.reduction_identity(reduction_of(root), dtype), dtype); });
              // Input element (outer, row, i) sits at (outer * rows + row) * inner + i
              // = out + (outer * (rows - 1) + row) * inner for output element out = outer * inner + i.
-             llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
-             loop(builder_.getInt64(0), builder_.getInt64(rows), "row", [&](llvm::Value* row) {
+             llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.CreateSub(rows, builder_.getInt64(1)));
+             loop(builder_.getInt64(0), rows, "row", [&](llvm::Value* row) {
                llvm::Value* shift = builder_.CreateMul(builder_.CreateAdd(outer_shift, row), inner_size);
                loop(low, high, "column", [&](llvm::Value* out) {
                  memo_.clear();
@@ -137,10 +141,8 @@ CompiledKernel KernelEmitter::emit_widened_rows(const ir::Node& root, const std:
   DType dtype = root.type.dtype, wide = accumulation_dtype(root);
   llvm::Type* type = register_type(dtype);
   llvm::Type* wide_type = register_type(wide);
-  int64_t rows = 1, inner = 1;
-  for (size_t d : reduced_dims) rows *= space_[d];
-  for (size_t d = reduced_dims.back() + 1; d < space_.size(); ++d) inner *= space_[d];
-  llvm::Value* inner_size = builder_.getInt64(inner);
+  llvm::Value* rows = size(space_product(reduced_dims));
+  llvm::Value* inner_size = size(space_product(dimensions_after(reduced_dims.back())));
   auto stack_array = [&](llvm::Type* element) {
     llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
     return entry.CreateAlloca(element, entry.getInt64(widened_tile));
@@ -150,9 +152,9 @@ CompiledKernel KernelEmitter::emit_widened_rows(const ir::Node& root, const std:
   ops::Reduction reduction = reduction_of(root);
   flat_ = true;
   segments(
-      function_->getArg(0), function_->getArg(1), inner, "outer",
+      function_->getArg(0), function_->getArg(1), inner_size, "outer",
       [&](llvm::Value* outer, llvm::Value* low, llvm::Value* high) {
-        llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.getInt64(rows - 1));
+        llvm::Value* outer_shift = builder_.CreateMul(outer, builder_.CreateSub(rows, builder_.getInt64(1)));
         segments(low, high, widened_tile, "tile", [&](llvm::Value*, llvm::Value* first, llvm::Value* last) {
           auto slot = [&](llvm::Value* array, llvm::Type* element, llvm::Value* out) {
             return builder_.CreateInBoundsGEP(element, array, builder_.CreateSub(out, first));
@@ -189,9 +191,8 @@ CompiledKernel KernelEmitter::emit_widened_rows(const ir::Node& root, const std:
             });
           };
           // A product's relative errors would add up block after block: it widens every factor.
-          if (reduction == ops::Reduction::sum)
-            segments(builder_.getInt64(0), builder_.getInt64(rows), widened_block, "block", add_block);
-          else combine_rows(builder_.getInt64(0), builder_.getInt64(rows), tile_accumulators, wide);
+          if (reduction == ops::Reduction::sum) segments(builder_.getInt64(0), rows, widened_block, "block", add_block);
+          else combine_rows(builder_.getInt64(0), rows, tile_accumulators, wide);
           loop(first, last, "round", [&](llvm::Value* out) {
             llvm::Value* total = builder_.CreateLoad(wide_type, slot(tile_accumulators, wide_type, out));
             store(out, element_.convert_value(total, wide, dtype), dtype);
@@ -226,7 +227,7 @@ void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector
   // waits on each add's latency, four keep the loads streaming.
   LoopHints hints{.interleave = level + 1 == dims.size() ? 4 : 1};
   loop(
-      builder_.getInt64(0), builder_.getInt64(space_[dim]), "reduce",
+      builder_.getInt64(0), space_extent(dim), "reduce",
       [&](llvm::Value* counter) {
         index_[dim] = counter;
         emit_reduction_loops(root, dims, level + 1, accumulator);

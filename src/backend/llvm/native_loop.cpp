@@ -420,8 +420,20 @@ size_t native_loops_compiled() { return loops_compiled.load(); }
 NativeLoop::NativeLoop(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
 NativeLoop::~NativeLoop() = default;
 
+namespace {
+// A loop compiled whole lays out every value at fixed offsets, which sizes
+// that depend on a symbolic graph's symbols do not allow.
+bool has_symbols(const ir::Node& node) {
+  if (node.symbolic) return true;
+  for (const auto& body : node.bodies)
+    if (body->symbols > 0) return true;
+  return false;
+}
+}  // namespace
+
 std::unique_ptr<const NativeLoop> NativeLoop::compile(const ir::Node& node, const std::string& dump_prefix) {
   if (node.op != ir::Primitive::while_loop && node.op != ir::Primitive::scan) return nullptr;
+  if (has_symbols(node)) return nullptr;
   auto layout = std::make_unique<Layout>();
   LayoutBuilder placer(node, *layout);
   std::optional<std::vector<Body>> bodies = placer.build();
@@ -448,6 +460,7 @@ std::unique_ptr<const NativeLoop> NativeLoop::compile(const ir::Node& node, cons
 std::unique_ptr<const NativeLoop> NativeLoop::load(const ir::Node& node,
                                                    const std::shared_ptr<const ObjectCode>& object) {
   if (node.op != ir::Primitive::while_loop && node.op != ir::Primitive::scan) return nullptr;
+  if (has_symbols(node)) return nullptr;
   auto layout = std::make_unique<Layout>();
   LayoutBuilder placer(node, *layout);
   if (!placer.build() || object->symbols.size() != 1) return nullptr;

@@ -10,7 +10,8 @@
 // Eligible: every step of the bodies is a fused or standalone kernel (not a
 // chunked reduction), a view or a folded constant, and an iteration touches
 // few enough elements that one thread does best. Anything else (a matmul, a
-// reference kernel, a nested loop) runs through the general path.
+// reference kernel, a nested loop, sizes that depend on a symbolic graph's
+// symbols) runs through the general path.
 #pragma once
 
 #include <memory>

@@ -52,20 +52,30 @@ bool cheap(const ir::Graph& graph, ir::ValueId id) {
 }
 }  // namespace
 
-const Shape& kernel_space(const ir::Graph& graph, const Kernel& kernel) {
+const ir::Node& kernel_space_node(const ir::Graph& graph, const Kernel& kernel) {
   const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
-  if (kernel.kind == Kernel::Kind::reduce) return graph.nodes[static_cast<size_t>(root.inputs[0])].type.shape;
-  return root.type.shape;
+  if (kernel.kind == Kernel::Kind::reduce) return graph.nodes[static_cast<size_t>(root.inputs[0])];
+  return root;
+}
+
+const Shape& kernel_space(const ir::Graph& graph, const Kernel& kernel) {
+  return kernel_space_node(graph, kernel).type.shape;
+}
+
+bool same_shape(const ir::Graph& graph, const ir::Node& a, const ir::Node& b) {
+  if (graph.symbols == 0 || (!a.symbolic && !b.symbolic)) return a.type.shape == b.type.shape;
+  return ir::symbolic_shape(a) == ir::symbolic_shape(b);
 }
 
 bool reads_at_flat_index(const ir::Graph& graph, const Kernel& kernel) {
-  const Shape& space = kernel_space(graph, kernel);
-  if (space.size() <= 1) return true;  // a rank-1 iota is the flat index itself
+  const ir::Node& space = kernel_space_node(graph, kernel);
+  if (space.type.shape.size() <= 1) return true;  // a rank-1 iota is the flat index itself
   for (ir::ValueId id : kernel.region)
     if (graph.nodes[static_cast<size_t>(id)].op == Primitive::iota) return false;
   for (ir::ValueId leaf : kernel.leaves) {
-    const Shape& shape = graph.nodes[static_cast<size_t>(leaf)].type.shape;
-    if (shape != space && shape_size(shape) != 1) return false;
+    // A symbolic dimension is never 1, so a single value is static.
+    const ir::Node& node = graph.nodes[static_cast<size_t>(leaf)];
+    if (!same_shape(graph, node, space) && shape_size(node.type.shape) != 1) return false;
   }
   return true;
 }
@@ -113,12 +123,12 @@ void merge_flat_kernels(const ir::Graph& graph, Plan& plan) {
     if (removed[a] || plan.steps[a].kind != Step::Kind::kernel) continue;
     Kernel& first = plan.kernels[static_cast<size_t>(plan.steps[a].kernel)];
     if (!is_flat(graph, first)) continue;
-    const Shape& shape = graph.nodes[static_cast<size_t>(first.root)].type.shape;
-    if (shape_size(shape) < 2) continue;
+    const ir::Node& root = graph.nodes[static_cast<size_t>(first.root)];
+    if (shape_size(root.type.shape) < 2) continue;
     for (size_t b = a + 1; b < plan.steps.size(); ++b) {
       if (removed[b] || plan.steps[b].kind != Step::Kind::kernel) continue;
       const Kernel& second = plan.kernels[static_cast<size_t>(plan.steps[b].kernel)];
-      if (!is_flat(graph, second) || graph.nodes[static_cast<size_t>(second.root)].type.shape != shape) continue;
+      if (!is_flat(graph, second) || !same_shape(graph, graph.nodes[static_cast<size_t>(second.root)], root)) continue;
       std::vector<ir::ValueId> roots{first.root};
       roots.insert(roots.end(), first.extra_roots.begin(), first.extra_roots.end());
       bool related = false, ready = true;
@@ -299,7 +309,9 @@ std::vector<char> find_literal_only(const ir::Graph& graph) {
     // (libm), it would differ from the same value computed from an input.
     // A loop or branch runs its bodies at every run, however constant its operands.
     // Communication happens when the graph runs, on every rank alike.
-    bool only = node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random &&
+    // A value of symbolic shape, or from a symbolic literal (the 1/n of a
+    // mean over a dynamic axis), differs from call to call.
+    bool only = !node.symbolic && node.op != Primitive::input && ir::primitive_family(node.op) != ir::Family::random &&
                 ops::rules(node.op).fusion != ops::Fusion::control &&
                 ops::rules(node.op).fusion != ops::Fusion::collective &&
                 !ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype);
@@ -441,10 +453,12 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
   std::ostringstream out;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     for (const RowGroup& group : plan.row_groups)
-      if (group.first_step == s) out << "row group of " << group.rows << " rows, " << group.end_step - s << " steps:\n";
+      if (group.first_step == s)
+        out << "row group of " << (graph.symbols ? group.row_count.to_string() : std::to_string(group.rows))
+            << " rows, " << group.end_step - s << " steps:\n";
     const Step& step = plan.steps[s];
     const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
-    out << "%" << step.value << " " << node.type.to_string() << ": ";
+    out << "%" << step.value << " " << ir::symbolic_type_string(node) << ": ";
     switch (step.kind) {
       case Step::Kind::matmul:
         out << "matmul (BLAS) %" << step.operand_a << (step.transpose_a ? "^T" : "") << " %" << step.operand_b

@@ -10,6 +10,12 @@
 // materialized when it is an output, feeds a non-fusible step or a reshape,
 // or is read by several kernels and costs more than a few operations to
 // recompute. Values computed from literals alone are folded when compiled.
+//
+// A symbolic graph is planned once for every size: shapes are compared as
+// polynomials, never at their hints, and the sizes of a plan (parallel
+// ranges, rows of a row group) are polynomials evaluated per call; the
+// hints only steer choices that are correct at every size (prefetching,
+// slicing a reduction, forming row groups).
 #pragma once
 
 #include <string>
@@ -62,6 +68,9 @@ struct RowGroup {
   size_t first_step = 0, end_step = 0;  // steps [first_step, end_step): kernels and views
   int64_t rows = 0;                     // the leading extent every value in the group shares
   std::vector<int64_t> scale;           // per step of the group; 0 for views
+  // In a symbolic graph, `rows` and `scale` are at the hints: a call takes
+  // its rows from this polynomial and each scale from its kernel's range.
+  ir::DimExpr row_count;
 };
 
 struct Plan {
@@ -77,6 +86,10 @@ bool is_fusible_elementwise(ir::Primitive op);
 /// The space an elementwise or reduce kernel's code indexes: its root's
 /// shape, or a reduction's input shape.
 const Shape& kernel_space(const ir::Graph& graph, const Kernel& kernel);
+/// The node whose shape is the kernel's space.
+const ir::Node& kernel_space_node(const ir::Graph& graph, const Kernel& kernel);
+/// Whether two nodes have the same shape at every size of the graph's symbols.
+bool same_shape(const ir::Graph& graph, const ir::Node& a, const ir::Node& b);
 /// Whether every value the kernel reads sits at the flat index of its space:
 /// the leaves are the space's shape or single values, and no iota needs the
 /// index split into axes.
@@ -98,6 +111,8 @@ std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, c
 /// other elementwise kernels, output elements for reductions, input elements
 /// for chunked ones. Codegen and row groups both take it from here.
 int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel);
+/// kernel_range as a polynomial in the graph's symbols.
+ir::DimExpr kernel_range_size(const ir::Graph& graph, const Kernel& kernel);
 
 /// Finds the row groups of a plan whose steps are final.
 std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/llvm/plan.h"
+#include "backend/llvm/symbolic_sizes.h"
 
 namespace kiln::llvm_backend {
 
@@ -15,7 +16,24 @@ int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel) {
   return inner == 0 ? 0 : total / inner;
 }
 
+ir::DimExpr kernel_range_size(const ir::Graph& graph, const Kernel& kernel) {
+  const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
+  if (kernel.chunked) return symbolic_size(kernel_space_node(graph, kernel));
+  if (kernel.kind == Kernel::Kind::reduce || is_flat(graph, kernel)) return symbolic_size(root);
+  std::vector<ir::DimExpr> shape = ir::symbolic_shape(root);
+  if (shape.back() == ir::DimExpr::constant(0)) return ir::DimExpr::constant(0);
+  ir::DimExpr rows = ir::DimExpr::constant(1);
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows = rows * shape[d];
+  return rows;
+}
+
 namespace {
+
+// The leading extent of a node's shape, as a polynomial.
+ir::DimExpr leading(const ir::Node& node) {
+  const ir::DimExpr* symbolic = node.symbolic ? node.symbolic->dimension(0) : nullptr;
+  return symbolic ? *symbolic : ir::DimExpr::constant(node.type.shape[0]);
+}
 
 // Below this many rows, or this much work, blocking gains nothing.
 constexpr int64_t min_rows = 16;
@@ -24,11 +42,14 @@ constexpr int64_t min_elements = int64_t{1} << 16;
 // How many iterations of the kernel's parallel range cover one row of
 // `rows`, or 0 when the kernel cannot be split by rows: a reduction must keep
 // the leading axis, a row-wise elementwise kernel needs an axis after it.
-int64_t row_scale(const ir::Graph& graph, const Kernel& kernel, int64_t rows) {
+// In a symbolic graph the scale is at the hints; since the leading extent
+// divides the range as polynomials, it divides it at every size.
+int64_t row_scale(const ir::Graph& graph, const Kernel& kernel, const ir::DimExpr& row_count, int64_t rows) {
   if (kernel.kind == Kernel::Kind::standalone || kernel.chunked) return 0;
   const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
   const Shape& space = kernel_space(graph, kernel);
   if (space.empty() || space[0] != rows || rows <= 0) return 0;
+  if (graph.symbols && leading(kernel_space_node(graph, kernel)) != row_count) return 0;
   if (kernel.kind == Kernel::Kind::reduce) {
     for (int64_t axis : root.attrs.ints)
       if (axis == 0) return 0;
@@ -69,20 +90,24 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
     const Step& step = plan.steps[s];
     const ir::Node& node = graph.nodes[static_cast<size_t>(step.value)];
     if (step.kind == Step::Kind::view) {
-      const Shape& source = graph.nodes[static_cast<size_t>(node.inputs[0])].type.shape;
-      bool keeps_rows =
-          !node.type.shape.empty() && node.type.shape[0] == group.rows && !source.empty() && source[0] == group.rows;
+      const ir::Node& source = graph.nodes[static_cast<size_t>(node.inputs[0])];
+      bool keeps_rows = !node.type.shape.empty() && node.type.shape[0] == group.rows && !source.type.shape.empty() &&
+                        source.type.shape[0] == group.rows;
+      if (keeps_rows && graph.symbols)
+        keeps_rows = leading(node) == group.row_count && leading(source) == group.row_count;
       return keeps_rows ? 0 : -1;
     }
     if (step.kind != Step::Kind::kernel) return -1;
     const Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
-    int64_t scale = row_scale(graph, kernel, group.rows);
+    int64_t scale = row_scale(graph, kernel, group.row_count, group.rows);
     if (scale == 0) return -1;
     size_t rank = kernel_space(graph, kernel).size();
     for (ir::ValueId leaf : kernel.leaves) {
       if (!in_group[static_cast<size_t>(leaf)]) continue;
-      const Shape& shape = graph.nodes[static_cast<size_t>(leaf)].type.shape;
+      const ir::Node& read = graph.nodes[static_cast<size_t>(leaf)];
+      const Shape& shape = read.type.shape;
       if (shape.size() != rank || shape[0] != group.rows) return -1;  // read across rows
+      if (graph.symbols && leading(read) != group.row_count) return -1;
     }
     return scale;
   };
@@ -93,11 +118,12 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
       const Step& step = plan.steps[s];
       if (step.kind != Step::Kind::kernel) continue;
       const Kernel& kernel = plan.kernels[static_cast<size_t>(step.kernel)];
-      const Shape& space = kernel_space(graph, kernel);
-      if (space.empty()) continue;
-      group.rows = space[0];
+      const ir::Node& space = kernel_space_node(graph, kernel);
+      if (space.type.shape.empty()) continue;
+      group.rows = space.type.shape[0];
+      group.row_count = leading(space);
       group.first_step = s;
-      scale = row_scale(graph, kernel, group.rows);
+      scale = row_scale(graph, kernel, group.row_count, group.rows);
       if (scale == 0) {
         group = RowGroup{};
         continue;

@@ -39,14 +39,33 @@ bool computes_on_dtype(ops::NativeKernel kernel, DType dtype) {
   }
 }
 
+// The kernels whose geometry may depend on a symbolic graph's symbols (see
+// standalone_emitter.h).
+bool serves_every_size(ops::NativeKernel kernel) {
+  switch (kernel) {
+    case ops::NativeKernel::transpose:
+    case ops::NativeKernel::slice:
+    case ops::NativeKernel::reverse:
+    case ops::NativeKernel::concatenate:
+    case ops::NativeKernel::pad:
+    case ops::NativeKernel::take: return true;
+    default: return false;
+  }
+}
+
 standalone::KernelEmitFunction kernel_for(const ir::Graph& graph, const ir::Node& node) {
   const ops::PrimitiveRules& row = ops::rules(node.op);
   // Floating products are BLAS calls, planned apart (plan.cpp).
   if (row.fusion == ops::Fusion::matmul && is_floating(node.type.dtype)) return nullptr;
   if (row.fusion != ops::Fusion::kernel && row.fusion != ops::Fusion::matmul) return nullptr;
   if (!computes_on_dtype(row.kernel, node.type.dtype)) return nullptr;
-  for (ir::ValueId input : node.inputs)
-    if (!computes_on_dtype(row.kernel, graph.nodes[static_cast<size_t>(input)].type.dtype)) return nullptr;
+  bool symbolic = node.symbolic != nullptr;
+  for (ir::ValueId input : node.inputs) {
+    const ir::Node& operand = graph.nodes[static_cast<size_t>(input)];
+    if (!computes_on_dtype(row.kernel, operand.type.dtype)) return nullptr;
+    symbolic = symbolic || operand.symbolic != nullptr;
+  }
+  if (symbolic && !serves_every_size(row.kernel)) return nullptr;
   return kernel_table()[static_cast<size_t>(row.kernel)];
 }
 }  // namespace
@@ -81,8 +100,20 @@ AxisView view_around(const Shape& shape, int64_t axis) {
   return view;
 }
 
+AxisSizes sizes_around(const std::vector<Size>& shape, int64_t axis) {
+  AxisSizes view;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    auto position = static_cast<int64_t>(a);
+    if (position < axis) view.outer = view.outer * shape[a];
+    if (position == axis) view.extent = shape[a];
+    if (position > axis) view.inner = view.inner * shape[a];
+  }
+  return view;
+}
+
+// A standalone kernel has no literals: its constants are the symbols' values.
 Emitter::Emitter(llvm::IRBuilder<>& builder, llvm::Function* function, const ir::Graph& graph, const ir::Node& node)
-    : builder(builder), function(function), node(node), graph_(graph) {}
+    : builder(builder), function(function), node(node), graph_(graph), sizes_(function, function->getArg(2), 0) {}
 
 const ir::Node& Emitter::input(size_t k) const { return graph_.nodes[static_cast<size_t>(node.inputs[k])]; }
 

@@ -5,6 +5,12 @@
 //
 // Elements that are only moved are copied as integers of their width, so
 // every bit (NaN payloads, signed zeros) arrives unchanged.
+//
+// The movement kernels and take serve every size of a symbolic graph: their
+// geometry is in Sizes, computed when the kernel runs where it depends on
+// symbols (the kernel's constants hold the symbols' values), and their
+// parallel range is a formula of the symbols. The other kernels are written
+// for static shapes; a symbolic node of theirs runs its reference kernel.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -33,6 +39,18 @@ class Emitter {
   llvm::Value* end() const { return function->getArg(1); }
 
   llvm::Value* i64(int64_t value) { return builder.getInt64(static_cast<uint64_t>(value)); }
+  /// A size as IR: a constant unless it depends on the symbols.
+  llvm::Value* value(const Size& size) { return sizes_(size.expression); }
+  std::vector<llvm::Value*> values(const std::vector<Size>& sizes) {
+    std::vector<llvm::Value*> result;
+    for (const Size& size : sizes) result.push_back(value(size));
+    return result;
+  }
+  /// ceil(size / divisor) as IR.
+  llvm::Value* pieces_of(const Size& size, int64_t divisor) {
+    if (size.is_static()) return i64((size.hint + divisor - 1) / divisor);
+    return builder.CreateUDiv(builder.CreateAdd(value(size), i64(divisor - 1)), i64(divisor));
+  }
   /// An integer as wide as one element of `dtype` (i8 for bool): exact copies.
   llvm::Type* bits_type(DType dtype);
   /// The arithmetic type of `dtype`: i8 for bool (0 or 1), float, double, i32, i64.
@@ -54,6 +72,8 @@ class Emitter {
   llvm::Value* add(llvm::Value* a, llvm::Value* b) { return builder.CreateAdd(a, b); }
   llvm::Value* mul(llvm::Value* a, llvm::Value* b) { return builder.CreateMul(a, b); }
   llvm::Value* mul(llvm::Value* a, int64_t b) { return b == 1 ? a : builder.CreateMul(a, i64(b)); }
+  llvm::Value* mul(llvm::Value* a, const Size& b) { return b.is_static() ? mul(a, b.hint) : mul(a, value(b)); }
+  llvm::Value* sub(llvm::Value* a, llvm::Value* b) { return builder.CreateSub(a, b); }
 
   /// A stack array of `count` elements in the entry block (mem2reg/SROA
   /// territory when small; private to the calling thread).
@@ -81,6 +101,9 @@ class Emitter {
   std::vector<llvm::Value*> decompose(llvm::Value* flat, const std::vector<int64_t>& extents) {
     return llvm_backend::decompose(builder, flat, extents);
   }
+  std::vector<llvm::Value*> decompose_sizes(llvm::Value* flat, const std::vector<Size>& extents) {
+    return llvm_backend::decompose(builder, flat, values(extents));
+  }
 
   /// The parallel loop of most kernels: `rows` rows of `width` elements, each
   /// cut into pieces of at most max_piece_width elements so that a few long
@@ -89,20 +112,32 @@ class Emitter {
   /// scatter_add along axis 0 is one row as wide as a matrix row, whose
   /// columns are the only work to share. Calls body(row, column_begin,
   /// column_end).
+  ///
+  /// With symbolic sizes, the number of pieces is chosen at the hints and
+  /// the width of a piece computed when the kernel runs (pieces past the
+  /// end of a narrower row are empty).
   template <class Body>
-  CompiledKernel for_each_row_piece(int64_t rows, int64_t width, Body body) {
+  CompiledKernel for_each_row_piece(const Size& rows, const Size& width, Body body) {
     CompiledKernel result;
-    if (rows == 0 || width == 0) return result;
-    int64_t pieces = (width + max_piece_width - 1) / max_piece_width;
-    if (rows * pieces < wanted_pieces)
-      pieces = std::max(pieces, std::min((wanted_pieces + rows - 1) / rows, width / min_piece_width));
-    int64_t piece_width = (width + pieces - 1) / pieces;
-    result.range = rows * pieces;
+    if (rows.hint == 0 || width.hint == 0) return result;  // (a symbolic size is never 0)
+    int64_t pieces = (width.hint + max_piece_width - 1) / max_piece_width;
+    if (rows.hint * pieces < wanted_pieces)
+      pieces = std::max(pieces, std::min((wanted_pieces + rows.hint - 1) / rows.hint, width.hint / min_piece_width));
+    int64_t piece_width = (width.hint + pieces - 1) / pieces;
+    result.range = rows.hint * pieces;
     result.work_per_iteration = piece_width;
+    result.range_count = SymbolicCount(rows.expression * pieces);
+    result.work_count = SymbolicCount(width.expression, pieces);
+    llvm::Value* width_value = value(width);
+    llvm::Value* symbolic_piece_width = width.is_static() ? nullptr : pieces_of(width, pieces);
     loop(begin(), end(), "piece", [&](llvm::Value* iteration) {
-      std::vector<llvm::Value*> split = decompose(iteration, {rows, pieces});
-      llvm::Value* column_begin = mul(split[1], piece_width);
-      llvm::Value* column_end = pieces == 1 ? i64(width) : min(add(column_begin, i64(piece_width)), i64(width));
+      std::vector<llvm::Value*> split = decompose_sizes(iteration, {rows, pieces});
+      llvm::Value* column_begin =
+          symbolic_piece_width ? mul(split[1], symbolic_piece_width) : mul(split[1], piece_width);
+      llvm::Value* column_end =
+          pieces == 1
+              ? width_value
+              : min(add(column_begin, symbolic_piece_width ? symbolic_piece_width : i64(piece_width)), width_value);
       body(split[0], column_begin, column_end);
     });
     return result;
@@ -114,6 +149,7 @@ class Emitter {
 
  private:
   const ir::Graph& graph_;
+  SizeEmitter sizes_;
 };
 
 /// An array seen as [outer, extent, inner] around one axis.
@@ -121,6 +157,12 @@ struct AxisView {
   int64_t outer = 1, extent = 1, inner = 1;
 };
 AxisView view_around(const Shape& shape, int64_t axis);
+
+/// The same in sizes, for kernels that serve symbolic graphs.
+struct AxisSizes {
+  Size outer = 1, extent = 1, inner = 1;
+};
+AxisSizes sizes_around(const std::vector<Size>& shape, int64_t axis);
 
 /// The emitter of each native kernel a primitive's row may name
 /// (ops::NativeKernel); each file of kernels fills its entries, and

@@ -11,28 +11,36 @@ using ir::Primitive;
 
 namespace {
 
-llvm::Value* wrapped(Emitter& e, llvm::Value* index, int64_t extent) {
+llvm::Value* wrapped(Emitter& e, llvm::Value* index, llvm::Value* extent) {
   llvm::Value* negative = e.builder.CreateICmpSLT(index, e.i64(0));
-  return e.builder.CreateSelect(negative, e.add(index, e.i64(extent)), index);
+  return e.builder.CreateSelect(negative, e.add(index, extent), index);
+}
+
+llvm::Value* wrapped(Emitter& e, llvm::Value* index, int64_t extent) { return wrapped(e, index, e.i64(extent)); }
+
+llvm::Value* clamped(Emitter& e, llvm::Value* value, int64_t lowest, llvm::Value* highest) {
+  return e.min(e.max(value, e.i64(lowest)), highest);
 }
 
 llvm::Value* clamped(Emitter& e, llvm::Value* value, int64_t lowest, int64_t highest) {
-  return e.min(e.max(value, e.i64(lowest)), e.i64(highest));
+  return clamped(e, value, lowest, e.i64(highest));
 }
 
-// One output row [o, j, :] per index: a copy of x's row [o, index j, :].
+// One output row [o, j, :] per index: a copy of x's row [o, index j, :]. It
+// serves every size of a symbolic graph (see standalone_emitter.h).
 CompiledKernel emit_take(Emitter& e) {
-  if (shape_size(e.node.type.shape) == 0) return {};
-  AxisView view = view_around(e.input(0).type.shape, e.node.attrs.ints[0]);
-  int64_t count = shape_size(e.input(1).type.shape);
+  if (shape_size(e.node.type.shape) == 0) return {};  // (a symbolic extent is never 0)
+  AxisSizes view = sizes_around(shape_sizes(e.input(0)), e.node.attrs.ints[0]);
+  Size count = product(shape_sizes(e.input(1)));
   DType dtype = e.node.type.dtype;
   return e.for_each_row_piece(
       view.outer * count, view.inner, [&](llvm::Value* row, llvm::Value* begin, llvm::Value* end) {
-        std::vector<llvm::Value*> split = e.decompose(row, {view.outer, count});
-        llvm::Value* index = clamped(e, wrapped(e, e.load_index(1, split[1]), view.extent), 0, view.extent - 1);
+        std::vector<llvm::Value*> split = e.decompose_sizes(row, {view.outer, count});
+        llvm::Value* index =
+            clamped(e, wrapped(e, e.load_index(1, split[1]), e.value(view.extent)), 0, e.value(view.extent - 1));
         llvm::Value* source = e.mul(e.add(e.mul(split[0], view.extent), index), view.inner);
         e.copy(dtype, e.output_pointer(), e.add(e.mul(row, view.inner), begin), e.input_pointer(0),
-               e.add(source, begin), e.builder.CreateSub(end, begin));
+               e.add(source, begin), e.sub(end, begin));
       });
 }
 

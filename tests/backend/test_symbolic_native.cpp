@@ -1,0 +1,307 @@
+// The native backend on symbolic graphs: one executable, compiled once, runs
+// at every size of the dynamic dimensions (2, 3, 17, ..., 1000) and agrees
+// with the interpreter running the function traced at that size: exactly
+// for integers, within a few ulps for floats where vector math differs.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include <functional>
+#include <sstream>
+
+#include "backend/llvm/backend.h"
+#include "differential.h"
+#include "symbolic_marking.h"
+
+namespace kiln::testing {
+namespace {
+
+using Arguments = std::vector<Array>;
+using Function = std::function<std::vector<Array>(const Arguments&)>;
+using Maker = std::function<Arguments(int64_t)>;
+
+// The size the graphs are traced at: s0's hint.
+constexpr int64_t hint = 37;
+const std::vector<int64_t> every_size = {2, 3, 17, hint, 64, 1000};
+
+Array normal(const Shape& shape, uint32_t seed) { return random::normal(random::key(seed), shape); }
+Array integers(const Shape& shape, uint32_t seed) {
+  return random::randint(random::key(seed), shape, -1000, 1000, DType::i32);
+}
+
+struct Check {
+  std::string name;
+  Function function;
+  Maker arguments;  // the arguments at s0 = n
+  SymbolMarks marks = marks_of_s0(hint);
+  Tolerance tolerance = {};  // exact
+  std::vector<int64_t> sizes = every_size;
+};
+
+// Compiles the check's function traced at the hint once, then runs that one
+// executable at every size, as is and with its arguments donated. Empty
+// when every output matches; otherwise what differed. (Making arguments and
+// references compiles eager operations: all of it happens first.)
+std::string run_check(const Check& check) {
+  DifferentialCase traced = trace_case(check.name, check.function, check.arguments(hint));
+  Graph symbolic = mark_symbols(traced.graph, check.marks);
+  if (symbolic.ir().symbols == 0) return "nothing was marked symbolic";
+  struct AtSize {
+    DifferentialCase reference;
+    std::vector<Array> expected, copies;
+  };
+  std::vector<AtSize> cases;
+  for (int64_t n : check.sizes) {
+    AtSize& at = cases.emplace_back(AtSize{trace_case(check.name, check.function, check.arguments(n)), {}, {}});
+    at.expected = detail::interpret(at.reference.graph, at.reference.arguments, at.reference.captures);
+    for (const Array& argument : at.reference.arguments) at.copies.push_back(detail::copy_of(argument));
+  }
+  std::shared_ptr<const runtime::Executable> executable = llvm_backend::llvm_backend().compile(symbolic.shared());
+  size_t compiled = llvm_backend::modules_compiled();
+  std::vector<std::vector<Array>> outputs;
+  std::ostringstream failures;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const AtSize& at = cases[c];
+    std::vector<char> donated(at.copies.size(), 1);
+    for (int donating = 0; donating < 2; ++donating) {
+      try {
+        outputs.push_back(donating ? executable->run(at.copies, at.reference.captures, donated)
+                                   : executable->run(at.reference.arguments, at.reference.captures));
+      } catch (const std::exception& error) {
+        failures << "s0 = " << check.sizes[c] << ": threw " << error.what() << "\n";
+        outputs.emplace_back();
+      }
+    }
+  }
+  if (llvm_backend::modules_compiled() != compiled)
+    failures << "code was compiled again while running at other sizes\n";
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::vector<Array>& expected = cases[c].expected;
+    for (int donating = 0; donating < 2; ++donating) {
+      const std::vector<Array>& got = outputs[2 * c + static_cast<size_t>(donating)];
+      std::string at = "s0 = " + std::to_string(check.sizes[c]) + (donating ? " (donated)" : "");
+      if (got.size() != expected.size()) {
+        failures << at << ": " << got.size() << " outputs, expected " << expected.size() << "\n";
+        continue;
+      }
+      for (size_t k = 0; k < got.size(); ++k) {
+        std::string mismatch = compare_arrays(got[k], expected[k], check.tolerance);
+        if (!mismatch.empty()) failures << at << ", output " << k << ": " << mismatch << "\n";
+      }
+    }
+  }
+  std::string text = failures.str();
+  if (!text.empty()) text += "--- symbolic graph\n" + symbolic.to_string() + "--- plan\n" + describe_plan(symbolic);
+  return text;
+}
+
+Tolerance float_ulps(double count) { return ulps(count, DType::f32); }
+
+TEST(SymbolicNative, ElementwiseChainsBroadcastAgainstStaticOperands) {
+  Check flat{"flat chain", [](const Arguments& a) { return std::vector<Array>{exp(a[0] * 0.5f) - a[0] / 3.0f}; },
+             [](int64_t n) {
+               return Arguments{normal({n, 64}, 1)};
+             }};
+  flat.tolerance = float_ulps(4);
+  EXPECT_EQ(run_check(flat), "");
+  // Rows of x against a static row and a dynamic column: a kernel by rows.
+  Check rows{"broadcast chain",
+             [](const Arguments& a) { return std::vector<Array>{tanh(a[0] * a[1] + a[2]) - 0.5f * a[0]}; },
+             [](int64_t n) {
+               return Arguments{normal({n, 24}, 2), normal({24}, 3), normal({n, 1}, 4)};
+             }};
+  // tanh(...) - 0.5 x cancels: the difference keeps the operands' absolute error.
+  rows.tolerance = {.absolute = 2e-7, .relative = 4 * epsilon(DType::f32)};
+  EXPECT_EQ(run_check(rows), "");
+  Check integer{
+      "integer chain",
+      [](const Arguments& a) { return std::vector<Array>{remainder(a[0] * 3 + a[1], 7) - maximum(a[0], a[1])}; },
+      [](int64_t n) {
+        return Arguments{integers({5, n}, 5), integers({n}, 6)};
+      }};
+  EXPECT_EQ(run_check(integer), "");
+}
+
+TEST(SymbolicNative, W1) {
+  Check w1{"w1",
+           [](const Arguments& a) {
+             const Array& x = a[0];
+             return std::vector<Array>{tanh(x * 1.5f + 0.25f) * sigmoid(x) - 0.5f * x * x};
+           },
+           [](int64_t n) { return Arguments{normal({n}, 7)}; }};
+  w1.tolerance = {.absolute = 2e-7, .relative = 4 * epsilon(DType::f32)};
+  w1.sizes.push_back(int64_t{1} << 20);
+  EXPECT_EQ(run_check(w1), "");
+}
+
+TEST(SymbolicNative, SoftmaxOverADynamicAxisAndOverAStaticAxisWithDynamicRows) {
+  Function softmax_last = [](const Arguments& a) { return std::vector<Array>{softmax(a[0], -1)}; };
+  Check dynamic_axis{"softmax dynamic axis", softmax_last, [](int64_t n) { return Arguments{normal({8, n}, 8)}; }};
+  dynamic_axis.tolerance = {.absolute = 1e-6, .relative = 1e-5};
+  EXPECT_EQ(run_check(dynamic_axis), "");
+  Check dynamic_rows{"softmax dynamic rows", softmax_last, [](int64_t n) { return Arguments{normal({n, 300}, 9)}; }};
+  dynamic_rows.tolerance = {.absolute = 1e-6, .relative = 1e-5};
+  EXPECT_EQ(run_check(dynamic_rows), "");
+  // Enough rows at the hint to run as a row group.
+  Check grouped{"softmax row group", softmax_last, [](int64_t n) { return Arguments{normal({n, 1024}, 10)}; }};
+  grouped.tolerance = {.absolute = 1e-6, .relative = 1e-5};
+  std::string plan =
+      describe_plan(mark_symbols(trace_case("softmax", softmax_last, grouped.arguments(hint)).graph, grouped.marks));
+  EXPECT_NE(plan.find("row group of s0 rows"), std::string::npos) << plan;
+  EXPECT_EQ(run_check(grouped), "");
+}
+
+TEST(SymbolicNative, ReductionsOverTheDynamicAxisAndKeepingIt) {
+  auto reductions = [](int64_t axis) {
+    return [axis](const Arguments& a) {
+      return std::vector<Array>{sum(a[0], axis), max(a[0], axis), mean(a[0], axis), min(a[0] * a[0], axis)};
+    };
+  };
+  Tolerance summed = {.absolute = 1e-5, .relative = 1e-5};
+  for (int64_t axis : {0, 1}) {
+    Check check{"reductions " + std::to_string(axis), reductions(axis), [](int64_t n) {
+                  return Arguments{normal({n, 24}, 11)};
+                }};
+    check.tolerance = summed;
+    EXPECT_EQ(run_check(check), "") << "axis " << axis;
+  }
+  // Over the dynamic axis with kept axes after it (rows accumulated), and to one value.
+  Check middle{"reduce middle",
+               [](const Arguments& a) {
+                 return std::vector<Array>{sum(a[0], 1), mean(a[0])};
+               },
+               [](int64_t n) {
+                 return Arguments{normal({3, n, 40}, 12)};
+               }};
+  middle.marks = marks_of_s0(hint, {1, 120});  // mean divides by 120 s0
+  middle.tolerance = summed;
+  EXPECT_EQ(run_check(middle), "");
+  Check integer{"integer sums",
+                [](const Arguments& a) {
+                  return std::vector<Array>{sum(a[0], 0), sum(a[0], 1), max(a[0])};
+                },
+                [](int64_t n) {
+                  return Arguments{integers({n, 9}, 13)};
+                }};
+  EXPECT_EQ(run_check(integer), "");
+}
+
+TEST(SymbolicNative, MatmulWithADynamicBatchAndADynamicContractedDimension) {
+  Check batch{"matmul dynamic batch", [](const Arguments& a) { return std::vector<Array>{matmul(a[0], a[1]) + a[2]}; },
+              [](int64_t n) {
+                return Arguments{normal({n, 32}, 14), normal({32, 16}, 15), normal({16}, 16)};
+              }};
+  batch.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  EXPECT_EQ(run_check(batch), "");
+  Check contracted{"matmul dynamic contraction",
+                   [](const Arguments& a) { return std::vector<Array>{matmul(a[0], a[1])}; },
+                   [](int64_t n) {
+                     return Arguments{normal({16, n}, 17), normal({n, 8}, 18)};
+                   }};
+  contracted.tolerance = {.absolute = 1e-4, .relative = 1e-5};
+  EXPECT_EQ(run_check(contracted), "");
+}
+
+TEST(SymbolicNative, ReshapesMergeAndSplitADynamicDimension) {
+  Check merge{"reshape merge",
+              [](const Arguments& a) { return std::vector<Array>{reshape(a[0] * 2.0f, {8 * a[0].shape()[0]}) + 1.0f}; },
+              [](int64_t n) {
+                return Arguments{normal({n, 8}, 19)};
+              }};
+  merge.marks = marks_of_s0(hint, {1, 8});
+  EXPECT_EQ(run_check(merge), "");
+  // (s0 is bound by the second argument: 8 s0 is no symbol itself.)
+  Check split{"reshape split",
+              [](const Arguments& a) {
+                Array rows = reshape(a[0], {a[1].shape()[0], 8});
+                return std::vector<Array>{sum(rows * rows, 1) + a[1]};
+              },
+              [](int64_t n) {
+                return Arguments{normal({8 * n}, 20), normal({n}, 21)};
+              }};
+  split.marks = marks_of_s0(hint, {1, 8});
+  split.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  EXPECT_EQ(run_check(split), "");
+}
+
+TEST(SymbolicNative, MovementAndIndexing) {
+  // A transpose of a dynamic matrix, tiled at the hint, and one keeping rows.
+  Check transposed{"transpose", [](const Arguments& a) { return std::vector<Array>{transpose(a[0]) * 2.0f}; },
+                   [](int64_t n) {
+                     return Arguments{normal({n, 48}, 21)};
+                   }};
+  EXPECT_EQ(run_check(transposed), "");
+  Check heads{"transpose heads",
+              [](const Arguments& a) {
+                return std::vector<Array>{transpose(a[0], {1, 0, 2}) + 1.0f};
+              },
+              [](int64_t n) {
+                return Arguments{normal({n, 4, 16}, 22)};
+              }};
+  EXPECT_EQ(run_check(heads), "");
+  Check sliced{"slice",
+               [](const Arguments& a) {
+                 return std::vector<Array>{slice(a[0], {1, 2}, {2, 10}) * 3.0f};
+               },
+               [](int64_t n) {
+                 return Arguments{normal({4, n}, 23)};
+               }};
+  sliced.sizes = {17, hint, 64, 1000};  // the slice's static bounds need 10 columns
+  EXPECT_EQ(run_check(sliced), "");
+  Check columns{"slice columns",
+                [](const Arguments& a) {
+                  return std::vector<Array>{slice(a[0], {0, 3}, {a[0].shape()[0], 11}) - 1.0f};
+                },
+                [](int64_t n) {
+                  return Arguments{normal({n, 16}, 24)};
+                }};
+  EXPECT_EQ(run_check(columns), "");
+  Check joined{"concatenate",
+               [](const Arguments& a) {
+                 return std::vector<Array>{concatenate({a[0], a[1] * 2.0f}, 0) + 1.0f};
+               },
+               [](int64_t n) {
+                 return Arguments{normal({n, 8}, 25), normal({n, 8}, 26)};
+               }};
+  joined.marks = marks_of_s0(hint, {1, 2});
+  EXPECT_EQ(run_check(joined), "");
+  Check padded{"pad",
+               [](const Arguments& a) {
+                 return std::vector<Array>{pad(a[0] + 1.0f, {2, 1}, {3, 0}, 5.0f)};
+               },
+               [](int64_t n) {
+                 return Arguments{normal({n, 6}, 27)};
+               }};
+  padded.marks = marks_of_s0(hint);
+  padded.marks.emplace_back(hint + 5, ir::DimExpr::symbol(0) + ir::DimExpr::constant(5));
+  EXPECT_EQ(run_check(padded), "");
+  // take: dynamic rows of a table by static indices (clamped to the call's
+  // extent), and a static table by a dynamic number of indices.
+  Check taken{"take", [](const Arguments& a) { return std::vector<Array>{take(a[0] * 1.0f, a[1], 0)}; },
+              [](int64_t n) {
+                return Arguments{normal({n, 16}, 28), array({0, 1, 40, -1, 5})};
+              }};
+  EXPECT_EQ(run_check(taken), "");
+  Check gathered{"take indices", [](const Arguments& a) { return std::vector<Array>{take(a[0], a[1], 0) + 1.0f}; },
+                 [](int64_t n) {
+                   return Arguments{normal({32, 8}, 29), random::randint(random::key(30), {n}, -40, 40, DType::i32)};
+                 }};
+  EXPECT_EQ(run_check(gathered), "");
+}
+
+TEST(SymbolicNative, MlpStep) {
+  Check mlp{"mlp",
+            [](const Arguments& a) {
+              Array hidden = relu(matmul(a[0], a[1]) + a[2]);
+              Array logits = matmul(hidden, a[3]);
+              return std::vector<Array>{-mean(sum(log_softmax(logits, -1) * a[4], -1))};
+            },
+            [](int64_t n) {
+              return Arguments{normal({n, 20}, 31), normal({20, 32}, 32) * 0.2f, normal({32}, 33) * 0.1f,
+                               normal({32, 10}, 34) * 0.2f, one_hot(random::randint(random::key(35), {n}, 0, 10), 10)};
+            }};
+  mlp.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  EXPECT_EQ(run_check(mlp), "");
+}
+
+}  // namespace
+}  // namespace kiln::testing
