@@ -66,8 +66,13 @@ inline double rounded(double propagated, DType dtype, double bound, double own_u
   double eps = epsilon(dtype);
   double error = propagated;
   if (propagated > 0) error += eps * bound;  // rounding may land on a neighbouring float
-  return error + own_ulps * eps * bound;
+  // An exact result stays exact whatever its bound (0 * inf would be NaN).
+  if (own_ulps > 0) error += own_ulps * eps * bound;
+  return error;
 }
+/// How far a perturbation of `error` moves a product with a factor up to
+/// `magnitude`: nothing when there is none, even against an infinity.
+inline double scaled(double error, double magnitude) { return error > 0 ? error * magnitude : 0; }
 
 /// The error of a float sum of n elements of magnitude at most m, each off
 /// by e: a sum may be reassociated, |difference| <= (n-1) eps sum|x|.
@@ -121,7 +126,7 @@ inline Bounds mul_bounds(const Bounds& a, const Bounds& b, DType dtype) {
   r.nan = a.nan || b.nan;
   if (!a.finite() || !b.finite()) r.lo = -inf, r.hi = inf, r.nan = true;
   double ma = a.magnitude(), mb = b.magnitude();
-  r.error = rounded(a.error * mb + b.error * ma + a.error * b.error, dtype, ma * mb);
+  r.error = rounded(scaled(a.error, mb) + scaled(b.error, ma) + a.error * b.error, dtype, ma * mb);
   return r;
 }
 /// a / b; unbounded when b's interval holds 0 (an inexact b must keep away from it).
@@ -135,7 +140,7 @@ inline Bounds div_bounds(const Bounds& a, const Bounds& b, DType dtype) {
   r.lo = *std::min_element(corners, corners + 4);
   r.hi = *std::max_element(corners, corners + 4);
   double nearest = std::min(std::fabs(b.lo), std::fabs(b.hi)) - b.error;
-  double error = a.error / nearest + a.magnitude() * b.error / (nearest * nearest);
+  double error = a.error / nearest + scaled(b.error, a.magnitude()) / (nearest * nearest);
   r.nan = a.nan || b.nan;
   if (!a.finite() || !b.finite()) r.lo = -inf, r.hi = inf, r.nan = true;
   r.error = rounded(error, dtype, std::max(std::fabs(r.lo), std::fabs(r.hi)));
