@@ -7,7 +7,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "backend/interp/interpreter.h"
 #include "cache/backend_choice.h"
 #include "cache/persistent_cache.h"
 #include "transform/verify.h"
@@ -50,8 +49,7 @@ class GraphCache {
     try {
       // Traces, derivative replays and lifting all end here.
       transform::verify_after("tracing", *graph);
-      // Until the native backend compiles symbolic graphs, the interpreter runs them.
-      const runtime::Backend& backend = ir::is_symbolic(*graph) ? interp::interpreter_backend() : default_backend();
+      const runtime::Backend& backend = default_backend();
       std::shared_ptr<PersistentCache> disk = persistent_cache();
       std::string disk_key = disk->usable() ? persistent_key(*graph, backend) : std::string();
       if (!disk_key.empty()) {

@@ -95,6 +95,7 @@ JitFunction::Probe JitFunction::probe(const CallArguments& arguments, const cach
   result.graph = std::move(fit.graph);
   result.failure = std::move(fit.failure);
   result.culprits = std::move(fit.culprits);
+  result.degenerate_hints = fit.degenerate_hints;
   return result;
 }
 
@@ -154,12 +155,10 @@ void JitFunction::generalize(std::unique_lock<std::mutex>& lock, const CallArgum
   for (const Location& line : probed.reads) lines += (lines.empty() ? "" : ", ") + location_string(line);
   std::string separator = miss.explanation.empty() ? "" : "; ";
   if (probed.graph) {
-    std::string text = "compiled for every size of " + names([&] {
-                         std::vector<int> all;
-                         for (size_t i = 0; i < symbols.hints.size(); ++i) all.push_back(static_cast<int>(i));
-                         return all;
-                       }()) +
-                       ": arguments " + cache::symbolic_arguments(arguments, symbols);
+    std::vector<int> all(symbols.hints.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    std::string text =
+        "compiled for every size of " + names(all) + ": arguments " + cache::symbolic_arguments(arguments, symbols);
     if (!lines.empty())
       text += " (" + lines + " read" + (probed.reads.size() == 1 ? "s" : "") +
               " a dynamic size in C++; every number computed from it follows the symbols, so each call computes it "
@@ -186,6 +185,11 @@ void JitFunction::generalize(std::unique_lock<std::mutex>& lock, const CallArgum
           where_,
           "a dimension that must equal a dynamic one is dynamic too: mark it in dynamic_dims (equal sizes share "
           "one symbol), or leave these dimensions static");
+  }
+  if (probed.degenerate_hints) {
+    miss.explanation += separator + "compiled for these sizes alone: " + probed.failure +
+                        "; a later call at other sizes compiles them dynamic";
+    return;
   }
   // Otherwise the dimensions to blame are guarded on their size: compiled
   // static, now and later (a C++ read shaped the trace, or a rule holds at

@@ -541,7 +541,16 @@ void JitFunction::note_call_time(double call_seconds, double trace_seconds) {
   telemetry::log(telemetry::log_recompiles | telemetry::log_cache, text);
 }
 
-Graph JitFunction::lower(CallArguments&, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+Graph JitFunction::lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+  // With marked dynamic dimensions, the graph a call compiles: in symbols.
+  if (!options_.dynamic_dims.empty()) {
+    cache::check_dynamic_dims(options_.dynamic_dims, arguments, name_, where_);
+    std::set<cache::DynamicDim> marked;
+    for (auto [leaf, dim] : options_.dynamic_dims) marked.insert({leaf, dim});
+    cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked);
+    if (!symbols.empty())
+      if (Probe probed = probe(arguments, symbols, trace); probed.graph) return Graph(probed.graph);
+  }
   TraceSession session(name_, where_);
   TraceOutcome outcome = trace(session);
   return session.finish(outcome.outputs);

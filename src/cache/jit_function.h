@@ -103,7 +103,8 @@ class JitFunction {
   struct Probe {
     std::shared_ptr<const ir::Graph> graph;  // the fitted symbolic graph; null when the fit failed
     std::string failure;
-    bool trace_failed = false;  // a trace at other sizes raised (not a fit failure)
+    bool trace_failed = false;      // a trace at other sizes raised (not a fit failure)
+    bool degenerate_hints = false;  // the fit holds but not at these sizes: nothing to guard
     std::vector<int> culprits;
     std::vector<Location> reads;  // lines that read a dynamic size in C++
   };

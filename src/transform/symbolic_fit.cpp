@@ -236,6 +236,18 @@ bool bindable(const Graph& graph, std::string& why) {
   return true;
 }
 
+// A node with a symbolic dimension whose hint is 0 or 1, bodies included.
+const Node* degenerate_dimension(const Graph& graph) {
+  for (const Node& node : graph.nodes) {
+    for (const auto& body : node.bodies)
+      if (const Node* found = degenerate_dimension(*body)) return found;
+    if (!node.symbolic) continue;
+    for (const auto& position : node.symbolic->shape)
+      if (node.type.shape[static_cast<size_t>(position.first)] < 2) return &node;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> probe_points(const std::vector<int64_t>& hints) {
@@ -259,6 +271,13 @@ FitResult fit_symbols(const std::vector<const ir::Graph*>& traces, const std::ve
   auto graph = std::make_shared<Graph>(*traces[0]);
   Fitter fitter{points, hints, result};
   if (!fitter.fit_graph(traces, *graph)) return result;
+  if (const Node* node = degenerate_dimension(*graph)) {
+    result.failure = std::string(ir::primitive_name(node->op)) + " at " + detail::location_string(node->where) +
+                     " has a dynamic dimension of size 0 or 1 at these sizes (" + ir::symbolic_type_string(*node) + ")";
+    result.where = node->where;
+    result.degenerate_hints = true;
+    return result;
+  }
   std::string why;
   if (!bindable(*graph, why)) {
     result.failure = why;

@@ -29,6 +29,10 @@ struct FitResult {
   std::string failure;                     // why not, naming the node
   Location where;                          // the failing node's source line
   std::vector<int> culprits;               // the symbols whose change parts the traces
+  // The fit holds, but a symbolic dimension is 0 or 1 at the hints (x[1:-1]
+  // traced at 2): plans made at such sizes treat it as empty or broadcast,
+  // so these hints compile for themselves; other sizes may fit.
+  bool degenerate_hints = false;
 };
 
 /// Fits `traces[p]`, traced at `probe_points(hints)[p]`.

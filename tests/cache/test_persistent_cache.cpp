@@ -293,6 +293,21 @@ TEST_F(PersistentCacheTest, CodeFromProcessesThatNamedItAlikeStaysApart) {
   EXPECT_NE(both.find(results_of(second)), std::string::npos) << both;
 }
 
+TEST_F(PersistentCacheTest, ASymbolicEntrySavedAtOneLengthServesAnotherInTheNextProcess) {
+  auto [first_status, first] = run(child_command(directory_) + " dynamic 5");
+  ASSERT_EQ(first_status, 0) << first;
+  EXPECT_NE(first.find("process compiles=1 persistent_hits=0"), std::string::npos) << first;
+  auto [second_status, second] = run(child_command(directory_) + " dynamic 12");
+  ASSERT_EQ(second_status, 0) << second;
+  EXPECT_NE(second.find("process compiles=0 persistent_hits=1"), std::string::npos) << second;
+  // The loaded executable computes what one compiled at length 12 computes.
+  std::string fresh_directory = directory_ + "/fresh";
+  ASSERT_EQ(::mkdir(fresh_directory.c_str(), 0700), 0);
+  auto [fresh_status, fresh] = run(child_command(fresh_directory) + " dynamic 12");
+  ASSERT_EQ(fresh_status, 0) << fresh;
+  EXPECT_EQ(results_of(second), results_of(fresh));
+}
+
 TEST_F(PersistentCacheTest, FourProcessesStartingTogetherOnAColdCacheAgree) {
   std::string reference_directory = directory_ + "/reference";
   ASSERT_EQ(::mkdir(reference_directory.c_str(), 0700), 0);

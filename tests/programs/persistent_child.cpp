@@ -2,7 +2,7 @@
 // jitted functions (a small MLP's loss and gradients, an RNN over a scan, a
 // loop compiled whole), whose results it prints exactly (as hex floats) with
 // the process's compile and persistent-hit counts.
-//   KILN_CACHE_DIR=dir kiln_persistent_child [first | second | both]
+//   KILN_CACHE_DIR=dir kiln_persistent_child [first | second | both | dynamic LENGTH]
 #include <kiln/kiln.h>
 
 #include <cstdio>
@@ -34,7 +34,26 @@ int twins(const std::string& which) {
   return 0;
 }
 
+// A function with a dynamic length, called at `length`: a process that
+// compiled it at one length saves an executable a later process loads for
+// another (the key holds the symbol, not the size).
+int dynamic_length(int64_t length) {
+  Array weights = kiln::random::normal(kiln::random::key(7), {16, 16}) * 0.25f;
+  auto attend = kiln::jit(
+      [](const Array& x, const Array& w) {
+        Array scores = kiln::matmul(kiln::matmul(x, w), kiln::transpose(x));
+        return kiln::matmul(kiln::softmax(scores, -1), x) + kiln::mean(x, 0);
+      },
+      {.name = "dynamic_length", .dynamic_dims = {{0, 0}}});
+  print("attend", attend(kiln::random::normal(kiln::random::key(8), {length, 16}), weights));
+  kiln::CacheStats stats = attend.stats();
+  std::printf("process compiles=%lld persistent_hits=%lld\n", static_cast<long long>(stats.compiles),
+              static_cast<long long>(stats.persistent_hits));
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "dynamic") return dynamic_length(std::stoll(argv[2]));
   if (argc > 1) return twins(argv[1]);
   Array w1 = kiln::random::normal(kiln::random::key(1), {16, 32}) * 0.2f;
   Array w2 = kiln::random::normal(kiln::random::key(2), {32, 4}) * 0.2f;
