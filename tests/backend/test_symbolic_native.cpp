@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <sstream>
+#include <thread>
 
 #include "backend/llvm/backend.h"
 #include "differential.h"
@@ -37,14 +38,13 @@ struct Check {
   std::vector<int64_t> sizes = every_size;
 };
 
-// Compiles the check's function traced at the hint once, then runs that one
-// executable at every size, as is and with its arguments donated. Empty
-// when every output matches; otherwise what differed. (Making arguments and
-// references compiles eager operations: all of it happens first.)
-std::string run_check(const Check& check) {
-  DifferentialCase traced = trace_case(check.name, check.function, check.arguments(hint));
-  Graph symbolic = mark_symbols(traced.graph, check.marks);
-  if (symbolic.ir().symbols == 0) return "nothing was marked symbolic";
+// Runs `executable` (of the check's function, symbolic) at every size, as
+// is and with its arguments donated, against the interpreter running the
+// function traced at that size. Empty when every output matches; otherwise
+// what differed. `executable` is made by `make` after the references:
+// making arguments and references compiles eager operations.
+std::string run_every_size(const Check& check, const Graph& symbolic,
+                           const std::function<std::shared_ptr<const runtime::Executable>()>& make) {
   struct AtSize {
     DifferentialCase reference;
     std::vector<Array> expected, copies;
@@ -55,7 +55,7 @@ std::string run_check(const Check& check) {
     at.expected = detail::interpret(at.reference.graph, at.reference.arguments, at.reference.captures);
     for (const Array& argument : at.reference.arguments) at.copies.push_back(detail::copy_of(argument));
   }
-  std::shared_ptr<const runtime::Executable> executable = llvm_backend::llvm_backend().compile(symbolic.shared());
+  std::shared_ptr<const runtime::Executable> executable = make();
   size_t compiled = llvm_backend::modules_compiled();
   std::vector<std::vector<Array>> outputs;
   std::ostringstream failures;
@@ -94,6 +94,18 @@ std::string run_check(const Check& check) {
   return text;
 }
 
+Graph traced_symbolic(const Check& check, int64_t at = hint) {
+  return mark_symbols(trace_case(check.name, check.function, check.arguments(at)).graph, check.marks);
+}
+
+// Compiles the check's function traced at the hint once, and runs that one
+// executable at every size (run_every_size).
+std::string run_check(const Check& check) {
+  Graph symbolic = traced_symbolic(check);
+  if (symbolic.ir().symbols == 0) return "nothing was marked symbolic";
+  return run_every_size(check, symbolic, [&] { return llvm_backend::llvm_backend().compile(symbolic.shared()); });
+}
+
 Tolerance float_ulps(double count) { return ulps(count, DType::f32); }
 
 TEST(SymbolicNative, ElementwiseChainsBroadcastAgainstStaticOperands) {
@@ -119,6 +131,30 @@ TEST(SymbolicNative, ElementwiseChainsBroadcastAgainstStaticOperands) {
         return Arguments{integers({5, n}, 5), integers({n}, 6)};
       }};
   EXPECT_EQ(run_check(integer), "");
+}
+
+TEST(SymbolicNative, BroadcastsAroundADynamicMiddleAxisAndTwoSymbols) {
+  // Rows of [4, s0, 8]: the row index splits by s0 when the kernel runs.
+  Check middle{"middle axis",
+               [](const Arguments& a) {
+                 return std::vector<Array>{a[0] * a[1] + a[2], sum(a[0] * a[1], 1)};
+               },
+               [](int64_t n) {
+                 return Arguments{normal({4, n, 8}, 50), normal({n, 1}, 51), normal({4, 1, 8}, 52)};
+               }};
+  middle.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  EXPECT_EQ(run_check(middle), "");
+  // s0 rows and s1 = s0 + 4 columns, each bound by its own input dimension.
+  Check two{"two symbols",
+            [](const Arguments& a) {
+              return std::vector<Array>{sum(a[0], 0), max(a[0] * 2.0f, 1), matmul(a[0], a[1]), transpose(a[0]) + 1.0f};
+            },
+            [](int64_t n) {
+              return Arguments{normal({n, n + 4}, 53), normal({n + 4, 8}, 54)};
+            }};
+  two.marks = {{hint, ir::DimExpr::symbol(0)}, {hint + 4, ir::DimExpr::symbol(1)}};
+  two.tolerance = {.absolute = 1e-4, .relative = 1e-5};
+  EXPECT_EQ(run_check(two), "");
 }
 
 TEST(SymbolicNative, W1) {
@@ -288,6 +324,38 @@ TEST(SymbolicNative, MovementAndIndexing) {
   EXPECT_EQ(run_check(gathered), "");
 }
 
+TEST(SymbolicNative, ReversedAndFixedSizeKernelsOnSymbolicNodes) {
+  // flip is a strided gather that serves every size; cumsum, argmax and
+  // sort have native kernels for fixed sizes, and here run their reference kernels.
+  Check flipped{"flip", [](const Arguments& a) { return std::vector<Array>{flip(a[0], 0) * 2.0f}; },
+                [](int64_t n) {
+                  return Arguments{normal({n, 5}, 36)};
+                }};
+  EXPECT_EQ(run_check(flipped), "");
+  Check others{"fixed size kernels",
+               [](const Arguments& a) {
+                 return std::vector<Array>{cumsum(a[0], 0), argmax(a[0], 0), sort(a[0] * 2.0f, 0)};
+               },
+               [](int64_t n) {
+                 return Arguments{normal({n, 7}, 37)};
+               }};
+  EXPECT_EQ(run_check(others), "");
+}
+
+TEST(SymbolicNative, AttentionOverADynamicSequence) {
+  // Scores [s0, s0] masked below the diagonal (iotas along both dynamic axes).
+  Check attention{"attention",
+                  [](const Arguments& a) {
+                    Array scores = tril(matmul(a[0], transpose(a[1])) * 0.25f);
+                    return std::vector<Array>{matmul(softmax(scores, -1), a[2])};
+                  },
+                  [](int64_t n) {
+                    return Arguments{normal({n, 16}, 55), normal({n, 16}, 56), normal({n, 16}, 57)};
+                  }};
+  attention.tolerance = {.absolute = 1e-5, .relative = 1e-4};
+  EXPECT_EQ(run_check(attention), "");
+}
+
 TEST(SymbolicNative, MlpStep) {
   Check mlp{"mlp",
             [](const Arguments& a) {
@@ -301,6 +369,121 @@ TEST(SymbolicNative, MlpStep) {
             }};
   mlp.tolerance = {.absolute = 1e-5, .relative = 1e-5};
   EXPECT_EQ(run_check(mlp), "");
+}
+
+TEST(SymbolicNative, LoopsAndScansRunTheirBodiesAtTheCallsSizes) {
+  Check loop{"fori_loop",
+             [](const Arguments& a) {
+               auto body = [](const Array& i, const Array& x) { return tanh(x) * 0.5f + astype(i, DType::f32); };
+               return std::vector<Array>{fori_loop(0, 5, body, a[0])};
+             },
+             [](int64_t n) {
+               return Arguments{normal({n, 8}, 40)};
+             }};
+  loop.tolerance = float_ulps(8);
+  EXPECT_EQ(run_check(loop), "");
+  // A scan over the dynamic axis: its length is s0.
+  Check scanned{"scan",
+                [](const Arguments& a) {
+                  auto step = [](const Array& h, const Array& x) {
+                    Array next = h * 0.9f + x;
+                    return std::pair{next, sum(next * next)};
+                  };
+                  auto [last, ys] = scan(step, a[1], a[0]);
+                  return std::vector<Array>{last, ys};
+                },
+                [](int64_t n) {
+                  return Arguments{normal({n, 3}, 41), normal({3}, 42)};
+                }};
+  scanned.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  EXPECT_EQ(run_check(scanned), "");
+  Check looped{"while_loop",
+               [](const Arguments& a) {
+                 using State = std::pair<Array, Array>;
+                 auto more = [](const State& state) { return state.first < 4; };
+                 auto step = [](const State& state) { return State{state.first + 1, state.second * 2.0f - 1.0f}; };
+                 return std::vector<Array>{while_loop(more, step, State{zeros({}, DType::i32), a[0]}).second};
+               },
+               [](int64_t n) { return Arguments{normal({n}, 43)}; }};
+  EXPECT_EQ(run_check(looped), "");
+}
+
+TEST(SymbolicNative, LongKernelsPrefetchAndSliceAtTheCallsSize) {
+  // Traced at 37 elements, run at 2^23: the flat kernel streams 64 MiB and
+  // prefetches, and the sum to one value runs in slices across threads.
+  Check long_call{"long call",
+                  [](const Arguments& a) {
+                    Array y = tanh(a[0] * 1.5f + 0.25f) * sigmoid(a[0]);
+                    return std::vector<Array>{y, sum(a[0] * a[0])};
+                  },
+                  [](int64_t n) { return Arguments{normal({n}, 44)}; }};
+  long_call.sizes = {2, 1000, int64_t{1} << 23};
+  long_call.tolerance = {.absolute = 2e-7, .relative = 1e-5};
+  std::string plan = describe_plan(traced_symbolic(long_call));
+  EXPECT_NE(plan.find("prefetching ahead when large"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("in slices across threads"), std::string::npos) << plan;
+  EXPECT_EQ(run_check(long_call), "");
+}
+
+TEST(SymbolicNative, SavedCodeLoadsForTheGraphTracedAtOtherSizes) {
+  Check check{"saved",
+              [](const Arguments& a) {
+                return std::vector<Array>{softmax(a[0], -1) + transpose(a[1]), sum(a[0], 0), take(a[0], a[2], 0)};
+              },
+              [](int64_t n) {
+                return Arguments{normal({n, 64}, 45), normal({64, n}, 46), array({0, 3, -1, 30})};
+              }};
+  check.tolerance = {.absolute = 1e-5, .relative = 1e-5};
+  Graph at_hint = traced_symbolic(check);
+  Check other = check;
+  other.marks = marks_of_s0(41);
+  Graph at_other_hint = traced_symbolic(other, 41);
+  // Neither the plan nor what is saved depends on the sizes traced at.
+  EXPECT_EQ(describe_plan(at_hint), describe_plan(at_other_hint));
+  const runtime::Backend& backend = llvm_backend::llvm_backend();
+  std::string saved = backend.save(*backend.compile(at_hint.shared()));
+  ASSERT_FALSE(saved.empty());
+  bool linked_only = false;
+  auto load = [&] {
+    size_t compiled = llvm_backend::modules_compiled();
+    std::shared_ptr<const runtime::Executable> loaded = backend.load(at_other_hint.shared(), saved);
+    linked_only = llvm_backend::modules_compiled() == compiled;
+    return loaded;
+  };
+  EXPECT_EQ(run_every_size(check, at_other_hint, load), "");
+  EXPECT_TRUE(linked_only);
+}
+
+TEST(SymbolicNative, CallsAtManySizesFromManyThreads) {
+  Check check{"threads", [](const Arguments& a) { return std::vector<Array>{softmax(a[0] * 2.0f, -1)}; },
+              [](int64_t n) {
+                return Arguments{normal({n, 16}, 47)};
+              }};
+  Graph symbolic = traced_symbolic(check);
+  auto executable = llvm_backend::llvm_backend().compile(symbolic.shared());
+  // More sizes than the executable keeps instances for, each thread its own order.
+  std::vector<int64_t> sizes;
+  for (int64_t n = 2; n < 40; ++n) sizes.push_back(n);
+  std::vector<std::vector<Array>> arguments, expected;
+  for (int64_t n : sizes) {
+    DifferentialCase reference = trace_case(check.name, check.function, check.arguments(n));
+    arguments.push_back(reference.arguments);
+    expected.push_back(detail::interpret(reference.graph, reference.arguments, reference.captures));
+  }
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < failures.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (size_t round = 0; round < 3; ++round)
+        for (size_t k = 0; k < sizes.size(); ++k) {
+          size_t at = (k * (t + 1) + round) % sizes.size();
+          std::vector<Array> got = executable->run(arguments[at], {});
+          std::string mismatch = compare_arrays(got[0], expected[at][0], {.absolute = 1e-6, .relative = 1e-5});
+          if (!mismatch.empty()) failures[t] += "s0 = " + std::to_string(sizes[at]) + ": " + mismatch + "\n";
+        }
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& failure : failures) EXPECT_EQ(failure, "");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "ops/control.h"
 #include "ops/graph_text.h"
 #include "ops/rules.h"
+#include "runtime/binding_cache.h"
 #include "runtime/blas.h"
 #include "runtime/executable.h"
 #include "runtime/step_program.h"
@@ -176,10 +177,11 @@ class CompiledGraph final : public runtime::Executable {
   }
 
   /// Runs a body of a control node of a symbolic graph, whose symbols are
-  /// the enclosing graph's: at the binding of the call running it.
+  /// the enclosing graph's: at the binding of the call running it (`values`;
+  /// none from a static graph).
   std::vector<Array> run_body(std::span<const int64_t> values, std::span<const Array> arguments,
                               std::span<const Array> implicit_inputs, std::span<const char> donated) const {
-    if (!symbolic()) return run_instance(*static_instance_, arguments, implicit_inputs, donated);
+    if (!symbolic() || values.empty()) return run(arguments, implicit_inputs, donated);
     return run_instance(*instance(std::vector<int64_t>(values.begin(), values.end())), arguments, implicit_inputs,
                         donated);
   }
@@ -189,11 +191,9 @@ class CompiledGraph final : public runtime::Executable {
  private:
   bool symbolic() const { return graph_->symbols > 0; }
 
-  std::shared_ptr<const Instance> instance(std::vector<int64_t> values) const {
-    if (std::shared_ptr<const Instance> found = instances_.find(values)) return found;
-    std::shared_ptr<const Instance> made = bind_instance(*graph_, plan_, kernels_, std::move(values));
-    instances_.insert(made);
-    return made;
+  std::shared_ptr<const Instance> instance(const std::vector<int64_t>& values) const {
+    return instances_.get(
+        values, [&](const std::vector<int64_t>& bound) { return bind_instance(*graph_, plan_, kernels_, bound); });
   }
 
   std::vector<Array> run_instance(const Instance& instance, std::span<const Array> arguments,
@@ -459,7 +459,7 @@ class CompiledGraph final : public runtime::Executable {
   Plan plan_;
   std::vector<CompiledKernel> kernels_;
   std::shared_ptr<const Instance> static_instance_;  // a static graph's, made once
-  mutable InstanceCache instances_;                  // a symbolic graph's, per binding
+  runtime::BindingCache<Instance> instances_;        // a symbolic graph's, per binding
   runtime::StepProgram program_;                     // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;                        // per step: the row group starting there, or -1
   // Per step: the compiled bodies of a control node.

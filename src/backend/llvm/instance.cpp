@@ -1,8 +1,6 @@
 // Instances of a compiled graph per binding of its symbols (see the header).
 #include "backend/llvm/instance.h"
 
-#include <algorithm>
-
 namespace kiln::llvm_backend {
 
 std::shared_ptr<const Instance> static_instance(std::shared_ptr<const ir::Graph> graph, const Plan& plan,
@@ -21,14 +19,14 @@ std::shared_ptr<const Instance> static_instance(std::shared_ptr<const ir::Graph>
   return instance;
 }
 
-std::shared_ptr<const Instance> bind_instance(const ir::Graph& graph, const Plan& plan,
-                                              const std::vector<CompiledKernel>& kernels, std::vector<int64_t> values) {
-  auto instance = std::make_shared<Instance>();
-  instance->graph = std::make_shared<const ir::Graph>(ir::instantiate(graph, values));
+Instance bind_instance(const ir::Graph& graph, const Plan& plan, const std::vector<CompiledKernel>& kernels,
+                       const std::vector<int64_t>& values) {
+  Instance instance;
+  instance.graph = std::make_shared<const ir::Graph>(ir::instantiate(graph, values));
   for (size_t k = 0; k < kernels.size(); ++k) {
-    instance->constants.push_back(kernel_constants(graph, plan.kernels[k], values));
-    instance->ranges.push_back(kernels[k].range_count.evaluate(values));
-    instance->works.push_back(kernels[k].work_count.evaluate(values));
+    instance.constants.push_back(kernel_constants(graph, plan.kernels[k], values));
+    instance.ranges.push_back(kernels[k].range_count.evaluate(values));
+    instance.works.push_back(kernels[k].work_count.evaluate(values));
   }
   // Each kernel's range is its rows times its scale at every size (see row_scale).
   for (const RowGroup& group : plan.row_groups) {
@@ -36,34 +34,13 @@ std::shared_ptr<const Instance> bind_instance(const ir::Graph& graph, const Plan
     std::vector<int64_t> scales;
     for (size_t s = group.first_step; s < group.end_step; ++s) {
       const Step& step = plan.steps[s];
-      scales.push_back(step.kind == Step::Kind::kernel ? instance->ranges[static_cast<size_t>(step.kernel)] / rows : 0);
+      scales.push_back(step.kind == Step::Kind::kernel ? instance.ranges[static_cast<size_t>(step.kernel)] / rows : 0);
     }
-    instance->group_rows.push_back(rows);
-    instance->group_scales.push_back(std::move(scales));
+    instance.group_rows.push_back(rows);
+    instance.group_scales.push_back(std::move(scales));
   }
-  instance->values = std::move(values);
+  instance.values = values;
   return instance;
-}
-
-std::shared_ptr<const Instance> InstanceCache::find(std::span<const int64_t> values) {
-  std::lock_guard lock(mutex_);
-  for (size_t k = 0; k < entries_.size(); ++k) {
-    if (!std::equal(values.begin(), values.end(), entries_[k]->values.begin(), entries_[k]->values.end())) continue;
-    std::shared_ptr<const Instance> found = entries_[k];
-    std::rotate(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(k),
-                entries_.begin() + static_cast<std::ptrdiff_t>(k + 1));
-    return found;
-  }
-  return nullptr;
-}
-
-void InstanceCache::insert(std::shared_ptr<const Instance> instance) {
-  std::lock_guard lock(mutex_);
-  // Two calls at a new size may both have made its instance: one is kept.
-  for (const auto& entry : entries_)
-    if (entry->values == instance->values) return;
-  entries_.insert(entries_.begin(), std::move(instance));
-  if (entries_.size() > capacity) entries_.pop_back();
 }
 
 }  // namespace kiln::llvm_backend

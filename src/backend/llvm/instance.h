@@ -3,14 +3,11 @@
 // and control flow read), each kernel's constants, parallel range and work,
 // and the rows of each row group. A static graph has one instance, made when
 // it compiles. A symbolic graph's code serves every size, and an instance is
-// made per binding of its symbols; the last few are kept, so a call at a
-// size seen lately costs a lookup.
+// made per binding of its symbols.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <span>
 #include <vector>
 
 #include "backend/llvm/codegen.h"
@@ -30,22 +27,9 @@ struct Instance {
 std::shared_ptr<const Instance> static_instance(std::shared_ptr<const ir::Graph> graph, const Plan& plan,
                                                 const std::vector<CompiledKernel>& kernels);
 
-/// The instance of a symbolic graph at the symbols' `values`.
-std::shared_ptr<const Instance> bind_instance(const ir::Graph& graph, const Plan& plan,
-                                              const std::vector<CompiledKernel>& kernels, std::vector<int64_t> values);
-
-/// The instances of the bindings used last, most recent first. Thread-safe.
-class InstanceCache {
- public:
-  std::shared_ptr<const Instance> find(std::span<const int64_t> values);
-  /// Keeps `instance`, forgetting the least recently used beyond `capacity`.
-  void insert(std::shared_ptr<const Instance> instance);
-
-  static constexpr size_t capacity = 16;
-
- private:
-  std::mutex mutex_;
-  std::vector<std::shared_ptr<const Instance>> entries_;
-};
+/// The instance of a symbolic graph at the symbols' `values` (kept per
+/// binding in a runtime::BindingCache).
+Instance bind_instance(const ir::Graph& graph, const Plan& plan, const std::vector<CompiledKernel>& kernels,
+                       const std::vector<int64_t>& values);
 
 }  // namespace kiln::llvm_backend

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backend/llvm/standalone.h"
+#include "backend/llvm/symbolic_sizes.h"
 #include "ops/rules.h"
 #include "runtime/folding.h"
 
@@ -195,22 +196,35 @@ void drop_unread_extra_roots(const ir::Graph& graph, Plan& plan) {
 // prefetches cost 4%, and the blocked loop they need costs compile time
 // (0.7 ms a kernel), so only flat kernels streaming 64 MiB or more prefetch,
 // never those in row groups, whose blocks are cache-sized by design.
+// A kernel's size in a symbolic graph has no bound: one whose size depends
+// on the symbols has both loops and prefetches at the calls where it pays.
+constexpr int64_t prefetch_minimum_bytes = int64_t{64} << 20;
+
+bool prefetch_pays(const ir::Graph& graph, const Kernel& kernel, std::span<const int64_t> values) {
+  auto bytes = [&](ir::ValueId id) {
+    const ir::Node& node = graph.nodes[static_cast<size_t>(id)];
+    int64_t size = shape_size(values.empty() ? node.type.shape : shape_at(node, values));
+    return size > 1 ? size * static_cast<int64_t>(dtype_size(node.type.dtype)) : 0;
+  };
+  int64_t streamed = bytes(kernel.root);
+  for (ir::ValueId id : kernel.extra_roots) streamed += bytes(id);
+  for (ir::ValueId id : kernel.leaves) streamed += bytes(id);
+  return streamed >= prefetch_minimum_bytes;
+}
+
 void mark_prefetching(const ir::Graph& graph, Plan& plan) {
   std::vector<char> grouped(plan.kernels.size(), 0);
   for (const RowGroup& group : plan.row_groups)
     for (size_t s = group.first_step; s < group.end_step; ++s)
       if (plan.steps[s].kind == Step::Kind::kernel) grouped[static_cast<size_t>(plan.steps[s].kernel)] = 1;
-  auto bytes = [&](ir::ValueId id) {
-    const auto& type = graph.nodes[static_cast<size_t>(id)].type;
-    return type.size() > 1 ? type.size() * static_cast<int64_t>(dtype_size(type.dtype)) : 0;
-  };
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     Kernel& kernel = plan.kernels[k];
     if (grouped[k] || !is_flat(graph, kernel)) continue;
-    int64_t streamed = bytes(kernel.root);
-    for (ir::ValueId id : kernel.extra_roots) streamed += bytes(id);
-    for (ir::ValueId id : kernel.leaves) streamed += bytes(id);
-    kernel.prefetch = streamed >= (int64_t{64} << 20);
+    if (has_symbolic_shape(graph.nodes[static_cast<size_t>(kernel.root)])) {
+      kernel.prefetch_by_size = true;
+      continue;
+    }
+    kernel.prefetch = prefetch_pays(graph, kernel, {});
   }
 }
 
@@ -222,12 +236,16 @@ void mark_prefetching(const ir::Graph& graph, Plan& plan) {
 // than waking others takes.
 constexpr int64_t chunked_reduction_minimum = int64_t{1} << 16;
 
+// In a symbolic graph, a reduction to one value over a symbolic space may
+// be long at any call: it runs in slices, as many as its size asks for at
+// each call (one below chunked_reduction_minimum).
 void mark_chunked(const ir::Graph& graph, Plan& plan) {
   for (Kernel& kernel : plan.kernels) {
     if (kernel.kind != Kernel::Kind::reduce) continue;
     const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
-    kernel.chunked = root.type.size() == 1 && shape_size(kernel_space(graph, kernel)) >= chunked_reduction_minimum &&
-                     reads_at_flat_index(graph, kernel);
+    bool long_enough = shape_size(kernel_space(graph, kernel)) >= chunked_reduction_minimum ||
+                       has_symbolic_shape(kernel_space_node(graph, kernel));
+    kernel.chunked = root.type.size() == 1 && long_enough && reads_at_flat_index(graph, kernel);
   }
 }
 
@@ -403,9 +421,12 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
     } else if (ops::rules(node.op).fusion == ops::Fusion::collective) {
       plan.steps.push_back({Step::Kind::reference, id, -1});  // the compiled code calls MPI here
     } else if (!fused) {
+      // (A native kernel for fixed sizes only is no missing lowering.)
       plan.steps.push_back({Step::Kind::reference, id, -1});
       std::vector<Primitive>& reference = plan.reference_primitives;
-      if (std::find(reference.begin(), reference.end(), node.op) == reference.end()) reference.push_back(node.op);
+      if (std::find(reference.begin(), reference.end(), node.op) == reference.end() &&
+          !standalone_supported_at_fixed_sizes(graph, node))
+        reference.push_back(node.op);
     } else {
       add_kernel_step(plan, fused_kernel(graph, plan, id));
     }
@@ -480,6 +501,7 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
         for (ir::ValueId leaf : kernel.leaves) out << " %" << leaf;
         for (ir::ValueId extra : kernel.extra_roots) out << ", also writing %" << extra;
         if (kernel.prefetch) out << ", prefetching ahead";
+        if (kernel.prefetch_by_size) out << ", prefetching ahead when large";
         if (kernel.chunked) out << ", in slices across threads";
         break;
       }

@@ -76,11 +76,14 @@ std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan) 
       group.scale.pop_back();
       --group.end_step;
     }
+    // Symbolic rows may be many at any call: such a group is kept whatever
+    // its size at the hints (a call with few rows runs them in one block).
     int64_t elements = 0;  // the elements the group's kernels loop over
     for (size_t s = group.first_step; s < group.end_step; ++s)
       if (plan.steps[s].kind == Step::Kind::kernel)
         elements += shape_size(kernel_space(graph, plan.kernels[static_cast<size_t>(plan.steps[s].kernel)]));
-    if (linked && kernels_in_group >= 2 && group.rows >= min_rows && elements >= min_elements) groups.push_back(group);
+    bool large = (group.rows >= min_rows && elements >= min_elements) || !group.row_count.is_constant();
+    if (linked && kernels_in_group >= 2 && large) groups.push_back(group);
     std::fill(in_group.begin(), in_group.end(), 0);
     group = RowGroup{};
     kernels_in_group = 0;

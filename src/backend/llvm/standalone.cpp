@@ -53,7 +53,8 @@ bool serves_every_size(ops::NativeKernel kernel) {
   }
 }
 
-standalone::KernelEmitFunction kernel_for(const ir::Graph& graph, const ir::Node& node) {
+// With `fixed_sizes`, as if the graph were static.
+standalone::KernelEmitFunction kernel_for(const ir::Graph& graph, const ir::Node& node, bool fixed_sizes = false) {
   const ops::PrimitiveRules& row = ops::rules(node.op);
   // Floating products are BLAS calls, planned apart (plan.cpp).
   if (row.fusion == ops::Fusion::matmul && is_floating(node.type.dtype)) return nullptr;
@@ -65,12 +66,16 @@ standalone::KernelEmitFunction kernel_for(const ir::Graph& graph, const ir::Node
     if (!computes_on_dtype(row.kernel, operand.type.dtype)) return nullptr;
     symbolic = symbolic || operand.symbolic != nullptr;
   }
-  if (symbolic && !serves_every_size(row.kernel)) return nullptr;
+  if (symbolic && !fixed_sizes && !serves_every_size(row.kernel)) return nullptr;
   return kernel_table()[static_cast<size_t>(row.kernel)];
 }
 }  // namespace
 
 bool standalone_supported(const ir::Graph& graph, const ir::Node& node) { return kernel_for(graph, node) != nullptr; }
+
+bool standalone_supported_at_fixed_sizes(const ir::Graph& graph, const ir::Node& node) {
+  return kernel_for(graph, node, true) != nullptr;
+}
 
 std::vector<std::string> standalone_kernels_missing() {
   std::vector<std::string> missing;

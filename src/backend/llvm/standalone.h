@@ -21,8 +21,12 @@ class IRBuilder;
 
 namespace kiln::llvm_backend {
 
-/// Whether `node` (of `graph`) has a standalone native lowering for its dtypes.
+/// Whether `node` (of `graph`) has a standalone native lowering for its
+/// dtypes (and, in a symbolic graph, for every size of its symbols).
 bool standalone_supported(const ir::Graph& graph, const ir::Node& node);
+/// Whether it would have one in a graph of fixed sizes: a symbolic node of
+/// a primitive whose native kernel serves one size runs its reference kernel.
+bool standalone_supported_at_fixed_sizes(const ir::Graph& graph, const ir::Node& node);
 
 /// The values of ops::NativeKernel that no file of kernels emits (empty when
 /// every row's named kernel can be compiled); the backend's tests check it.

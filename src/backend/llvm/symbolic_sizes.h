@@ -56,6 +56,9 @@ struct Size {
   bool operator==(const Size& other) const { return expression == other.expression; }
 };
 
+/// Whether some dimension of the node depends on the symbols.
+inline bool has_symbolic_shape(const ir::Node& node) { return node.symbolic && !node.symbolic->shape.empty(); }
+
 /// The node's dimensions as sizes.
 std::vector<Size> shape_sizes(const ir::Node& node);
 /// Entry `index` of the node's integer attributes as a size.
