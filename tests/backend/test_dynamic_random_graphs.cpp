@@ -19,11 +19,12 @@ DynamicGraphOptions quick() {
   return options;
 }
 
-// Disabled while the native backend miscompiles two kinds of symbolic
-// graph that about one random function in twenty holds: static nodes run by a
-// standalone or reference kernel (argmax, cumsum, integer matmul) beside
-// symbolic ones, and dimensions that are 0 or 1 at the hints (x[1:-1]
-// traced at 2). Run it with --gtest_also_run_disabled_tests.
+// Disabled while the native backend gets about one random function in
+// twenty wrong: a static node run by a standalone compute kernel (argmax,
+// cumsum, integer matmul) beside symbolic ones never runs, since its
+// kernel's range is no formula of the symbols; and a call at sizes where a
+// row group has no rows (softmax of x[1:-1] at length 2) divides by zero
+// binding its instance. Run it with --gtest_also_run_disabled_tests.
 TEST(DynamicRandomGraphs, DISABLED_OneExecutableMatchesTheInterpreterAtEverySizeOn150Functions) {
   std::vector<uint64_t> failing;
   int two_symbols = 0, large_sizes = 0;
@@ -48,7 +49,7 @@ TEST(DynamicRandomGraphs, DISABLED_OneExecutableMatchesTheInterpreterAtEverySize
   EXPECT_TRUE(failing.empty()) << failing.size() << " failing seeds:" << seeds
                                << "\n  reproduce one with: fuzz_backend --dynamic --seed S --graphs 1 --verbose";
   EXPECT_GE(two_symbols, 30);
-  EXPECT_GE(large_sizes, 100);
+  EXPECT_GE(large_sizes, 60);
 }
 
 // A backend off by one unit in the last place in one element of each output
