@@ -1,11 +1,16 @@
 // fuzz_backend: runs many random graphs (tests/backend/random_graph.h)
 // through the native backend and the reference interpreter and reports every
 // graph whose outputs disagree beyond the generator's error bound, by seed.
+// With --dynamic, random shape-generic functions instead
+// (tests/backend/dynamic_random_graph.h): each fitted to one symbolic graph,
+// compiled once and run at several sizes of its dynamic dimensions.
 //
 //   fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--large-percent P] [--verbose] [--stop]
+//                [--dynamic [--runs R] [--max-size M] [--interpreter]]
 //
 // Seeds S, S+1, ..., S+N-1 are run; a failing seed reproduces alone with
-// --seed it --graphs 1 --verbose. Exit status 1 when any graph failed.
+// --seed it --graphs 1 --verbose (and --dynamic). Exit status 1 when any
+// graph failed.
 #include <unistd.h>
 
 #include <chrono>
@@ -18,7 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/plan.h"
+#include "dynamic_random_graph.h"
 #include "random_graph.h"
 
 namespace {
@@ -57,6 +64,10 @@ struct Arguments {
   int large_percent = 3;
   bool verbose = false;
   bool stop = false;
+  bool dynamic = false;
+  int runs = 5;
+  int max_size = 300;
+  bool interpreter = false;
 };
 
 [[noreturn]] void usage(const char* problem) {
@@ -68,7 +79,12 @@ struct Arguments {
                "  --max-steps K  steps per graph, at most (default 12)\n"
                "  --large-percent P  per cent of graphs with large arrays: threads, row groups (default 3)\n"
                "  --verbose      print every graph's recipe and plan\n"
-               "  --stop         stop at the first failure\n",
+               "  --stop         stop at the first failure\n"
+               "  --dynamic      shape-generic functions: one symbolic graph compiled once, run at several sizes\n"
+               "  --runs R       with --dynamic: sizes each function runs at (default 5)\n"
+               "  --max-size M   with --dynamic: largest size of a dynamic dimension (default 300)\n"
+               "  --interpreter  with --dynamic: the interpreter backend in place of the native one, which\n"
+               "                 checks the generator, tracing and fitting alone\n",
                problem);
   std::exit(2);
 }
@@ -95,13 +111,104 @@ Arguments parse(int argc, char** argv) {
       arguments.large_percent = static_cast<int>(number(value(), "--large-percent"));
     else if (option == "--verbose") arguments.verbose = true;
     else if (option == "--stop") arguments.stop = true;
+    else if (option == "--dynamic") arguments.dynamic = true;
+    else if (option == "--runs") arguments.runs = static_cast<int>(number(value(), "--runs"));
+    else if (option == "--max-size") arguments.max_size = static_cast<int>(number(value(), "--max-size"));
+    else if (option == "--interpreter") arguments.interpreter = true;
     else if (option == "--help" || option == "-h")
       usage("runs random graphs through the LLVM backend and the interpreter");
     else usage(("unknown option " + option).c_str());
   }
   if (arguments.max_steps < 2) usage("--max-steps must be at least 2");
   if (arguments.large_percent < 0 || arguments.large_percent > 100) usage("--large-percent must be in [0, 100]");
+  if (arguments.runs < 1) usage("--runs must be at least 1");
+  if (arguments.max_size < 2) usage("--max-size must be at least 2");
+  if (arguments.interpreter && !arguments.dynamic) usage("--interpreter needs --dynamic");
   return arguments;
+}
+
+void set_running_seed(uint64_t seed) {
+  running_seed_high = static_cast<std::sig_atomic_t>(seed >> 32);
+  running_seed_low = static_cast<std::sig_atomic_t>(seed & 0xffffffffu);
+}
+
+std::string seed_list(const std::vector<uint64_t>& seeds) {
+  std::string text;
+  for (uint64_t seed : seeds) text += " " + std::to_string(seed);
+  return text;
+}
+
+int fuzz_dynamic(const Arguments& arguments) {
+  using namespace kiln;
+  testing::DynamicGraphOptions options;
+  options.max_steps = arguments.max_steps;
+  options.min_steps = std::min(options.min_steps, options.max_steps);
+  options.runs = arguments.runs;
+  options.max_size = arguments.max_size;
+  const runtime::Backend& backend = arguments.interpreter ? interp::interpreter_backend() : cache::default_backend();
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<uint64_t> failing, invalid;
+  int64_t nodes = 0, symbolic_nodes = 0, runs = 0, two_symbols = 0, outputs = 0, exact_outputs = 0;
+  std::map<std::string, int64_t> operations;  // primitives of nodes whose numbers follow the symbols
+  for (uint64_t i = 0; i < arguments.graphs; ++i) {
+    uint64_t seed = arguments.seed + i;
+    set_running_seed(seed);
+    std::optional<testing::DynamicRandomGraph> graph;
+    try {
+      graph.emplace(testing::make_dynamic_random_graph(seed, options));
+    } catch (const std::exception& error) {
+      invalid.push_back(seed);
+      std::cout << "GENERATOR ERROR, seed " << seed << ": " << error.what() << "\n";
+      if (arguments.stop) break;
+      continue;
+    }
+    if (graph->graph) {
+      const ir::Graph& ir = graph->graph->ir();
+      nodes += static_cast<int64_t>(ir.nodes.size());
+      for (const ir::Node& node : ir.nodes)
+        if (node.symbolic) {
+          ++symbolic_nodes;
+          ++operations[std::string(ir::primitive_name(node.op))];
+        }
+      two_symbols += ir.symbols > 1;
+    }
+    runs += static_cast<int64_t>(graph->runs.size());
+    for (const testing::DynamicRun& run : graph->runs)
+      for (const testing::Tolerance& tolerance : run.tolerances) {
+        ++outputs;
+        exact_outputs += tolerance.exact();
+      }
+    if (arguments.verbose) {
+      std::cout << graph->recipe;
+      if (graph->graph) std::cout << graph->graph->to_string();
+      std::cout << std::flush;
+    }
+    std::string report = testing::check_dynamic_random_graph(*graph, backend);
+    if (!report.empty()) {
+      failing.push_back(seed);
+      std::cout << "FAILURE\n" << report << std::endl;
+      if (arguments.stop) break;
+    } else if (arguments.verbose) {
+      std::cout << "ok\n\n";
+    }
+    if ((i + 1) % 500 == 0)
+      std::cerr << (i + 1) << " functions, " << failing.size() << " failing, " << invalid.size()
+                << " generator errors\n";
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "fuzz_backend --dynamic: " << arguments.graphs << " functions from seed " << arguments.seed << " in "
+            << seconds << " s against the " << backend.name() << " backend; " << runs << " runs, " << outputs
+            << " outputs compared (" << exact_outputs << " exactly); " << two_symbols << " functions of two symbols; "
+            << nodes << " nodes, " << symbolic_nodes << " of them symbolic:\n";
+  for (const auto& [name, count] : operations) std::cout << "  " << count << " " << name << "\n";
+  if (!invalid.empty()) std::cout << invalid.size() << " generator errors, seeds:" << seed_list(invalid) << "\n";
+  if (failing.empty() && invalid.empty()) {
+    std::cout << "no failures\n";
+    return 0;
+  }
+  if (!failing.empty()) std::cout << failing.size() << " failing functions, seeds:" << seed_list(failing) << "\n";
+  return 1;
 }
 
 }  // namespace
@@ -109,6 +216,8 @@ Arguments parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace kiln;
   Arguments arguments = parse(argc, argv);
+  for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(signal_number, report_crash);
+  if (arguments.dynamic) return fuzz_dynamic(arguments);
   testing::RandomGraphOptions options;
   options.max_steps = arguments.max_steps;
   options.large_percent = arguments.large_percent;
@@ -119,11 +228,9 @@ int main(int argc, char** argv) {
   // What the graphs exercised, so a run shows it covered the backend.
   std::map<std::string, int64_t> steps;
   int64_t nodes = 0, outputs = 0, exact_outputs = 0;
-  for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(signal_number, report_crash);
   for (uint64_t i = 0; i < arguments.graphs; ++i) {
     uint64_t seed = arguments.seed + i;
-    running_seed_high = static_cast<std::sig_atomic_t>(seed >> 32);
-    running_seed_low = static_cast<std::sig_atomic_t>(seed & 0xffffffffu);
+    set_running_seed(seed);
     std::optional<testing::RandomGraph> graph;
     try {
       graph.emplace(testing::make_random_graph(seed, options));
@@ -181,16 +288,11 @@ int main(int argc, char** argv) {
   std::cout << "fuzz_backend: " << arguments.graphs << " graphs from seed " << arguments.seed << " in " << seconds
             << " s; " << nodes << " nodes, " << outputs << " outputs (" << exact_outputs << " compared exactly)\n";
   for (const auto& [name, count] : steps) std::cout << "  " << count << " " << name << "\n";
-  auto list = [](const std::vector<uint64_t>& seeds) {
-    std::string text;
-    for (uint64_t seed : seeds) text += " " + std::to_string(seed);
-    return text;
-  };
-  if (!invalid.empty()) std::cout << invalid.size() << " generator errors, seeds:" << list(invalid) << "\n";
+  if (!invalid.empty()) std::cout << invalid.size() << " generator errors, seeds:" << seed_list(invalid) << "\n";
   if (failing.empty() && invalid.empty()) {
     std::cout << "no failures\n";
     return 0;
   }
-  if (!failing.empty()) std::cout << failing.size() << " failing graphs, seeds:" << list(failing) << "\n";
+  if (!failing.empty()) std::cout << failing.size() << " failing graphs, seeds:" << seed_list(failing) << "\n";
   return 1;
 }

@@ -61,6 +61,21 @@ DifferentialCase trace_case(const TraceName& name, F&& fn, const Args&... args) 
 /// within `tolerance`); otherwise a description of the first mismatches.
 std::string compare_arrays(const Array& compiled, const Array& reference, const Tolerance& tolerance);
 
+/// Compares output i with tolerances[i] (the last one repeats; none means
+/// exact). Empty when all agree; otherwise a line per mismatching output,
+/// each starting with `how`.
+std::string compare_outputs(const std::vector<Array>& got, const std::vector<Array>& expected,
+                            const std::vector<Tolerance>& tolerances, const std::string& how = "");
+
+/// Runs an executable as is, then with every argument donated (on copies,
+/// since a donated argument's memory may be overwritten with an output).
+std::pair<std::vector<Array>, std::vector<Array>> run_with_and_without_donation(const runtime::Executable& executable,
+                                                                                const std::vector<Array>& arguments,
+                                                                                const std::vector<Array>& captures);
+
+/// A line per array: its elements when it is small, else its type.
+std::string describe_arrays(const std::string& what, const std::vector<Array>& arrays);
+
 /// Compiles the case with `backend`, runs it and the interpreter, and compares
 /// output i with tolerances[i] (the last one repeats; none means exact). The
 /// compiled graph runs twice: as is, and with every argument donated.
@@ -71,5 +86,14 @@ std::string run_differential(const DifferentialCase& test, const std::vector<Tol
 
 /// The native backend's fusion plan for a graph, as KILN_DUMP writes it.
 std::string describe_plan(const Graph& graph);
+
+/// The default backend with its results off by one unit in the last place in
+/// one element of every output (flipped for integers and bool): a
+/// comparison that misses this is vacuous.
+class NudgingBackend final : public runtime::Backend {
+ public:
+  std::string_view name() const override { return "nudging"; }
+  std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override;
+};
 
 }  // namespace kiln::testing

@@ -8,7 +8,7 @@
 namespace kiln::testing {
 namespace generator {
 
-Array Generator::random_data(const Shape& shape, DType dtype, bool specials, bool positive) {
+Array Randomness::random_data(const Shape& shape, DType dtype, bool specials, bool positive) {
   auto n = static_cast<size_t>(shape_size(shape));
   double range = choose(std::vector<double>{1, 3, 10});
   std::vector<double> values(n);
@@ -41,27 +41,31 @@ Array Generator::random_data(const Shape& shape, DType dtype, bool specials, boo
   return array(values, shape);
 }
 
-Value Generator::concrete(const Array& data) {
-  Value v;
-  v.array = data;
-  v.lo = inf;
-  v.hi = -inf;
+Bounds bounds_of(const Array& data) {
+  Bounds bounds;
+  bounds.lo = inf;
+  bounds.hi = -inf;
   for (double x : data.to_vector<double>()) {
     if (std::isnan(x)) {
-      v.nan = true;
+      bounds.nan = true;
       continue;
     }
-    v.lo = std::min(v.lo, x);
-    v.hi = std::max(v.hi, x);
+    bounds.lo = std::min(bounds.lo, x);
+    bounds.hi = std::max(bounds.hi, x);
   }
-  if (v.lo > v.hi) v.lo = v.hi = 0;  // no elements, or only NaN
+  if (bounds.lo > bounds.hi) bounds.lo = bounds.hi = 0;  // no elements, or only NaN
+  return bounds;
+}
+
+Value Generator::concrete(const Array& data) {
+  Value v;
+  static_cast<Bounds&>(v) = bounds_of(data);
+  v.array = data;
   return v;
 }
 
-bool Generator::admit(Value value, const std::string& text) {
-  DType dtype = value.dtype();
+bool complete(Bounds& value, DType dtype, bool operand_zero_sign) {
   if (std::isnan(value.lo) || std::isnan(value.hi) || std::isnan(value.error)) return false;
-  if (too_large(value.shape())) return false;  // a traced node holds no data yet: dropping it is free
   if (dtype == DType::bool_) {
     if (value.error > 0) return false;
     value.lo = 0;
@@ -87,13 +91,21 @@ bool Generator::admit(Value value, const std::string& text) {
       // Past this the bound says little; such steps are redrawn.
       if (value.error > 1e-2 * (value.magnitude() + 1)) return false;
     }
-    value.zero_sign = value.zero_sign || step_zero_sign_;
+    value.zero_sign = value.zero_sign || operand_zero_sign;
     if (value.magnitude() > largest(dtype)) {
       value.lo = -inf;
       value.hi = inf;
       value.nan = true;  // inf - inf, 0 * inf
     }
   }
+  return true;
+}
+
+bool Generator::admit(Value value, const std::string& text) {
+  DType dtype = value.dtype();
+  if (std::isnan(value.lo) || std::isnan(value.hi) || std::isnan(value.error)) return false;
+  if (too_large(value.shape())) return false;  // a traced node holds no data yet: dropping it is free
+  if (!complete(value, dtype, step_zero_sign_)) return false;
   value.id = static_cast<int>(pool_.size());
   recipe_ << "  %" << value.id << " = " << text << " -> " << dtype << shape_string(value.shape()) << " in ["
           << number_text(value.lo) << ", " << number_text(value.hi) << "]";
@@ -347,7 +359,7 @@ bool Generator::binary() {
   bool both_bool = (ldt == DType::bool_ || (!left.value && std::holds_alternative<bool>(left.number))) &&
                    (rdt == DType::bool_ || (!right.value && std::holds_alternative<bool>(right.number)));
   const double alo = left.lo(), ahi = left.hi(), blo = right.lo(), bhi = right.hi();
-  const double ea = left.error(), eb = right.error(), ma = left.magnitude(), mb = right.magnitude();
+  const double ea = left.error(), eb = right.error(), ma = left.magnitude();
   bool finite = left.finite() && right.finite();
   bool nan = left.nan() || right.nan();
   bool exact = left.exact() && right.exact();
@@ -359,17 +371,13 @@ bool Generator::binary() {
       bool subtract = op == 1;
       if (subtract && both_bool) return false;
       Array r = subtract ? left.operand() - right.operand() : left.operand() + right.operand();
-      double low = subtract ? alo - bhi : alo + blo, high = subtract ? ahi - blo : ahi + bhi;
-      if (!finite) low = -inf, high = inf, nan = true;
-      double bound = std::max(std::fabs(low), std::fabs(high));
-      return admit(make(r, low, high, rounded(ea + eb, r.dtype(), bound), nan), (subtract ? "sub" : "add") + args);
+      Bounds b = add_bounds(left.bounds(), right.bounds(), subtract, r.dtype());
+      return admit(make(r, b.lo, b.hi, b.error, b.nan), (subtract ? "sub" : "add") + args);
     }
     case 2: {  // mul
       Array r = left.operand() * right.operand();
-      double corners[] = {alo * blo, alo * bhi, ahi * blo, ahi * bhi};
-      double low = *std::min_element(corners, corners + 4), high = *std::max_element(corners, corners + 4);
-      if (!finite) low = -inf, high = inf, nan = true;
-      return admit(make(r, low, high, rounded(ea * mb + eb * ma + ea * eb, r.dtype(), ma * mb), nan), "mul" + args);
+      Bounds b = mul_bounds(left.bounds(), right.bounds(), r.dtype());
+      return admit(make(r, b.lo, b.hi, b.error, b.nan), "mul" + args);
     }
     case 3: {  // div
       if (!exact || !finite || right.zero_sign()) {
@@ -382,18 +390,10 @@ bool Generator::binary() {
         }
         if (!right.finite()) return false;
       }
-      double rlo = right.lo(), rhi = right.hi(), reb = right.error();
       Array r = left.operand() / right.operand();
       args = "(" + left.text() + ", " + right.text() + ")";
-      if (rlo <= 0 && rhi >= 0) return admit(make(r, -inf, inf, 0, true), "div" + args);
-      double corners[] = {alo / rlo, alo / rhi, ahi / rlo, ahi / rhi};
-      double low = *std::min_element(corners, corners + 4), high = *std::max_element(corners, corners + 4);
-      double nearest = std::min(std::fabs(rlo), std::fabs(rhi)) - reb;
-      double error = ea / nearest + ma * reb / (nearest * nearest);
-      if (!finite) low = -inf, high = inf, nan = true;
-      return admit(
-          make(r, low, high, rounded(error, r.dtype(), std::max(std::fabs(low), std::fabs(high))), nan || right.nan()),
-          "div" + args);
+      Bounds b = div_bounds(left.bounds(), right.bounds(), r.dtype());
+      return admit(make(r, b.lo, b.hi, b.error, b.nan), "div" + args);
     }
     case 4: {  // pow
       if (both_bool) return false;

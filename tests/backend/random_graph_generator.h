@@ -1,6 +1,7 @@
 // The random graph generator's internals, shared by random_graph.cpp
 // (elementwise steps, driver) and random_graph_structure.cpp (movement,
-// reductions, matmul, indexing). See random_graph.h for the error analysis.
+// reductions, matmul, indexing); the error analysis and the draws also serve
+// dynamic_random_graph.cpp. See random_graph.h for the error analysis.
 #pragma once
 
 #include <algorithm>
@@ -29,20 +30,17 @@ inline double largest(DType dtype) {
   return dtype == DType::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
 }
 
-struct Value {
-  Array array;
+/// What the error analysis knows of a value: an interval holding its
+/// elements and a bound on how far the compiled value may be from the
+/// reference one.
+struct Bounds {
   double lo = 0, hi = 0;  // every element lies in [lo, hi], NaN aside
   double error = 0;       // |compiled - reference| <= error per element; 0: bitwise equal
   bool nan = false;       // may hold NaN
   // A zero's sign may differ: a max/min reduction over +0.0 and -0.0 keeps
   // whichever its order of evaluation meets first.
   bool zero_sign = false;
-  int id = -1;
 
-  DType dtype() const { return array.dtype(); }
-  const Shape& shape() const { return array.shape(); }
-  int64_t rank() const { return array.ndim(); }
-  int64_t size() const { return array.size(); }
   bool exact() const { return error == 0; }
   bool finite() const { return std::isfinite(lo) && std::isfinite(hi); }
   double magnitude() const { return std::max(std::fabs(lo), std::fabs(hi)); }
@@ -50,6 +48,112 @@ struct Value {
   double low() const { return lo - error; }
   double high() const { return hi + error; }
 };
+
+struct Value : Bounds {
+  Array array;
+  int id = -1;
+
+  DType dtype() const { return array.dtype(); }
+  const Shape& shape() const { return array.shape(); }
+  int64_t rank() const { return array.ndim(); }
+  int64_t size() const { return array.size(); }
+};
+
+/// Error of a result whose inputs were perturbed by `propagated` (their
+/// errors times the Lipschitz constant), with `own_ulps` of its own.
+inline double rounded(double propagated, DType dtype, double bound, double own_ulps = 0) {
+  if (!is_floating(dtype)) return 0;
+  double eps = epsilon(dtype);
+  double error = propagated;
+  if (propagated > 0) error += eps * bound;  // rounding may land on a neighbouring float
+  // An exact result stays exact whatever its bound (0 * inf would be NaN).
+  if (own_ulps > 0) error += own_ulps * eps * bound;
+  return error;
+}
+/// How far a perturbation of `error` moves a product with a factor up to
+/// `magnitude`: nothing when there is none, even against an infinity.
+inline double scaled(double error, double magnitude) { return error > 0 ? error * magnitude : 0; }
+
+/// The error of a float sum of n elements of magnitude at most m, each off
+/// by e: a sum may be reassociated, |difference| <= (n-1) eps sum|x|.
+inline double sum_error(double n, double e, double m, DType dtype) {
+  double reassociation = std::max(n - 1, 0.0) * epsilon(dtype) * n * m;
+  return rounded(n * e + reassociation, dtype, n * m);
+}
+/// The same for a mean (a sum divided by n).
+inline double mean_error(double n, double e, double m, DType dtype) {
+  double error = (n * e + std::max(n - 1, 0.0) * epsilon(dtype) * n * m) / std::max(n, 1.0);
+  return rounded(error, dtype, m);
+}
+/// logsumexp over n elements in [-m, m] off by e, with results bounded by `bound`.
+inline double logsumexp_error(double n, double e, double m, double bound, DType dtype) {
+  double eps = epsilon(dtype);
+  return rounded(e + (8 + 2 * n + 4 * m) * eps + 2 * eps * bound, dtype, bound);
+}
+/// softmax along an axis of `extent` elements in [-m, m] off by e (results in [0, 1]).
+inline double softmax_error(double extent, double e, double m, DType dtype) {
+  return rounded(2 * e + (8 + 2 * extent + 4 * m) * epsilon(dtype), dtype, 1);
+}
+/// log_softmax likewise, whose results lie in [low, 0].
+inline double log_softmax_error(double extent, double e, double m, double low, DType dtype) {
+  double eps = epsilon(dtype);
+  return rounded(2 * e + (8 + 2 * extent + 4 * m) * eps + 2 * eps * std::fabs(low), dtype, std::fabs(low));
+}
+/// A float matmul contracting k products of operands of magnitudes ma, mb
+/// off by ea, eb (BLAS orders its sums as it likes).
+inline double matmul_error(double k, double ma, double ea, double mb, double eb, DType dtype) {
+  double bound = k * ma * mb;
+  double error = k * (ea * mb + eb * ma + ea * eb) + k * epsilon(dtype) * bound;
+  return rounded(error, dtype, bound);
+}
+
+/// a + b, or a - b.
+inline Bounds add_bounds(const Bounds& a, const Bounds& b, bool subtract, DType dtype) {
+  Bounds r;
+  r.lo = subtract ? a.lo - b.hi : a.lo + b.lo;
+  r.hi = subtract ? a.hi - b.lo : a.hi + b.hi;
+  r.nan = a.nan || b.nan;
+  if (!a.finite() || !b.finite()) r.lo = -inf, r.hi = inf, r.nan = true;
+  r.error = rounded(a.error + b.error, dtype, std::max(std::fabs(r.lo), std::fabs(r.hi)));
+  return r;
+}
+/// a * b.
+inline Bounds mul_bounds(const Bounds& a, const Bounds& b, DType dtype) {
+  double corners[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+  Bounds r;
+  r.lo = *std::min_element(corners, corners + 4);
+  r.hi = *std::max_element(corners, corners + 4);
+  r.nan = a.nan || b.nan;
+  if (!a.finite() || !b.finite()) r.lo = -inf, r.hi = inf, r.nan = true;
+  double ma = a.magnitude(), mb = b.magnitude();
+  r.error = rounded(scaled(a.error, mb) + scaled(b.error, ma) + a.error * b.error, dtype, ma * mb);
+  return r;
+}
+/// a / b; unbounded when b's interval holds 0 (an inexact b must keep away from it).
+inline Bounds div_bounds(const Bounds& a, const Bounds& b, DType dtype) {
+  Bounds r;
+  if (b.lo <= 0 && b.hi >= 0) {
+    r.lo = -inf, r.hi = inf, r.nan = true;
+    return r;
+  }
+  double corners[] = {a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi};
+  r.lo = *std::min_element(corners, corners + 4);
+  r.hi = *std::max_element(corners, corners + 4);
+  double nearest = std::min(std::fabs(b.lo), std::fabs(b.hi)) - b.error;
+  double error = a.error / nearest + scaled(b.error, a.magnitude()) / (nearest * nearest);
+  r.nan = a.nan || b.nan;
+  if (!a.finite() || !b.finite()) r.lo = -inf, r.hi = inf, r.nan = true;
+  r.error = rounded(error, dtype, std::max(std::fabs(r.lo), std::fabs(r.hi)));
+  return r;
+}
+
+/// The bounds of `data`'s elements, exactly.
+Bounds bounds_of(const Array& data);
+
+/// Completes bounds from their dtype (integer ranges wrap, floats may
+/// overflow); false if the analysis cannot bound the value usefully.
+/// `operand_zero_sign`: an operand's zero may have either sign.
+bool complete(Bounds& bounds, DType dtype, bool operand_zero_sign);
 
 /// A binary operand: a value or a weakly typed C++ number.
 struct Side {
@@ -68,6 +172,12 @@ struct Side {
   bool zero_sign() const { return value && value->zero_sign; }
   bool finite() const { return std::isfinite(lo()) && std::isfinite(hi()); }
   double magnitude() const { return std::max(std::fabs(lo()), std::fabs(hi())); }
+  Bounds bounds() const {
+    if (value) return *value;
+    Bounds number_bounds;
+    number_bounds.lo = number_bounds.hi = as_double();
+    return number_bounds;
+  }
   double as_double() const {
     return std::visit([](auto n) { return static_cast<double>(n); }, number);
   }
@@ -99,14 +209,12 @@ inline std::string number_text(double value) {
   return out.str();
 }
 
-class Generator {
+/// The draws both generators make from their seed.
+class Randomness {
  public:
-  Generator(uint64_t seed, const RandomGraphOptions& options) : engine_(seed), options_(options), seed_(seed) {}
+  explicit Randomness(uint64_t seed) : engine_(seed) {}
 
-  RandomGraph run();
-
- private:
-  // ---- randomness ----
+ protected:
   int64_t integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(engine_); }
   bool coin(int percent) { return integer(0, 99) < percent; }
   double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(engine_); }
@@ -124,6 +232,21 @@ class Generator {
     return DType::bool_;
   }
 
+  /// Arguments and captured operands: floats in [-range, range] (or
+  /// [0.1, range]) for a random range, special values among them if asked;
+  /// small or wide integers, some at their dtype's extremes.
+  Array random_data(const Shape& shape, DType dtype, bool specials, bool positive = false);
+
+  std::mt19937_64 engine_;
+};
+
+class Generator : Randomness {
+ public:
+  Generator(uint64_t seed, const RandomGraphOptions& options) : Randomness(seed), options_(options), seed_(seed) {}
+
+  RandomGraph run();
+
+ private:
   int64_t extent() {
     if (coin(6)) return 0;
     if (large_ && coin(50)) return integer(64, 400);
@@ -155,7 +278,6 @@ class Generator {
     return !shape || shape_size(*shape) > (large_ ? 200000 : 20000);
   }
 
-  Array random_data(const Shape& shape, DType dtype, bool specials, bool positive = false);
   Value concrete(const Array& data);
 
   // ---- the pool of values ----
@@ -187,15 +309,6 @@ class Generator {
     v.nan = nan;
     return v;
   }
-  /// Error of a result whose inputs were perturbed by `propagated` (their
-  /// errors times the Lipschitz constant), with `own_ulps` of its own.
-  static double rounded(double propagated, DType dtype, double bound, double own_ulps = 0) {
-    if (!is_floating(dtype)) return 0;
-    double eps = epsilon(dtype);
-    double error = propagated;
-    if (propagated > 0) error += eps * bound;  // rounding may land on a neighbouring float
-    return error + own_ulps * eps * bound;
-  }
   /// abs(x) + c: a strictly positive value, for log, sqrt, division and pow.
   std::optional<Value> positive(const Value& x, double c);
 
@@ -213,7 +326,6 @@ class Generator {
   Side other_operand(const Value& a);
   Axes random_axes(const Value& x, std::vector<int64_t>& normalized);
 
-  std::mt19937_64 engine_;
   RandomGraphOptions options_;
   uint64_t seed_;
   std::vector<Value> pool_;

@@ -227,14 +227,12 @@ bool Generator::reduction() {
       Array r = sum(x.array, axes, keepdims);
       double low = n * lo, high = n * hi;
       if (!is_floating(dtype)) return admit(make(r, low, high, 0, false), "sum" + args);
-      double reassociation = std::max(n - 1, 0.0) * eps * n * m;
-      return admit(make(r, low, high, rounded(n * e + reassociation, dtype, n * m), x.nan), "sum" + args);
+      return admit(make(r, low, high, sum_error(n, e, m, dtype), x.nan), "sum" + args);
     }
     case 2: {  // mean
       if (!x.finite()) return false;
       Array r = mean(x.array, axes, keepdims);
-      double error = (n * e + std::max(n - 1, 0.0) * eps * n * m) / std::max(n, 1.0);
-      return admit(make(r, lo, hi, rounded(error, float_dtype, m), x.nan || count == 0), "mean" + args);
+      return admit(make(r, lo, hi, mean_error(n, e, m, float_dtype), x.nan || count == 0), "mean" + args);
     }
     case 3: {  // prod
       double base = std::max(m, 1.0);
@@ -280,20 +278,17 @@ bool Generator::reduction() {
       Array r = logsumexp(x.array, axes, keepdims);
       double top = hi + std::log(std::max(n, 1.0));
       double bound = std::max(std::fabs(lo), std::fabs(top));
-      double error = e + (8 + 2 * n + 4 * m) * eps + 2 * eps * bound;
-      return admit(make(r, lo, top, rounded(error, float_dtype, bound), x.nan), "logsumexp" + args);
+      return admit(make(r, lo, top, logsumexp_error(n, e, m, bound, float_dtype), x.nan), "logsumexp" + args);
     }
     case 8: {  // softmax, log_softmax along one axis
       int64_t axis = 0;
       double extent = 0;
       if (!x.finite() || !single_axis(axis, extent)) return false;
-      double error = 2 * e + (8 + 2 * extent + 4 * m) * eps;
       if (coin(50))
-        return admit(make(softmax(x.array, axis), 0, 1, rounded(error, float_dtype, 1), x.nan),
+        return admit(make(softmax(x.array, axis), 0, 1, softmax_error(extent, e, m, float_dtype), x.nan),
                      "softmax(" + id_of(x) + ", " + std::to_string(axis) + ")");
       double low = lo - hi - std::log(extent);
-      return admit(make(log_softmax(x.array, axis), low, 0,
-                        rounded(error + 2 * eps * std::fabs(low), float_dtype, std::fabs(low)), x.nan),
+      return admit(make(log_softmax(x.array, axis), low, 0, log_softmax_error(extent, e, m, low, float_dtype), x.nan),
                    "log_softmax(" + id_of(x) + ", " + std::to_string(axis) + ")");
     }
     default: {  // cumsum: the reference kernel on both sides, so exact inputs give exact sums
@@ -387,8 +382,7 @@ bool Generator::matrix_product() {
   while ((at = text.find("%A")) != std::string::npos) text.replace(at, 2, id_of(a));
   while ((at = text.find("%B")) != std::string::npos) text.replace(at, 2, id_of(b));
   if (!is_floating(r.dtype())) return admit(make(r, -bound, bound, 0, false), text);
-  double error = kk * (a.error * mb + b.error * ma + a.error * b.error) + kk * epsilon(r.dtype()) * bound;
-  return admit(make(r, -bound, bound, rounded(error, r.dtype(), bound), false), text);
+  return admit(make(r, -bound, bound, matmul_error(kk, ma, a.error, mb, b.error, r.dtype()), false), text);
 }
 
 // ---- indexing ---------------------------------------------------------------------------------

@@ -4,9 +4,6 @@
 // plan. More seeds: the fuzz_backend command.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <memory>
-
 #include "cache/backend_choice.h"
 #include "random_graph.h"
 
@@ -32,39 +29,6 @@ TEST(RandomGraphs, CompiledMatchesInterpreterOn300Graphs) {
 // The comparison must not be vacuous: a backend whose results are off by one
 // unit in the last place in a single element is caught on most graphs (all
 // but those whose outputs carry a transcendental's or a sum's tolerance).
-class NudgingBackend final : public runtime::Backend {
- public:
-  std::string_view name() const override { return "nudging"; }
-  std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
-    return std::make_shared<Nudged>(cache::default_backend().compile(std::move(graph)));
-  }
-
- private:
-  class Nudged final : public runtime::Executable {
-   public:
-    explicit Nudged(std::shared_ptr<const runtime::Executable> inner) : inner_(std::move(inner)) {}
-    std::string_view backend() const override { return "nudging"; }
-    std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                           std::span<const char> donated) const override {
-      std::vector<Array> outputs = inner_->run(arguments, implicit_inputs, donated);
-      for (Array& output : outputs) {
-        if (output.size() == 0) continue;
-        std::vector<double> values = output.to_vector<double>();
-        double& last = values.back();
-        if (output.dtype() == DType::f32) last = std::nextafter(static_cast<float>(last), INFINITY);
-        else if (output.dtype() == DType::f64) last = std::nextafter(last, INFINITY);
-        else if (output.dtype() == DType::bool_) last = last == 0;
-        else last = last == 0 ? 1 : 0;
-        output = astype(array(values, output.shape()), output.dtype());
-      }
-      return outputs;
-    }
-
-   private:
-    std::shared_ptr<const runtime::Executable> inner_;
-  };
-};
-
 TEST(RandomGraphs, TheComparisonCatchesAOneUlpError) {
   NudgingBackend nudging;
   int caught = 0, graphs = 60;
