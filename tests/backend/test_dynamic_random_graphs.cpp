@@ -19,10 +19,10 @@ DynamicGraphOptions quick() {
   return options;
 }
 
-// Among the first seeds are the two kinds of function this test caught the
-// native backend getting wrong: a static node run by a standalone compute
-// kernel (argmax, cumsum, integer matmul) beside symbolic ones, and a call at
-// sizes where a row group has no rows (softmax of x[1:-1] at length 2).
+// It caught two kinds of function the native backend got wrong: a static
+// node run by a standalone compute kernel (argmax, cumsum, integer matmul)
+// beside symbolic ones, and a call at sizes where a row group has no rows
+// (softmax of x[1:-1] at length 2).
 TEST(DynamicRandomGraphs, OneExecutableMatchesTheInterpreterAtEverySizeOn150Functions) {
   std::vector<uint64_t> failing;
   int two_symbols = 0, large_sizes = 0;
