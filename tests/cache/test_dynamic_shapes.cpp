@@ -308,6 +308,31 @@ TEST_F(DynamicShapes, ADerivedDimensionEmptyWhereFirstTracedServesEveryLength) {
   EXPECT_EQ(f.stats().compiles, 1);
 }
 
+// Static nodes with kernels of their own beside symbolic ones, and a row
+// group (softmax) with no rows at some lengths.
+TEST_F(DynamicShapes, StaticKernelsAndEmptyRowGroupsBesideSymbolicNodes) {
+  auto f = jit(
+      [](const Array& x, const Array& y) {
+        return std::vector<Array>{x * 2.0f, argmax(y), cumsum(y)};
+      },
+      {.dynamic_dims = {{0, 0}}});
+  Array y = array({1.0f, 5.0f, 2.0f, 0.5f});
+  for (int64_t n : {4, 7, 2}) {
+    std::vector<Array> out = f(ones({n}), y);
+    EXPECT_EQ(out[1].item<int32_t>(), 1);
+    EXPECT_EQ(out[2].to_vector<float>(), (std::vector<float>{1, 6, 8, 8.5}));
+  }
+  auto g = jit(
+      [](const Array& x) {
+        return softmax(slice(x, {1, 0}, {x.shape()[0] - 1, 5}), 1);
+      },
+      {.dynamic_dims = {{0, 0}}});
+  for (int64_t n : {6, 2, 3, 9})
+    expect_close(g(ones({n, 5})), full({n - 2, 5}, 0.2f), 1e-6, "n = " + std::to_string(n));
+  EXPECT_EQ(f.stats().compiles, 1);
+  EXPECT_EQ(g.stats().compiles, 1);
+}
+
 TEST_F(DynamicShapes, ManyThreadsManySizesCompileOnce) {
   auto f = jit([](const Array& x) { return exp(x) * 2.0f + 1.0f; }, {.name = "threads", .dynamic_dims = {{0, 0}}});
   f(arange(2) * 0.01f);  // the one compile; the threads then hit it at every size
