@@ -41,10 +41,9 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   std::string key = kernel.chunked                            ? "reduce chunked"
                     : kernel.kind == Kernel::Kind::reduce     ? "reduce"
                     : kernel.kind == Kernel::Kind::standalone ? "standalone"
-                    : kernel.prefetch_by_size ? "flat prefetching by size " + std::to_string(graph.symbols)
-                    : kernel.prefetch         ? "flat prefetching"
-                    : flat                    ? "flat"
-                                              : "rows";
+                    : kernel.prefetch                         ? "flat prefetching"
+                    : flat                                    ? "flat"
+                                                              : "rows";
   auto shape_text = [&](const ir::Node& node) {
     if (!flat)
       return node.symbolic ? ir::symbolic_shape_string(ir::symbolic_shape(node)) : shape_string(node.type.shape);
@@ -92,15 +91,10 @@ std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& ker
     }
     constants.push_back(bits);
   }
-  // Exactly the graph's symbols (a loop's body is passed its enclosing
-  // graph's values), then a kernel prefetching by size finds its flag.
+  // Exactly the graph's symbols (a loop's body is passed its enclosing graph's values).
   if (!values.empty())
     for (size_t id = 0; id < static_cast<size_t>(graph.symbols); ++id)
       constants.push_back(static_cast<uint64_t>(id < values.size() ? values[id] : 0));
-  if (kernel.prefetch_by_size) {
-    constants.resize(constants.size() + (values.empty() ? static_cast<size_t>(graph.symbols) : 0));
-    constants.push_back(prefetch_pays(graph, kernel, values) ? 1 : 0);
-  }
   return constants;
 }
 

@@ -124,7 +124,6 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
       loop(
           begin, end, "i",
           [&](llvm::Value* i) {
-            memo_.clear();  // (a kernel prefetching by size emits this loop twice)
             flat_index_ = i;
             index_.assign(space_.size(), i);
             // Every output is computed before any is stored, so an output may

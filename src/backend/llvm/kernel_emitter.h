@@ -128,31 +128,10 @@ class KernelEmitter {
   // the kernel reads. Addresses past an array's end are harmless: a prefetch
   // never faults. Outputs are not prefetched: for writing, that measured 9%
   // slower (W1, 2^24, 2 threads) than leaving them to the store.
-  //
-  // A kernel that prefetches by size (Kernel::prefetch_by_size) holds both
-  // loops, and the flag its constants end with chooses.
   template <class Body>
   void flat_blocks(Body body) {
     llvm::Value* begin = function_->getArg(0);
     llvm::Value* end = function_->getArg(1);
-    if (kernel_.prefetch_by_size) {
-      llvm::Value* flag = builder_.CreateLoad(
-          builder_.getInt64Ty(), builder_.CreateConstInBoundsGEP1_64(
-                                     builder_.getInt64Ty(), constants_,
-                                     static_cast<uint64_t>(parameter_literal_count(graph_, kernel_) + graph_.symbols)));
-      auto* prefetching = llvm::BasicBlock::Create(context_, "prefetching", function_);
-      auto* plain = llvm::BasicBlock::Create(context_, "plain", function_);
-      auto* joined = llvm::BasicBlock::Create(context_, "joined", function_);
-      builder_.CreateCondBr(builder_.CreateICmpNE(flag, builder_.getInt64(0)), prefetching, plain);
-      builder_.SetInsertPoint(prefetching);
-      prefetching_blocks(begin, end, body);
-      builder_.CreateBr(joined);
-      builder_.SetInsertPoint(plain);
-      body(begin, end);
-      builder_.CreateBr(joined);
-      builder_.SetInsertPoint(joined);
-      return;
-    }
     if (!kernel_.prefetch) return body(begin, end);
     prefetching_blocks(begin, end, body);
   }

@@ -39,10 +39,6 @@ struct Kernel {
   // Flat kernels streaming far more than the caches hold prefetch ahead in
   // software (see mark_prefetching in plan.cpp).
   bool prefetch = false;
-  // In a symbolic graph, a flat kernel whose size depends on the symbols
-  // holds both loops, and each call's size chooses one (prefetch_pays),
-  // through a flag after the symbols in the kernel's constants.
-  bool prefetch_by_size = false;
   // A reduction to one value over many elements runs in slices across
   // threads, whose results are then combined (see mark_chunked in plan.cpp).
   bool chunked = false;
@@ -118,10 +114,6 @@ std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, c
 int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel);
 /// kernel_range as a polynomial in the graph's symbols.
 ir::DimExpr kernel_range_size(const ir::Graph& graph, const Kernel& kernel);
-
-/// Whether a flat kernel streams enough memory, at the symbols' `values`,
-/// that prefetching pays.
-bool prefetch_pays(const ir::Graph& graph, const Kernel& kernel, std::span<const int64_t> values);
 
 /// Finds the row groups of a plan whose steps are final.
 std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan);
