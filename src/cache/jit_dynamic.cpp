@@ -6,22 +6,15 @@
 #include "cache/jit_function.h"
 #include "core/error_format.h"
 #include "transform/symbolic_fit.h"
-#include "transform/verify.h"
 
 namespace kiln::detail {
 
 namespace {
-// Symbolic entries remember this many checked bindings; later ones are checked again.
-constexpr size_t remembered_bindings = 1024;
-
 std::string symbol_name(int symbol) { return "s" + std::to_string(symbol); }
 }  // namespace
 
 cache::SymbolAssignment JitFunction::symbols_for(const CallArguments& arguments) const {
-  std::set<cache::DynamicDim> dims;
-  for (cache::DynamicDim dim : dynamic_)
-    if (!specialized_.count(dim)) dims.insert(dim);
-  return cache::assign_symbols(arguments, dims);
+  return cache::assign_symbols(arguments, dynamic_);
 }
 
 std::shared_ptr<Entry> JitFunction::find_symbolic(const CallArguments& arguments) const {
@@ -29,31 +22,6 @@ std::shared_ptr<Entry> JitFunction::find_symbolic(const CallArguments& arguments
   if (symbols.empty()) return nullptr;
   auto found = by_symbolic_.find(cache::symbolic_signature(arguments, symbols));
   return found == by_symbolic_.end() ? nullptr : found->second;
-}
-
-bool JitFunction::applies(Entry& entry, const CallArguments& arguments) {
-  std::vector<int64_t> values;
-  try {
-    values = ir::bind_symbols(*entry.traced, arguments.arrays, entry.captures);
-  } catch (const Error&) {
-    return false;
-  }
-  {
-    std::lock_guard lock(mutex_);
-    if (entry.valid_bindings.count(values)) return true;
-  }
-  // A static bound on a symbolic dimension (a slice of the first 8 rows) or
-  // a reshape into a static shape holds at some sizes only: every rule of the
-  // graph must accept this call's sizes, or the call is traced for them.
-  try {
-    transform::verify(ir::instantiate(*entry.traced, values));
-  } catch (const std::exception&) {
-    return false;
-  }
-  std::lock_guard lock(mutex_);
-  if (entry.valid_bindings.size() >= remembered_bindings) entry.valid_bindings.clear();
-  entry.valid_bindings.insert(std::move(values));
-  return true;
 }
 
 JitFunction::Probe JitFunction::probe(const CallArguments& arguments, const cache::SymbolAssignment& symbols,
@@ -189,13 +157,14 @@ void JitFunction::generalize(std::unique_lock<std::mutex>& lock, const CallArgum
   // static, now and later (a C++ read shaped the trace, or a rule holds at
   // some sizes only).
   std::string reason = probed.failure + (lines.empty() ? "" : " (" + lines + " reads the size in C++)");
-  for (int symbol : probed.culprits) {
-    cache::DynamicDim dim = symbols.first_dim_of_symbol[static_cast<size_t>(symbol)];
-    specialized_[dim] = reason;
+  for (int symbol : probed.culprits)
     for (size_t leaf = 0; leaf < symbols.symbol_of.size(); ++leaf)
       for (size_t d = 0; d < symbols.symbol_of[leaf].size(); ++d)
-        if (symbols.symbol_of[leaf][d] == symbol) specialized_[{static_cast<int>(leaf), static_cast<int>(d)}] = reason;
-  }
+        if (symbols.symbol_of[leaf][d] == symbol) {
+          cache::DynamicDim guarded{static_cast<int>(leaf), static_cast<int>(d)};
+          specialized_[guarded] = reason;
+          dynamic_.erase(guarded);
+        }
   miss.explanation += separator + names(probed.culprits) + " compiled for this size only, and guarded on it: " + reason;
   miss.hint =
       "compute sizes with kiln operations (sum, mean, reshape with -1) instead of C++ arithmetic on shape(), or "

@@ -131,8 +131,15 @@ JitFunction::Traced JitFunction::run_trace(FunctionRef<TraceOutcome(TraceSession
   return traced;
 }
 
+void JitFunction::report_signature_hit(const Entry& entry) const {
+  add_global(CacheStats{.hits = 1});
+  if (telemetry::wanted(telemetry::EventKind::cache_hit))
+    telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(entry.executable_key), 0, "signature"});
+}
+
 std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arguments,
-                                    const std::vector<Array>* captures, const std::vector<Array>* lifted) const {
+                                    const std::vector<Array>* captures, const std::vector<Array>* lifted,
+                                    bool signature_hit) const {
   const std::vector<Array>& bound_captures = captures ? *captures : entry.captures;
   const std::vector<Array>& bound_lifted = lifted ? *lifted : entry.lifted_inputs;
   bool timed = telemetry::wanted(telemetry::EventKind::execute);
@@ -145,6 +152,7 @@ std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arg
     implicit.insert(implicit.end(), bound_lifted.begin(), bound_lifted.end());
     outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
   }
+  if (signature_hit) report_signature_hit(entry);
   if (timed)
     telemetry::emit(
         {telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
@@ -171,18 +179,19 @@ CallResult JitFunction::call(CallArguments& arguments, FunctionRef<TraceOutcome(
                  entry->hits % options_.verify_every == 0;
       }
     }
-    // A size a symbolic entry has not met yet is checked against its shape rules first.
-    if (entry && entry->symbolic && !applies(*entry, arguments)) {
-      std::lock_guard lock(mutex_);
-      stats_.hits -= 1;
-      entry = nullptr;
+    if (entry && !verify) {
+      try {
+        return {run(*entry, arguments, nullptr, nullptr, true), entry->skeleton};
+      } catch (const runtime::SizesDoNotFit&) {
+        // A symbolic entry whose shape rules fail at these sizes: this call
+        // is traced afresh below, a miss like any other.
+        std::lock_guard lock(mutex_);
+        stats_.hits -= 1;
+        entry = nullptr;
+      }
     }
     if (entry) {
-      add_global(CacheStats{.hits = 1});
-      if (telemetry::wanted(telemetry::EventKind::cache_hit))
-        telemetry::emit(
-            {telemetry::EventKind::cache_hit, name_, telemetry::digest(entry->executable_key), 0, "signature"});
-      if (!verify) return {run(*entry, arguments, nullptr, nullptr), entry->skeleton};
+      report_signature_hit(*entry);
       Traced fresh = run_trace(trace);
       verify_frozen(*entry, fresh);
       Admitted updated = admit(arguments, std::move(fresh), trace, describe);

@@ -37,8 +37,6 @@ struct Entry {
   std::shared_ptr<const void> skeleton;
   int64_t hits = 0;
   bool symbolic = false;  // `signature` holds symbols: the entry serves every size of them
-  // Symbolic entries: the bindings checked to satisfy every shape rule of the graph.
-  std::set<std::vector<int64_t>> valid_bindings;
 };
 
 class JitFunction {
@@ -97,9 +95,6 @@ class JitFunction {
   cache::SymbolAssignment symbols_for(const CallArguments& arguments) const;
   /// The symbolic entry serving this call, if any. Under mutex_.
   std::shared_ptr<Entry> find_symbolic(const CallArguments& arguments) const;
-  /// Whether the symbolic entry's graph holds at this call's sizes (every
-  /// shape rule checked once per binding). Outside mutex_.
-  bool applies(Entry& entry, const CallArguments& arguments);
   struct Probe {
     std::shared_ptr<const ir::Graph> graph;  // the fitted symbolic graph; null when the fit failed
     std::string failure;
@@ -118,8 +113,11 @@ class JitFunction {
   void generalize(std::unique_lock<std::mutex>& lock, const CallArguments& arguments,
                   const cache::SymbolAssignment& symbols, FunctionRef<TraceOutcome(TraceSession&)> trace,
                   Candidate& candidate, Miss& miss);
+  /// With `signature_hit`, the call is reported as a hit once the executable
+  /// accepted it (a symbolic one may refuse: runtime::SizesDoNotFit).
   std::vector<Array> run(const Entry& entry, const CallArguments& arguments, const std::vector<Array>* captures,
-                         const std::vector<Array>* lifted) const;
+                         const std::vector<Array>* lifted, bool signature_hit = false) const;
+  void report_signature_hit(const Entry& entry) const;
   void verify_frozen(const Entry& entry, const Traced& fresh);
   void note_call_time(double call_seconds, double trace_seconds);
 
@@ -162,7 +160,7 @@ class JitFunction {
   std::unordered_map<std::string, std::shared_ptr<Entry>> by_signature_;
   std::unordered_map<std::string, std::shared_ptr<Entry>> by_symbolic_;  // symbolic signature -> entry
   std::set<cache::DynamicDim> dynamic_;                                  // marked and automatic
-  std::map<cache::DynamicDim, std::string> specialized_;                 // never dynamic again, and why
+  std::map<cache::DynamicDim, std::string> specialized_;                 // out of dynamic_ for good, and why
   bool marks_checked_ = false;
   std::unordered_multimap<uint64_t, std::shared_ptr<Entry>> by_graph_;
   std::map<uint64_t, std::vector<bool>> lifted_sites_;  // traced structure -> lifted literal ordinals

@@ -4,8 +4,32 @@
 #include <string>
 
 #include "core/error_format.h"
+#include "ops/rules.h"
 
 namespace kiln::runtime {
+
+namespace {
+void check_shape_rules(const ir::Graph& graph) {
+  std::vector<const ir::AbstractValue*> types;
+  for (const ir::Node& node : graph.nodes) {
+    for (const auto& body : node.bodies) check_shape_rules(*body);
+    if (node.op == ir::Primitive::input) continue;
+    types.clear();
+    for (ir::ValueId input : node.inputs) types.push_back(&graph.nodes[static_cast<size_t>(input)].type);
+    ops::rules(node.op).infer(node, types);
+  }
+}
+}  // namespace
+
+ir::Graph instantiate_checked(const ir::Graph& graph, std::span<const int64_t> values) {
+  ir::Graph concrete = ir::instantiate(graph, values);
+  try {
+    check_shape_rules(concrete);
+  } catch (const Error& error) {
+    throw SizesDoNotFit(error.what());
+  }
+  return concrete;
+}
 
 void check_input_count(const ir::Graph& graph, const std::vector<ir::ValueId>& ids, size_t count, const char* what) {
   if (ids.size() != count)

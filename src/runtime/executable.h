@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/error.h"
 
 namespace kiln::runtime {
 
@@ -51,6 +52,20 @@ class Backend {
     return nullptr;
   }
 };
+
+/// A symbolic graph's shape rules held at the sizes it was traced at, not
+/// necessarily at a call's (a slice of the first 8 rows, take from an axis
+/// that is empty at this size): its executables refuse such a call before
+/// running anything, with the rule's own message, and jit traces it afresh.
+class SizesDoNotFit : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The concrete graph at the symbols' `values` (ir::instantiate) with every
+/// node's shape rule checked at those sizes, bodies included; throws
+/// SizesDoNotFit where one fails. What executables prepare once per binding.
+ir::Graph instantiate_checked(const ir::Graph& graph, std::span<const int64_t> values);
 
 /// Throws kiln::Error unless `count` inputs are given for the graph's input nodes `ids`.
 void check_input_count(const ir::Graph& graph, const std::vector<ir::ValueId>& ids, size_t count, const char* what);

@@ -51,7 +51,6 @@ struct Fitter {
   bool fail(const Node& node, const std::string& why, const std::vector<int64_t>& values) {
     result.failure =
         std::string(ir::primitive_name(node.op)) + " at " + detail::location_string(node.where) + " " + why;
-    result.where = node.where;
     // The symbols whose single step changes the traces are the ones to blame;
     // when none does alone, all are.
     for (size_t i = 0; i < hints.size(); ++i)
@@ -202,40 +201,6 @@ struct Fitter {
   }
 };
 
-// Whether each symbol the graph uses is a dimension of one of its inputs,
-// so that a call can bind it; bodies are checked the same way.
-bool bindable(const Graph& graph, std::string& why) {
-  if (!ir::is_symbolic(graph)) return true;
-  std::vector<char> bound(static_cast<size_t>(graph.symbols), 0);
-  std::vector<char> used(static_cast<size_t>(graph.symbols), 0);
-  auto inputs = graph.arguments;
-  inputs.insert(inputs.end(), graph.captures.begin(), graph.captures.end());
-  for (ir::ValueId id : inputs) {
-    const Node& node = graph.nodes[static_cast<size_t>(id)];
-    if (!node.symbolic) continue;
-    for (const auto& position : node.symbolic->shape)
-      if (auto symbol = position.second.as_symbol()) bound[static_cast<size_t>(*symbol)] = 1;
-  }
-  auto mark = [&](const DimExpr& expr) {
-    for (const auto& term : expr.terms())
-      for (int id : term.symbols) used[static_cast<size_t>(id)] = 1;
-  };
-  for (const Node& node : graph.nodes) {
-    for (const auto& body : node.bodies)
-      if (!bindable(*body, why)) return false;
-    if (!node.symbolic) continue;
-    for (const auto* positions : {&node.symbolic->shape, &node.symbolic->ints, &node.symbolic->attr_shape})
-      for (const auto& position : *positions) mark(position.second);
-    if (node.symbolic->literal) mark(node.symbolic->literal->polynomial);
-  }
-  for (size_t id = 0; id < used.size(); ++id)
-    if (used[id] && !bound[id]) {
-      why = "a loop or branch body uses s" + std::to_string(id) + " without receiving an input of that size";
-      return false;
-    }
-  return true;
-}
-
 }  // namespace
 
 std::vector<std::vector<int64_t>> probe_points(const std::vector<int64_t>& hints) {
@@ -259,12 +224,6 @@ FitResult fit_symbols(const std::vector<const ir::Graph*>& traces, const std::ve
   auto graph = std::make_shared<Graph>(*traces[0]);
   Fitter fitter{points, hints, result};
   if (!fitter.fit_graph(traces, *graph)) return result;
-  std::string why;
-  if (!bindable(*graph, why)) {
-    result.failure = why;
-    for (size_t i = 0; i < hints.size(); ++i) result.culprits.push_back(static_cast<int>(i));
-    return result;
-  }
   result.graph = std::move(graph);
   return result;
 }

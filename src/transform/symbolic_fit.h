@@ -27,7 +27,6 @@ std::vector<std::vector<int64_t>> probe_points(const std::vector<int64_t>& hints
 struct FitResult {
   std::shared_ptr<const ir::Graph> graph;  // the first trace with its symbolic numbers; null when the fit failed
   std::string failure;                     // why not, naming the node
-  Location where;                          // the failing node's source line
   std::vector<int> culprits;               // the symbols whose change parts the traces
 };
 

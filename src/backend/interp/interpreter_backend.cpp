@@ -29,7 +29,8 @@ class InterpretedGraph final : public Executable {
     if (program_) return program_->run(arguments, implicit_inputs);
     // A symbolic graph is prepared once per binding of its symbols.
     auto prepare = [&](const std::vector<int64_t>& values) {
-      return interp::Program(std::make_shared<const ir::Graph>(ir::instantiate(*graph_, values)), &runtime_kernel);
+      return interp::Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)),
+                             &runtime_kernel);
     };
     return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare)
         ->run(arguments, implicit_inputs);

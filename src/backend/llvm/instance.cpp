@@ -1,7 +1,7 @@
 // Instances of a compiled graph per binding of its symbols (see the header).
 #include "backend/llvm/instance.h"
 
-#include "ops/rules.h"
+#include "runtime/executable.h"
 
 namespace kiln::llvm_backend {
 
@@ -21,27 +21,10 @@ std::shared_ptr<const Instance> static_instance(std::shared_ptr<const ir::Graph>
   return instance;
 }
 
-namespace {
-// The shape rules held at the sizes traced, not necessarily at every size
-// (take from an axis that is empty at this call): a call at such sizes
-// fails with the error tracing there would have raised, instead of running
-// kernels out of bounds.
-void check_shape_rules(const ir::Graph& graph) {
-  std::vector<const ir::AbstractValue*> types;
-  for (const ir::Node& node : graph.nodes) {
-    if (node.op == ir::Primitive::input) continue;
-    types.clear();
-    for (ir::ValueId input : node.inputs) types.push_back(&graph.nodes[static_cast<size_t>(input)].type);
-    ops::rules(node.op).infer(node, types);
-  }
-}
-}  // namespace
-
 Instance bind_instance(const ir::Graph& graph, const Plan& plan, const std::vector<CompiledKernel>& kernels,
                        const std::vector<int64_t>& values) {
   Instance instance;
-  instance.graph = std::make_shared<const ir::Graph>(ir::instantiate(graph, values));
-  check_shape_rules(*instance.graph);
+  instance.graph = std::make_shared<const ir::Graph>(runtime::instantiate_checked(graph, values));
   for (size_t k = 0; k < kernels.size(); ++k) {
     instance.constants.push_back(kernel_constants(graph, plan.kernels[k], values));
     instance.ranges.push_back(kernels[k].range_count.evaluate(values));
