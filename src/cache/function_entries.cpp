@@ -1,0 +1,87 @@
+// The entries of one jitted function (see the header).
+#include "cache/function_entries.h"
+
+#include <algorithm>
+
+namespace kiln::cache {
+
+namespace {
+// How many evicted signatures and keys explanations remember.
+constexpr size_t evicted_memory = 4096;
+
+template <class Map>
+std::shared_ptr<Entry> find(const Map& map, const std::string& key) {
+  auto found = map.find(key);
+  return found == map.end() ? nullptr : found->second;
+}
+}  // namespace
+
+std::shared_ptr<Entry> FunctionEntries::by_signature(const std::string& signature) const {
+  return find(by_signature_, signature);
+}
+
+std::shared_ptr<Entry> FunctionEntries::by_symbolic_signature(const std::string& signature) const {
+  return find(by_symbolic_, signature);
+}
+
+std::shared_ptr<Entry> FunctionEntries::by_graph(uint64_t key, const ir::Graph& graph) const {
+  auto [begin, end] = by_graph_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    const ir::Graph& compiled = *it->second->lifted.graph;
+    if (compiled.structurally_equal(graph) && compiled.same_literals(graph)) return it->second;
+  }
+  return nullptr;
+}
+
+void FunctionEntries::insert(const std::shared_ptr<Entry>& entry, bool by_signature) {
+  entries_.push_front(entry);
+  // A pending symbolic entry has no graph yet: it is found by its signature alone.
+  if (entry->lifted.graph) by_graph_.emplace(entry->executable_key, entry);
+  if (entry->symbolic) by_symbolic_[entry->signature] = entry;
+  else if (by_signature) by_signature_[entry->signature] = entry;
+  size_t limit = std::max<size_t>(1, cache_limits().per_function);
+  while (entries_.size() > limit) {
+    std::shared_ptr<Entry> oldest = entries_.back();
+    remove(oldest);
+    remember_evicted(oldest->signature);
+    remember_evicted(std::to_string(oldest->executable_key));
+  }
+}
+
+void FunctionEntries::settle(const std::shared_ptr<Entry>& pending) {
+  remove(pending);
+  pending->settled = true;
+}
+
+void FunctionEntries::alias(const std::string& signature, const std::shared_ptr<Entry>& entry, bool symbolic) {
+  (symbolic ? by_symbolic_ : by_signature_)[signature] = entry;
+}
+
+void FunctionEntries::forget_signature(const std::string& signature) { by_signature_.erase(signature); }
+
+void FunctionEntries::touch(const std::shared_ptr<Entry>& entry) {
+  if (!entries_.empty() && entries_.front() == entry) return;  // the steady state of a hot loop
+  auto position = std::find(entries_.begin(), entries_.end(), entry);
+  if (position != entries_.end()) entries_.splice(entries_.begin(), entries_, position);
+}
+
+bool FunctionEntries::was_evicted(const std::string& signature, uint64_t key) const {
+  return evicted_.count(signature) || evicted_.count(std::to_string(key));
+}
+
+void FunctionEntries::remove(const std::shared_ptr<Entry>& entry) {
+  entries_.remove(entry);
+  std::erase_if(by_signature_, [&](const auto& item) { return item.second == entry; });
+  std::erase_if(by_symbolic_, [&](const auto& item) { return item.second == entry; });
+  std::erase_if(by_graph_, [&](const auto& item) { return item.second == entry; });
+}
+
+void FunctionEntries::remember_evicted(const std::string& id) {
+  if (evicted_.insert(id).second) evicted_order_.push_back(id);
+  while (evicted_order_.size() > evicted_memory) {
+    evicted_.erase(evicted_order_.front());
+    evicted_order_.pop_front();
+  }
+}
+
+}  // namespace kiln::cache

@@ -1,0 +1,79 @@
+// Process-wide cache totals and limits (see the header and <kiln/jit.h>).
+#include "cache/global_stats.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "backend/llvm/kernel_cache.h"
+#include "cache/graph_cache.h"
+
+namespace kiln {
+
+namespace {
+
+struct GlobalStats {
+  std::atomic<int64_t> calls{0}, hits{0}, misses{0}, traces{0}, compiles{0}, persistent_hits{0};
+  std::atomic<double> compile_seconds{0}, trace_seconds{0}, load_seconds{0}, saved_compile_seconds{0};
+};
+
+struct GlobalState {
+  std::mutex mutex;  // guards limits
+  GlobalStats stats;
+  CacheLimits limits;
+};
+
+GlobalState& global() {
+  static GlobalState state;
+  return state;
+}
+
+template <class T>
+void add(std::atomic<T>& total, T delta) {
+  if (delta != T{}) total.fetch_add(delta, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void cache::add_global(const CacheStats& delta) {
+  GlobalStats& g = global().stats;
+  add(g.calls, delta.calls);
+  add(g.hits, delta.hits);
+  add(g.misses, delta.misses);
+  add(g.traces, delta.traces);
+  add(g.compiles, delta.compiles);
+  add(g.persistent_hits, delta.persistent_hits);
+  add(g.compile_seconds, delta.compile_seconds);
+  add(g.trace_seconds, delta.trace_seconds);
+  add(g.load_seconds, delta.load_seconds);
+  add(g.saved_compile_seconds, delta.saved_compile_seconds);
+}
+
+void set_cache_limits(CacheLimits limits) {
+  {
+    std::lock_guard lock(global().mutex);
+    global().limits = limits;
+  }
+  cache::set_graph_cache_limit(limits.graphs);
+  llvm_backend::set_kernel_cache_limit(limits.kernels);
+}
+
+CacheLimits cache_limits() {
+  std::lock_guard lock(global().mutex);
+  return global().limits;
+}
+
+CacheStats global_cache_stats() {
+  const GlobalStats& g = global().stats;
+  return CacheStats{g.calls.load(),           g.hits.load(),
+                    g.misses.load(),          g.traces.load(),
+                    g.compiles.load(),        g.persistent_hits.load(),
+                    g.compile_seconds.load(), g.trace_seconds.load(),
+                    g.load_seconds.load(),    g.saved_compile_seconds.load()};
+}
+
+void clear_graph_cache() {
+  cache::set_graph_cache_limit(0);
+  cache::set_graph_cache_limit(cache_limits().graphs);
+}
+
+}  // namespace kiln

@@ -1,0 +1,154 @@
+// What a jitted function tells its user: hits, misses, compiles and storms
+// as log lines and telemetry events, its statistics and last explanation,
+// the graph it lowers to, stale frozen captures and the cost of re-tracing;
+// and JitCore, the handle the public template holds.
+#include <cstdio>
+
+#include "cache/explain.h"
+#include "cache/global_stats.h"
+#include "cache/graph_cache.h"
+#include "cache/jit_function.h"
+#include "core/array_impl.h"
+#include "core/error_format.h"
+#include "telemetry/telemetry.h"
+#include "trace/trace.h"
+
+namespace kiln::detail {
+
+void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) const {
+  if (!miss.explanation.empty())
+    telemetry::log(telemetry::log_recompiles, "'" + name_ + "' compiles again (" + cache::ordinal(miss.compile_number) +
+                                                  " compile): " + miss.explanation + "\n  hint: " + miss.hint);
+  if (!miss.storm.storm) return;
+  if (telemetry::wanted(telemetry::EventKind::storm))
+    telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(candidate.key), 0, miss.storm.text});
+  if (options_.on_storm == OnStorm::Error)
+    throw StormError(format_error("jit", miss.storm.text, where_, "fix the cause above, or raise recompile_limit"));
+  if (miss.storm.report) telemetry::log(telemetry::log_storms, miss.storm.text);
+}
+
+void JitFunction::report_hit(uint64_t key, const char* how) const {
+  cache::add_global(CacheStats{.hits = 1});
+  if (telemetry::wanted(telemetry::EventKind::cache_hit))
+    telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, how});
+}
+
+void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry,
+                                 const std::string& explanation) const {
+  if (lookup.loaded) {
+    cache::add_global(CacheStats{.persistent_hits = 1,
+                                 .load_seconds = lookup.load_seconds,
+                                 .saved_compile_seconds = lookup.saved_compile_seconds});
+    if (telemetry::wanted(telemetry::EventKind::persistent_hit))
+      telemetry::emit({telemetry::EventKind::persistent_hit, name_, telemetry::digest(lookup.key), lookup.load_seconds,
+                       "loaded from the persistent cache"});
+  }
+  if (lookup.compiled) {
+    cache::add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
+    std::string reason = explanation.empty() ? "first call" : explanation;
+    telemetry::log(telemetry::log_compiles, "compiled '" + name_ + "' (" + std::to_string(entry.traced->nodes.size()) +
+                                                " nodes, key " + telemetry::digest(lookup.key) + ") in " +
+                                                std::to_string(lookup.compile_seconds * 1e3) + " ms: " + reason);
+    if (telemetry::wanted(telemetry::EventKind::compile))
+      telemetry::emit(
+          {telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
+  }
+}
+
+void JitFunction::verify_frozen(const cache::Entry& entry, const Traced& fresh) {
+  std::vector<cache::Difference> differences = cache::diff_graphs(*entry.traced, fresh.graph.ir());
+  const ir::Graph& graph = fresh.graph.ir();
+  for (size_t k = 0; k < entry.captures.size() && k < fresh.captures.size(); ++k)
+    if (entry.captures[k].impl() != fresh.captures[k].impl())
+      differences.push_back({"the array captured at " +
+                                 location_string(graph.nodes[static_cast<size_t>(graph.captures[k])].where) +
+                                 " is no longer the one frozen at trace time",
+                             ""});
+  if (differences.empty()) return;
+  std::string text = "stale capture in '" + name_ + "' (Captures::Constant): ";
+  for (size_t i = 0; i < differences.size(); ++i) text += (i ? "; " : "") + differences[i].text;
+  text += "\n  hint: calls between verifications used the frozen values; use Captures::Auto to re-trace every call";
+  {
+    std::lock_guard lock(mutex_);
+    last_explanation_ = text;
+    // The fresh trace replaces the stale entry for this signature.
+    entries_.forget_signature(entry.signature);
+  }
+  telemetry::log(telemetry::log_storms | telemetry::log_recompiles, text);
+  if (telemetry::wanted(telemetry::EventKind::storm))
+    telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(entry.executable_key), 0, text});
+}
+
+void JitFunction::note_call_time(double call_seconds, double trace_seconds) {
+  constexpr int64_t calls_before_judging = 20;
+  constexpr double noticeable_share = 0.25;
+  std::string text;
+  {
+    std::lock_guard lock(mutex_);
+    if (retrace_.reported) return;
+    retrace_.calls += 1;
+    retrace_.call_seconds += call_seconds;
+    retrace_.trace_seconds += trace_seconds;
+    if (retrace_.calls < calls_before_judging) return;
+    double share = retrace_.trace_seconds / retrace_.call_seconds;
+    if (share < noticeable_share) return;
+    retrace_.reported = true;
+    char numbers[160];
+    std::snprintf(numbers, sizeof numbers, "%.0f%% of its call time (%.1f us of %.1f us per call)", share * 100,
+                  retrace_.trace_seconds / static_cast<double>(retrace_.calls) * 1e6,
+                  retrace_.call_seconds / static_cast<double>(retrace_.calls) * 1e6);
+    text = "'" + name_ + "' is re-traced on every call because it captures state; tracing takes " + numbers +
+           ". Pass the captured arrays as arguments to make it captureless, or use "
+           "JitOptions{.captures = kiln::Captures::Constant} if the captures never change";
+  }
+  telemetry::log(telemetry::log_recompiles | telemetry::log_cache, text);
+}
+
+Graph JitFunction::lower(CallArguments& arguments, Trace trace) {
+  // With marked dynamic dimensions, the graph a call compiles: in symbols.
+  if (!options_.dynamic_dims.empty()) {
+    cache::check_dynamic_dims(options_.dynamic_dims, arguments, name_, where_);
+    std::set<cache::DynamicDim> marked;
+    for (auto [leaf, dim] : options_.dynamic_dims) marked.insert({leaf, dim});
+    cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked);
+    if (!symbols.empty())
+      if (cache::ProbeResult probed = probe(arguments, symbols, trace); probed.graph) return Graph(probed.graph);
+  }
+  TraceSession session(name_, where_);
+  TraceOutcome outcome = trace(session);
+  return session.finish(outcome.outputs);
+}
+
+CacheStats JitFunction::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+size_t JitFunction::cache_size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+std::string JitFunction::last_miss_explanation() const {
+  std::lock_guard lock(mutex_);
+  return last_explanation_;
+}
+
+// ---- JitCore: the handle the public template holds ------------------------------
+
+JitCore::JitCore(JitOptions options, bool stateful, Location where)
+    : function_(std::make_unique<JitFunction>(std::move(options), stateful, where)) {}
+JitCore::~JitCore() = default;
+CallResult JitCore::call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
+                         FunctionRef<SignatureDescription()> describe) {
+  return function_->call(arguments, trace, describe);
+}
+Graph JitCore::lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace) {
+  return function_->lower(arguments, trace);
+}
+CacheStats JitCore::stats() const { return function_->stats(); }
+size_t JitCore::cache_size() const { return function_->cache_size(); }
+std::string JitCore::last_miss_explanation() const { return function_->last_miss_explanation(); }
+const std::string& JitCore::name() const { return function_->name(); }
+
+}  // namespace kiln::detail
