@@ -1,5 +1,6 @@
 // The kiln command: looks after the persistent compilation cache.
-//   kiln cache ls | stats | clear | verify [--remove]  [--dir DIR] [--json]
+//   kiln cache ls | stats | clear | verify [--remove] | export FILE [--function NAME] | import FILE
+//              [--dir DIR] [--json]
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "backend/llvm/backend.h"
+#include "cache/cache_bundle.h"
 #include "cache/persistent_cache.h"
 
 namespace {
@@ -23,13 +25,24 @@ const char* usage =
     "  stats            the directory, its entries, bytes and bound\n"
     "  clear            removes every entry\n"
     "  verify           reads and checks every entry (format, checksum, this\n"
-    "                   build of kiln, this machine's target and CPU features);\n"
-    "                   exits 1 when one is bad. --remove deletes the bad ones.\n"
+    "                   build of kiln, this machine's target and CPU features,\n"
+    "                   and with KILN_CACHE_KEY_FILE its signature: unsigned and\n"
+    "                   forged entries are bad); exits 1 when one is bad.\n"
+    "                   --remove deletes the bad ones.\n"
+    "  export FILE      writes the sound entries to one bundle FILE, to import\n"
+    "                   on another machine of the same kind; --function NAME\n"
+    "                   exports the entries of that jitted function alone\n"
+    "  import FILE      adds a bundle's entries, each checked as a load would\n"
+    "                   check it; sound entries already here are kept\n"
     "\n"
     "options:\n"
     "  --dir DIR        the cache directory (default: KILN_CACHE_DIR, else\n"
     "                   $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --json           machine-readable output\n"
+    "\n"
+    "environment:\n"
+    "  KILN_CACHE_KEY_FILE  a private file of at least 32 secret bytes: entries\n"
+    "                   written are signed with it and only signed ones load\n"
     "  --help           this text\n";
 
 std::string age_text(int64_t seconds) {
@@ -48,6 +61,7 @@ nlohmann::json entry_json(const kiln::cache::EntryInfo& info) {
                           {"bytes", info.bytes},       {"hits", info.hits},
                           {"function", info.function}, {"compile_ms", info.compile_seconds * 1e3},
                           {"created", info.created},   {"last_used", info.last_used}};
+  if (!info.signature.empty()) entry["signature"] = info.signature;
   if (!info.problem.empty()) entry["problem"] = info.problem;
   return entry;
 }
@@ -103,7 +117,8 @@ int stats(kiln::cache::PersistentCache& cache, bool json) {
 int verify(kiln::cache::PersistentCache& cache, bool json, bool remove) {
   const kiln::runtime::Backend& backend = kiln::llvm_backend::llvm_backend();
   std::vector<kiln::cache::EntryInfo> entries = cache.entries(/*read=*/true, &backend);
-  size_t bad = 0;
+  size_t bad = 0, unsigned_entries = 0;
+  for (const auto& info : entries) unsigned_entries += info.signature == "unsigned";
   nlohmann::json problems = nlohmann::json::array();
   for (const auto& info : entries) {
     if (info.problem.empty()) continue;
@@ -116,13 +131,47 @@ int verify(kiln::cache::PersistentCache& cache, bool json, bool remove) {
     }
   }
   if (json) {
-    nlohmann::json out = {
-        {"entries", entries.size()}, {"bad", bad}, {"removed", remove ? bad : 0}, {"problems", problems}};
+    nlohmann::json out = {{"entries", entries.size()},   {"bad", bad},
+                          {"removed", remove ? bad : 0}, {"unsigned", unsigned_entries},
+                          {"signing", cache.signing()},  {"problems", problems}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("%zu entries, %zu bad%s\n", entries.size(), bad, bad && remove ? ", removed" : "");
+    std::printf("%zu entries, %zu bad%s; %zu unsigned (%s)\n", entries.size(), bad, bad && remove ? ", removed" : "",
+                unsigned_entries,
+                cache.signing() ? "signing with KILN_CACHE_KEY_FILE: unsigned entries never load"
+                                : "no KILN_CACHE_KEY_FILE: signatures are not checked");
   }
   return bad && !remove ? 1 : 0;
+}
+
+int bundle(kiln::cache::PersistentCache& cache, const std::string& command, const std::string& file,
+           const std::string& function, bool json) {
+  const kiln::runtime::Backend& backend = kiln::llvm_backend::llvm_backend();
+  kiln::cache::BundleReport report;
+  try {
+    report = command == "export" ? kiln::cache::export_bundle(cache, file, function, backend, {})
+                                 : kiln::cache::import_bundle(cache, file, backend, {});
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kiln: %s\n", error.what());
+    return 1;
+  }
+  if (json) {
+    nlohmann::json out = {{"entries", report.entries},
+                          {"imported", report.imported},
+                          {"kept", report.kept},
+                          {"refused", report.refused},
+                          {"problems", report.problems}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (command == "export") {
+    std::printf("exported %zu entries to %s", report.entries, file.c_str());
+    std::printf(report.refused ? " (%zu unsound entries left out)\n" : "\n", report.refused);
+  } else {
+    std::printf("%zu entries in %s: %zu imported, %zu already here, %zu refused\n", report.entries, file.c_str(),
+                report.imported, report.kept, report.refused);
+  }
+  for (const std::string& problem : report.problems)
+    if (!json) std::printf("  refused %s\n", problem.c_str());
+  return command == "import" && report.refused ? 1 : 0;
 }
 
 }  // namespace
@@ -133,6 +182,7 @@ int main(int argc, char** argv) {
   options.enabled = true;  // KILN_CACHE=off stops programs using it, not its tool
   options.create = false;  // a mistyped --dir is an error, not a new directory
   bool json = false, remove = false;
+  std::string function;
   for (int k = 1; k < argc; ++k) {
     std::string word = argv[k];
     if (word == "--help" || word == "-h") {
@@ -142,6 +192,8 @@ int main(int argc, char** argv) {
       json = true;
     } else if (word == "--remove") {
       remove = true;
+    } else if (word == "--function" && k + 1 < argc) {
+      function = argv[++k];
     } else if (word == "--dir" && k + 1 < argc) {
       options.directory = argv[++k];
     } else if (word.starts_with("--dir=")) {
@@ -153,7 +205,8 @@ int main(int argc, char** argv) {
       words.push_back(word);
     }
   }
-  if (words.size() != 2 || words[0] != "cache") {
+  bool with_file = words.size() == 3 && (words[1] == "export" || words[1] == "import");
+  if ((words.size() != 2 && !with_file) || words[0] != "cache") {
     std::fputs(usage, stderr);
     return 2;
   }
@@ -163,6 +216,7 @@ int main(int argc, char** argv) {
   if (command == "ls") return list(cache, json);
   if (command == "stats") return stats(cache, json);
   if (command == "verify") return verify(cache, json, remove);
+  if (with_file) return bundle(cache, command, words[2], function, json);
   if (command == "clear") {
     size_t removed = cache.clear();
     if (json) {

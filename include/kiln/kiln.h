@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/array.h"
+#include "kiln/cache.h"
 #include "kiln/control.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"

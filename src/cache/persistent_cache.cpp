@@ -1,25 +1,14 @@
-// The persistent cache's directory, its files and their checks (see the
-// header). The directory is opened once, its owner and mode checked on the
-// open descriptor, and every file is then reached through that descriptor by
-// its bare name (openat, renameat, unlinkat): renaming or replacing the
-// directory's path afterwards cannot redirect a read or a write.
+// The persistent cache's entries: keys, loads, stores, listing and eviction
+// (see the header; the directory's files are reached through
+// cache/cache_directory.h).
 #include "cache/persistent_cache.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <random>
 
 #include "cache/build_id.h"  // generated: cmake/build_id.cmake
 #include "cache/persistent_entry.h"
@@ -33,16 +22,8 @@ namespace {
 
 constexpr std::string_view entry_extension = ".kiln";
 constexpr std::string_view hits_extension = ".hits";
-constexpr std::string_view temporary_prefix = ".tmp-";
 // A temporary file this old belongs to a writer that died.
 constexpr double abandoned_seconds = 3600;
-
-/// Reading failed for a reason that says nothing about the file's content
-/// (too many open files, no memory): the entry is left alone.
-class ReadFailure : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -65,30 +46,6 @@ uint64_t parse_bytes(const char* text) {
     return uint64_t{1} << 30;
   }
   return static_cast<uint64_t>(value * scale);
-}
-
-std::string temporary_name() {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t salt = std::random_device{}();
-  return std::string(temporary_prefix) + std::to_string(::getpid()) + "-" + std::to_string(salt) + "-" +
-         std::to_string(counter.fetch_add(1));
-}
-
-bool write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) return false;
-    done += static_cast<size_t>(wrote);
-  }
-  return true;
-}
-
-std::string mode_text(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
 }
 
 // An entry this process may run: written by this build, for this target, under its name.
@@ -123,6 +80,7 @@ PersistentOptions PersistentOptions::from_environment() {
     options.enabled = false;
   }
   if (const char* bound = std::getenv("KILN_CACHE_MAX_BYTES"); bound && *bound) options.max_bytes = parse_bytes(bound);
+  if (const char* key = std::getenv("KILN_CACHE_KEY_FILE"); key && *key) options.key_file = key;
   return options;
 }
 
@@ -134,7 +92,9 @@ std::string persistent_key(const ir::Graph& graph, const runtime::Backend& backe
   out.add_string(backend.target());
   out.add(graph.structure_hash());
   out.add(graph.literal_hash());
-  out.add_string(ops::graph_text(graph));
+  // Source lines and names are not part of the code: an edit above a jitted
+  // function, or a rename, keeps its entries.
+  out.add_string(ops::graph_text(graph, /*sources=*/false));
   XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
   char text[33];
   std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(hash.high64),
@@ -144,98 +104,29 @@ std::string persistent_key(const ir::Graph& graph, const runtime::Backend& backe
 
 PersistentCache::PersistentCache(PersistentOptions options) : options_(std::move(options)) {}
 
-PersistentCache::~PersistentCache() {
-  if (directory_fd_ >= 0) ::close(directory_fd_);
-}
+PersistentCache::~PersistentCache() = default;
 
-std::string PersistentCache::open_directory() {
-  const std::string& directory = options_.directory;
-  if (options_.create) {
-    std::error_code error;
-    std::filesystem::path path(directory);
-    if (path.has_parent_path() && !std::filesystem::exists(path.parent_path(), error))
-      std::filesystem::create_directories(path.parent_path(), error);
-    if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST)
-      return std::string("it cannot be created: ") + std::strerror(errno);
+std::string PersistentCache::open() {
+  if (!options_.key_file.empty()) {
+    std::string problem;
+    key_ = read_signing_key(options_.key_file, problem);
+    if (!key_) return "its signing key KILN_CACHE_KEY_FILE=" + options_.key_file + " is refused: " + problem;
   }
-  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    int error = errno;
-    struct stat link {};
-    bool symbolic = ::lstat(directory.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
-    if (error == ELOOP || symbolic) return "it is a symbolic link";
-    if (error == ENOTDIR) return "it is not a directory";
-    return std::string("it cannot be opened: ") + std::strerror(error);
-  }
-  struct stat status {};
-  std::string problem;
-  if (::fstat(fd, &status) != 0) {
-    problem = std::string("it cannot be read: ") + std::strerror(errno);
-  } else if (status.st_uid != ::geteuid()) {
-    problem = "it belongs to user id " + std::to_string(status.st_uid) + ", not to this user (" +
-              std::to_string(::geteuid()) + ")";
-  } else if (status.st_mode & (S_IWGRP | S_IWOTH)) {
-    problem = std::string("it is writable by ") + ((status.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " +
-              mode_text(status.st_mode) + ")";
-  }
-  if (!problem.empty()) {
-    ::close(fd);
-    return problem;
-  }
-  directory_fd_ = fd;
-  return {};
+  return directory_.open(options_.directory, options_.create, /*shared=*/key_.has_value());
 }
 
 bool PersistentCache::usable() {
   std::call_once(checked_, [this] {
     if (!options_.enabled) return;
-    std::string problem = open_directory();
+    std::string problem = open();
     if (problem.empty()) return;
+    key_.reset();
     telemetry::warn("the persistent compilation cache '" + options_.directory + "' is not used: " + problem +
                     ". Executables are compiled as if it were empty. Fix: make it a directory of your own with "
-                    "mode 0700 (chmod 700), point KILN_CACHE_DIR at one, or set KILN_CACHE=off");
+                    "mode 0700 (chmod 700), or sign its entries (KILN_CACHE_KEY_FILE), point KILN_CACHE_DIR at "
+                    "another, or set KILN_CACHE=off");
   });
-  return directory_fd_ >= 0;
-}
-
-std::string PersistentCache::path_of(const std::string& name) const { return options_.directory + "/" + name; }
-
-// The whole file, never through a symbolic link and never blocking on a pipe
-// someone put there; empty when there is no such file.
-std::string PersistentCache::read_file(const std::string& name) const {
-  int fd = ::openat(directory_fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP) throw EntryProblem("it is a symbolic link");
-    if (errno == ENOENT) return {};
-    throw ReadFailure(std::string("it cannot be opened: ") + std::strerror(errno));
-  }
-  struct stat status {};
-  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-    ::close(fd);
-    throw EntryProblem("it is not a regular file");
-  }
-  std::string bytes;
-  try {
-    bytes.resize(static_cast<size_t>(status.st_size));
-  } catch (const std::bad_alloc&) {
-    ::close(fd);
-    throw ReadFailure("it is too large to read into memory");
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    done += static_cast<size_t>(got);
-  }
-  ::close(fd);
-  bytes.resize(done);
-  return bytes;
-}
-
-bool PersistentCache::exists(const std::string& name) const {
-  struct stat status {};
-  return ::fstatat(directory_fd_, name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0;
+  return directory_.is_open();
 }
 
 void PersistentCache::discard(const std::string& key, const std::string& reason) {
@@ -243,17 +134,32 @@ void PersistentCache::discard(const std::string& key, const std::string& reason)
   log_line("discarded " + key + std::string(entry_extension) + ": " + reason + "; compiling again");
 }
 
+std::string PersistentCache::check_entry(std::string_view bytes, const std::string& key,
+                                         const runtime::Backend& backend) const {
+  try {
+    DecodedEntry entry = decode_entry(bytes);
+    check_signature(entry, key_ ? &*key_ : nullptr);
+    check_header(entry.header, key, backend);
+    return {};
+  } catch (const EntryProblem& problem) {
+    return problem.what();
+  }
+}
+
 std::optional<PersistentCache::Loaded> PersistentCache::load(const std::shared_ptr<const ir::Graph>& graph,
                                                              const std::string& key, const runtime::Backend& backend) {
   if (!usable()) return std::nullopt;
   std::string name = key + std::string(entry_extension);
   try {
-    std::string bytes = read_file(name);
-    if (bytes.empty() && !exists(name)) {
+    std::string bytes = directory_.read(name);
+    if (bytes.empty() && !directory_.exists(name)) {
       log_line("miss " + key + " '" + graph->name + "'");
       return std::nullopt;
     }
+    // The signature is checked before anything of the entry is used: an
+    // entry that does not verify is never linked, let alone run.
     DecodedEntry entry = decode_entry(bytes);
+    check_signature(entry, key_ ? &*key_ : nullptr);
     check_header(entry.header, key, backend);
     Loaded loaded;
     try {
@@ -263,17 +169,13 @@ std::optional<PersistentCache::Loaded> PersistentCache::load(const std::shared_p
     }
     if (!loaded.executable) throw EntryProblem("the backend cannot load it");
     loaded.compile_seconds = entry.header.compile_seconds;
-    // A byte per hit: its size counts them, its time is the entry's last use.
-    int fd = ::openat(directory_fd_, (key + std::string(hits_extension)).c_str(),
-                      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      [[maybe_unused]] ssize_t wrote = ::write(fd, "+", 1);
-      ::close(fd);
-    }
+    directory_.append_byte(key + std::string(hits_extension));
     log_line("hit " + key + " '" + graph->name + "' (compiling took " +
              std::to_string(entry.header.compile_seconds * 1e3) + " ms)");
     return loaded;
   } catch (const EntryProblem& problem) {
+    discard(key, problem.what());
+  } catch (const FileProblem& problem) {
     discard(key, problem.what());
   } catch (const std::exception& failure) {
     // Nothing says the entry is bad (a full descriptor table, a linker
@@ -291,81 +193,57 @@ void PersistentCache::store(const ir::Graph& graph, const std::string& key, cons
     if (saved.empty()) return;
     EntryHeader header{build_id(), backend.target(), key,
                        graph.name, compile_seconds,  static_cast<int64_t>(now_seconds())};
-    std::string bytes = encode_entry(header, saved);
-    std::string temporary = temporary_name();
-    int fd = ::openat(directory_fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      log_line("cannot write " + path_of(temporary) + ": " + std::strerror(errno));
+    std::string bytes = encode_entry(header, saved, key_ ? &*key_ : nullptr);
+    if (std::string problem = write_entry(key, bytes); !problem.empty()) {
+      log_line(problem);
       return;
     }
-    bool written = write_all(fd, bytes);
-    written = ::close(fd) == 0 && written;
-    // renameat replaces atomically: a reader sees the old file or the new
-    // one, never part of either; two writers of one key write equivalent code.
-    std::string name = key + std::string(entry_extension);
-    if (!written || ::renameat(directory_fd_, temporary.c_str(), directory_fd_, name.c_str()) != 0) {
-      int error = errno;
-      ::unlinkat(directory_fd_, temporary.c_str(), 0);
-      log_line("cannot write " + name + ": " + std::strerror(error));
-      return;
-    }
-    int hits = ::openat(directory_fd_, (key + std::string(hits_extension)).c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (hits >= 0) ::close(hits);
-    log_line("wrote " + key + " '" + graph.name + "' (" + std::to_string(bytes.size()) + " bytes)");
+    log_line("wrote " + key + " '" + graph.name + "' (" + std::to_string(bytes.size()) + " bytes" +
+             (key_ ? ", signed" : "") + ")");
     evict(options_.max_bytes);
   } catch (const std::exception& failure) {
     log_line("could not save " + key + ": " + failure.what());
   }
 }
 
-std::vector<std::string> PersistentCache::names() const {
-  std::vector<std::string> found;
-  int fd = ::dup(directory_fd_);
-  if (fd < 0) return found;
-  DIR* listing = ::fdopendir(fd);
-  if (!listing) {
-    ::close(fd);
-    return found;
-  }
-  ::rewinddir(listing);
-  while (dirent* item = ::readdir(listing)) found.emplace_back(item->d_name);
-  ::closedir(listing);
-  return found;
+std::string PersistentCache::entry_bytes(const std::string& key) const {
+  return directory_.is_open() ? directory_.read(key + std::string(entry_extension)) : std::string();
 }
 
-// With nanoseconds: entries written within one second still have an order.
-PersistentCache::FileStatus PersistentCache::status_of(const std::string& name) const {
-  struct stat status {};
-  if (::fstatat(directory_fd_, name.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0) return {};
-  return {static_cast<uint64_t>(status.st_size),
-          static_cast<double>(status.st_mtim.tv_sec) + 1e-9 * static_cast<double>(status.st_mtim.tv_nsec)};
+std::string PersistentCache::write_entry(const std::string& key, const std::string& bytes) {
+  if (!usable()) return "the cache directory is not usable";
+  if (std::string problem = directory_.write(key + std::string(entry_extension), bytes); !problem.empty())
+    return problem;
+  directory_.truncate(key + std::string(hits_extension));
+  return {};
 }
 
 std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backend* check) {
   std::vector<EntryInfo> found;
   if (!usable()) return found;
-  for (const std::string& name : names()) {
+  for (const std::string& name : directory_.names()) {
     if (name.size() <= entry_extension.size() || !name.ends_with(entry_extension)) continue;
     EntryInfo info;
     info.key = name.substr(0, name.size() - entry_extension.size());
-    info.path = path_of(name);
-    FileStatus entry = status_of(name), hits = status_of(info.key + std::string(hits_extension));
+    info.path = directory_.path_of(name);
+    CacheDirectory::Status entry = directory_.status(name),
+                           hits = directory_.status(info.key + std::string(hits_extension));
     info.bytes = entry.bytes;
     info.hits = static_cast<int64_t>(hits.bytes);
     info.last_used = std::max(entry.modified, hits.modified);
-    if (!read) {
-      found.push_back(std::move(info));
-      continue;
-    }
-    try {
-      DecodedEntry decoded = decode_entry(read_file(name));
-      info.function = decoded.header.function;
-      info.compile_seconds = decoded.header.compile_seconds;
-      info.created = decoded.header.created;
-      if (check) check_header(decoded.header, info.key, *check);
-    } catch (const std::exception& problem) {
-      info.problem = problem.what();
+    if (read) {
+      try {
+        std::string bytes = directory_.read(name);
+        DecodedEntry decoded = decode_entry(bytes);
+        info.function = decoded.header.function;
+        info.compile_seconds = decoded.header.compile_seconds;
+        info.created = decoded.header.created;
+        info.signature = decoded.tag.empty() ? "unsigned" : "signed";
+        check_signature(decoded, key_ ? &*key_ : nullptr);
+        if (check) check_header(decoded.header, info.key, *check);
+      } catch (const std::exception& problem) {
+        info.problem = problem.what();
+      }
     }
     found.push_back(std::move(info));
   }
@@ -375,17 +253,17 @@ std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backen
 
 void PersistentCache::remove(const std::string& key) {
   if (!usable()) return;
-  ::unlinkat(directory_fd_, (key + std::string(entry_extension)).c_str(), 0);
-  ::unlinkat(directory_fd_, (key + std::string(hits_extension)).c_str(), 0);
+  directory_.remove(key + std::string(entry_extension));
+  directory_.remove(key + std::string(hits_extension));
 }
 
 size_t PersistentCache::clear() {
   size_t removed = 0;
   if (!usable()) return removed;
-  for (const std::string& name : names()) {
+  for (const std::string& name : directory_.names()) {
     bool entry = name.ends_with(entry_extension);
-    if (entry || name.ends_with(hits_extension) || name.starts_with(temporary_prefix))
-      if (::unlinkat(directory_fd_, name.c_str(), 0) == 0 && entry) ++removed;
+    if (entry || name.ends_with(hits_extension) || CacheDirectory::is_temporary(name))
+      if (directory_.remove(name) && entry) ++removed;
   }
   return removed;
 }
@@ -395,10 +273,10 @@ void PersistentCache::evict(uint64_t max_bytes) {
   std::vector<EntryInfo> all = entries(/*read=*/false);
   uint64_t total = 0;
   double now = now_seconds();
-  for (const std::string& name : names()) {
-    if (!name.starts_with(temporary_prefix)) continue;
-    FileStatus temporary = status_of(name);
-    if (now - temporary.modified > abandoned_seconds && ::unlinkat(directory_fd_, name.c_str(), 0) == 0) continue;
+  for (const std::string& name : directory_.names()) {
+    if (!CacheDirectory::is_temporary(name)) continue;
+    CacheDirectory::Status temporary = directory_.status(name);
+    if (now - temporary.modified > abandoned_seconds && directory_.remove(name)) continue;
     total += temporary.bytes;
   }
   for (const EntryInfo& info : all) total += info.bytes + static_cast<uint64_t>(info.hits);

@@ -9,7 +9,15 @@
 //
 // KILN_CACHE=off disables it; KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln,
 // else ~/.cache/kiln) places it; KILN_CACHE_MAX_BYTES bounds it (default
-// 1 GiB; K, M and G suffixes), least recently used entries going first.
+// 1 GiB; K, M and G suffixes), least recently used entries going first;
+// KILN_CACHE_KEY_FILE signs every entry written and loads only entries
+// signed with that key (cache/entry_signing.h), and then the directory may
+// be shared with others.
+//
+// The key of an entry holds what its code depends on and nothing else: not
+// the source lines of the graph's nodes, not its file paths, not the
+// function's name, so code added above a jitted function, or a rename,
+// finds the entries compiled before.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache_directory.h"
+#include "cache/entry_signing.h"
 #include "runtime/executable.h"
 
 namespace kiln::cache {
@@ -27,8 +37,9 @@ struct PersistentOptions {
   bool enabled = true;
   std::string directory;
   uint64_t max_bytes = uint64_t{1} << 30;
-  bool create = true;  // make the directory (0700) when it is missing
-  /// From KILN_CACHE, KILN_CACHE_DIR and KILN_CACHE_MAX_BYTES.
+  bool create = true;    // make the directory (0700) when it is missing
+  std::string key_file;  // KILN_CACHE_KEY_FILE: sign entries, load only signed ones
+  /// From KILN_CACHE, KILN_CACHE_DIR, KILN_CACHE_MAX_BYTES and KILN_CACHE_KEY_FILE.
   static PersistentOptions from_environment();
 };
 
@@ -42,12 +53,14 @@ struct EntryInfo {
   std::string function;
   double compile_seconds = 0;
   int64_t created = 0;
-  std::string problem;  // why this process would discard it; empty when sound
+  std::string signature;  // "signed" or "unsigned"
+  std::string problem;    // why this process would discard it; empty when sound
 };
 
 /// Everything the code of `graph` compiled by `backend` depends on, as 32
 /// hex digits: the graph (structure, every literal's exact value, dtypes and
-/// shapes of its inputs), kiln's build, and the backend's target.
+/// shapes of its inputs; not its source lines or names), kiln's build, and
+/// the backend's target.
 std::string persistent_key(const ir::Graph& graph, const runtime::Backend& backend);
 /// The build of kiln this process runs: its version and a digest of its sources.
 const char* build_id();
@@ -59,11 +72,14 @@ class PersistentCache {
   PersistentCache(const PersistentCache&) = delete;
   PersistentCache& operator=(const PersistentCache&) = delete;
   const PersistentOptions& options() const { return options_; }
-  /// Whether entries are read and written: enabled, and the directory exists
-  /// (created 0700 if missing), is a directory and no symbolic link, belongs
-  /// to this user and is writable by no one else. Checked once, on the
-  /// descriptor every later access goes through; a refusal warns once.
+  /// Whether entries are read and written: enabled, the signing key (if one
+  /// is named) accepted, and the directory exists (created 0700 if missing),
+  /// is a directory and no symbolic link, and — unless entries are signed —
+  /// belongs to this user and is writable by no one else. Checked once, on
+  /// the descriptor every later access goes through; a refusal warns once.
   bool usable();
+  /// Whether entries are signed and only signed ones load.
+  bool signing() const { return key_.has_value(); }
 
   struct Loaded {
     std::shared_ptr<const runtime::Executable> executable;
@@ -79,6 +95,14 @@ class PersistentCache {
   void store(const ir::Graph& graph, const std::string& key, const runtime::Backend& backend,
              const runtime::Executable& executable, double compile_seconds);
 
+  /// Why the bytes of an entry may not be loaded under `key` by this
+  /// process (format, checksum, signature, build, target); empty when they may.
+  std::string check_entry(std::string_view bytes, const std::string& key, const runtime::Backend& backend) const;
+  /// The bytes of the entry saved under `key` (empty when there is none).
+  std::string entry_bytes(const std::string& key) const;
+  /// Writes entry bytes under `key` as they are; returns why not, or nothing.
+  std::string write_entry(const std::string& key, const std::string& bytes);
+
   /// Every entry: with `read`, its header read too (a malformed file's
   /// problem reported); with `check`, also checked against this build and
   /// that backend's target, as a load would.
@@ -92,21 +116,13 @@ class PersistentCache {
   void evict(uint64_t max_bytes);
 
  private:
-  struct FileStatus {
-    uint64_t bytes = 0;
-    double modified = 0;
-  };
-  std::string open_directory();
-  std::string path_of(const std::string& name) const;
-  std::string read_file(const std::string& name) const;
-  bool exists(const std::string& name) const;
-  FileStatus status_of(const std::string& name) const;
-  std::vector<std::string> names() const;
+  std::string open();
   void discard(const std::string& key, const std::string& reason);
 
   PersistentOptions options_;
   std::once_flag checked_;
-  int directory_fd_ = -1;
+  std::optional<SigningKey> key_;
+  CacheDirectory directory_;
 };
 
 /// The process's persistent cache.

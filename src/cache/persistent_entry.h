@@ -1,8 +1,10 @@
 // One file of the persistent cache: a header saying which build of kiln
 // wrote it, for which target and under which key, a checksum over all of it,
-// and the saved executable (runtime::Backend::save). Any file that is not
-// exactly such an entry — empty, cut short, one bit flipped, another
-// format, garbage — fails to decode with the reason, and is never run.
+// the saved executable (runtime::Backend::save), and, when the writer had a
+// signing key, an HMAC-SHA256 tag over everything before it. Any file that
+// is not exactly such an entry — empty, cut short, one bit flipped, another
+// format, garbage — fails to decode with the reason, and is never run; with
+// a key, neither is an entry whose tag does not verify.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,8 @@ struct EntryHeader {
 struct DecodedEntry {
   EntryHeader header;
   std::string executable;
+  std::string_view signed_bytes;  // what the tag covers (a view of the decoded bytes)
+  std::string_view tag;           // empty when the writer had no key
 };
 
 /// Why a file is not an entry this process may load.
@@ -32,8 +36,13 @@ class EntryProblem : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::string encode_entry(const EntryHeader& header, std::string_view executable);
-/// Throws EntryProblem when `bytes` are not a well-formed entry.
+struct SigningKey;
+
+/// The entry's bytes, signed under `key` when there is one.
+std::string encode_entry(const EntryHeader& header, std::string_view executable, const SigningKey* key);
+/// Throws EntryProblem when `bytes` are not a well-formed entry. The result views `bytes`.
 DecodedEntry decode_entry(std::string_view bytes);
+/// Throws EntryProblem unless the entry's tag verifies under `key` (none: nothing to check).
+void check_signature(const DecodedEntry& entry, const SigningKey* key);
 
 }  // namespace kiln::cache

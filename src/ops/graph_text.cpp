@@ -36,13 +36,13 @@ std::string describe_node(const ir::Node& node) {
 }
 
 // A control node's bodies print under it, indented one level further.
-void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::string& indent) {
+void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::string& indent, bool sources) {
   const std::vector<ir::Node>& nodes = graph.nodes;
   auto signature = [&](const std::vector<ir::ValueId>& ids) {
     for (size_t i = 0; i < ids.size(); ++i)
       out << (i ? ", " : "") << "%" << ids[i] << ": " << ir::symbolic_type_string(nodes[static_cast<size_t>(ids[i])]);
   };
-  out << indent << "graph " << graph.name << "(";
+  out << indent << "graph " << (sources ? graph.name : "") << "(";
   signature(graph.arguments);
   out << ")";
   if (!graph.captures.empty()) {
@@ -62,10 +62,13 @@ void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::st
     for (ir::ValueId input : node.inputs) line << " %" << input;
     line << " : " << ir::symbolic_type_string(node);
     text = line.str();
-    const size_t comment_column = 48 + indent.size();
-    if (text.size() < comment_column) text.append(comment_column - text.size(), ' ');
-    out << text << "  # " << detail::location_string(node.where) << "\n";
-    for (const auto& body : node.bodies) append_graph(out, *body, indent + "    ");
+    if (sources) {
+      const size_t comment_column = 48 + indent.size();
+      if (text.size() < comment_column) text.append(comment_column - text.size(), ' ');
+      text += "  # " + detail::location_string(node.where);
+    }
+    out << text << "\n";
+    for (const auto& body : node.bodies) append_graph(out, *body, indent + "    ", sources);
   }
   out << indent << "  return";
   for (size_t i = 0; i < graph.outputs.size(); ++i) out << (i ? ", %" : " %") << graph.outputs[i];
@@ -74,9 +77,9 @@ void append_graph(std::ostringstream& out, const ir::Graph& graph, const std::st
 
 }  // namespace
 
-std::string graph_text(const ir::Graph& graph) {
+std::string graph_text(const ir::Graph& graph, bool sources) {
   std::ostringstream out;
-  append_graph(out, graph, "");
+  append_graph(out, graph, "", sources);
   return out.str();
 }
 

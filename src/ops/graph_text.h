@@ -7,7 +7,9 @@
 
 namespace kiln::ops {
 
-/// Human-readable text, one node per line with its source line.
-std::string graph_text(const ir::Graph& graph);
+/// Human-readable text, one node per line with its source line. Without
+/// `sources`, no source line and no graph name: the text of what the graph
+/// computes alone (the persistent cache's key hashes it).
+std::string graph_text(const ir::Graph& graph, bool sources = true);
 
 }  // namespace kiln::ops

@@ -2,11 +2,23 @@
 // jitted functions (a small MLP's loss and gradients, an RNN over a scan, a
 // loop compiled whole), whose results it prints exactly (as hex floats) with
 // the process's compile and persistent-hit counts.
-//   KILN_CACHE_DIR=dir kiln_persistent_child [first | second | both | dynamic LENGTH]
+//   KILN_CACHE_DIR=dir kiln_persistent_child [first | second | both | dynamic LENGTH | lines]
+// `lines` also prints the gradients' IR, whose nodes name their source lines.
+//
+// Built a second time as kiln_persistent_child_moved (KILN_CHILD_MOVED):
+// every line further down, in a file of another name, the functions
+// renamed. Its keys must be the first program's.
 #include <kiln/kiln.h>
 
 #include <cstdio>
 #include <string>
+
+#ifdef KILN_CHILD_MOVED
+#define CHILD_NAME(name) "moved_" name
+#line 5000 "moved_child.cpp"
+#else
+#define CHILD_NAME(name) name
+#endif
 
 using kiln::Array;
 
@@ -54,17 +66,19 @@ int dynamic_length(int64_t length) {
 
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "dynamic") return dynamic_length(std::stoll(argv[2]));
-  if (argc > 1) return twins(argv[1]);
+  bool lines = argc > 1 && std::string(argv[1]) == "lines";
+  if (argc > 1 && !lines) return twins(argv[1]);
   Array w1 = kiln::random::normal(kiln::random::key(1), {16, 32}) * 0.2f;
   Array w2 = kiln::random::normal(kiln::random::key(2), {32, 4}) * 0.2f;
   Array x = kiln::random::normal(kiln::random::key(3), {8, 16});
   auto loss = [](const Array& a, const Array& b, const Array& input) {
     return kiln::mean(kiln::square(kiln::matmul(kiln::tanh(kiln::matmul(input, a)), b) - 0.5f));
   };
-  auto gradients = kiln::jit(kiln::grad(loss, {0, 1}), {.name = "mlp_gradients"});
+  auto gradients = kiln::jit(kiln::grad(loss, {0, 1}), {.name = CHILD_NAME("mlp_gradients")});
   auto [g1, g2, unused] = gradients(w1, w2, x);  // a tuple over every argument
   print("g1", g1);
   print("g2", g2);
+  if (lines) std::printf("%s", gradients.lower(w1, w2, x).to_string().c_str());
 
   Array u = kiln::random::normal(kiln::random::key(4), {8, 8}) * 0.3f;
   auto rnn = kiln::jit(
@@ -76,7 +90,7 @@ int main(int argc, char** argv) {
         auto [last, sums] = kiln::scan(step, h0, xs);
         return last + kiln::sum(sums);
       },
-      {.name = "rnn"});
+      {.name = CHILD_NAME("rnn")});
   print("rnn", rnn(kiln::zeros({8}), kiln::random::normal(kiln::random::key(5), {30, 8})));
 
   auto decay = kiln::jit(
@@ -84,7 +98,7 @@ int main(int argc, char** argv) {
         return kiln::fori_loop(
             0, 1000, [](const Array&, const Array& value) { return value * 0.99f + 0.01f; }, v);
       },
-      {.name = "decay"});
+      {.name = CHILD_NAME("decay")});
   print("decay", decay(kiln::array({1.0f, 2.0f, 3.0f, 4.0f})));
 
   kiln::CacheStats stats = kiln::global_cache_stats();
