@@ -150,6 +150,21 @@ Arrays derivative_scan(const std::string& name, Location where, const Arrays& ca
 
 // ---- forward mode --------------------------------------------------------------
 
+// Forward mode through a closed body (its captures trailing arguments) inside
+// a derivative body: `a` holds the body's `count` operands, then the tangents
+// of those at `moving`; the captures and their tangents come from outside.
+// The outputs, then the tangents of those at `differentiable`.
+Arrays forward_through(const ir::Graph& body, const Arrays& a, size_t count, const std::vector<size_t>& moving,
+                       const Arrays& captures, std::span<const Array> capture_tangents,
+                       const std::vector<size_t>& differentiable, Location where) {
+  Arrays arguments = joined(slice(a, 0, count), captures), argument_tangents(arguments.size()), outputs;
+  for (size_t j = 0; j < moving.size(); ++j) argument_tangents[moving[j]] = a[count + j];
+  for (size_t c = 0; c < captures.size(); ++c) argument_tangents[count + c] = capture_tangents[c];
+  Arrays output_tangents = forward(body, arguments, {}, argument_tangents, outputs);
+  for (size_t r : differentiable) outputs.push_back(or_zero(output_tangents[r], outputs[r], where));
+  return outputs;
+}
+
 ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std::span<const Array> tangents) {
   Location where = node.where;
   Layout layout{ir::leading_operand_count(node, operands.size()), operands};
@@ -164,12 +179,8 @@ ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std:
     return ops::apply_graph(*node.bodies[0], slice(a, 0, n), condition_captures);
   };
   auto body_fn = [&](const Arrays& a) {
-    Arrays arguments = joined(slice(a, 0, n), body_captures), argument_tangents(arguments.size()), outputs;
-    for (size_t j = 0; j < carried.size(); ++j) argument_tangents[carried[j]] = a[n + j];
-    for (size_t c = 0; c < body_captures.size(); ++c) argument_tangents[n + c] = tangents[body_begin + c];
-    Arrays output_tangents = forward(*body_graph, arguments, {}, argument_tangents, outputs);
-    for (size_t k : carried) outputs.push_back(or_zero(output_tangents[k], outputs[k], where));
-    return outputs;
+    return forward_through(*body_graph, a, n, carried, body_captures,
+                           tangents.subspan(body_begin, body_captures.size()), carried, where);
   };
   std::vector<detail::TracedBody> bodies;
   bodies.push_back(trace_derivative("while_loop condition (jvp)", where, leading, condition_fn));
@@ -192,12 +203,8 @@ ControlJvp jvp_cond(const ir::Node& node, std::span<const Array> operands, std::
     Arrays captures = layout.captures(node, b);
     size_t begin = layout.capture_begin(node, b);
     auto branch_fn = [&](const Arrays& a) {
-      Arrays arguments = joined(slice(a, 0, m), captures), argument_tangents(arguments.size()), outputs;
-      for (size_t j = 0; j < moving.size(); ++j) argument_tangents[moving[j]] = a[m + j];
-      for (size_t c = 0; c < captures.size(); ++c) argument_tangents[m + c] = tangents[begin + c];
-      Arrays output_tangents = forward(*branch, arguments, {}, argument_tangents, outputs);
-      for (size_t r : differentiable) outputs.push_back(or_zero(output_tangents[r], types[r], where));
-      return outputs;
+      return forward_through(*branch, a, m, moving, captures, tangents.subspan(begin, captures.size()), differentiable,
+                             where);
     };
     bodies.push_back(trace_derivative("cond branch " + std::to_string(b) + " (jvp)", where, examples, branch_fn));
   }
