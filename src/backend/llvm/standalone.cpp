@@ -27,21 +27,21 @@ NativeKernelEntry native_kernel(ops::NativeKernel kernel) {
   using K = ops::NativeKernel;
   using namespace standalone;
   switch (kernel) {
-    case K::transpose: return {emit_transpose, false, true};
-    case K::slice: return {emit_slice, false, true};
-    case K::reverse: return {emit_reverse, false, true};
-    case K::concatenate: return {emit_concatenate, false, true};
-    case K::pad: return {emit_pad, false, true};
+    case K::transpose: return {.emit = emit_transpose, .serves_every_size = true};
+    case K::slice: return {.emit = emit_slice, .serves_every_size = true};
+    case K::reverse: return {.emit = emit_reverse, .serves_every_size = true};
+    case K::concatenate: return {.emit = emit_concatenate, .serves_every_size = true};
+    case K::pad: return {.emit = emit_pad, .serves_every_size = true};
 
-    case K::take: return {emit_take, false, true};
-    case K::scatter_add: return {emit_scatter_add, true, false};
-    case K::dynamic_slice: return {emit_dynamic_slice, false, false};
-    case K::dynamic_update_slice: return {emit_dynamic_update_slice, false, false};
+    case K::take: return {.emit = emit_take, .serves_every_size = true};
+    case K::scatter_add: return {.emit = emit_scatter_add, .computes = true};
+    case K::dynamic_slice: return {.emit = emit_dynamic_slice};
+    case K::dynamic_update_slice: return {.emit = emit_dynamic_update_slice};
 
-    case K::cumsum: return {emit_cumsum, true, false};
-    case K::argument_reduce: return {emit_argument_reduce, true, false};
-    case K::random: return {emit_random, true, false};
-    case K::integer_matmul: return {emit_integer_matmul, true, false};
+    case K::cumsum: return {.emit = emit_cumsum, .computes = true};
+    case K::argument_reduce: return {.emit = emit_argument_reduce, .computes = true};
+    case K::random: return {.emit = emit_random, .computes = true};
+    case K::integer_matmul: return {.emit = emit_integer_matmul, .computes = true};
     case K::none: break;
   }
   return {};
