@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config clang-format
+  g++ cmake ninja-build ccache pkg-config clang-format
   libxxhash-dev nlohmann-json3-dev libopenblas-dev liblapacke-dev llvm-16-dev libopenmpi-dev openmpi-bin libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch

@@ -11,7 +11,10 @@ python3 scripts/check_layers.py
 scripts/format.sh --check
 
 build=build/release
-options=(-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON)
+# A new warning in kiln's own sources fails the Release build (KILN_WERROR);
+# the sanitizer builds below keep warnings as warnings: instrumented code
+# draws reports from GCC's flow analysis that plain builds do not.
+options=(-DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON -DKILN_WERROR=ON)
 if [ "${1:-}" = "--sanitize" ]; then
   build=build/sanitize
   options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_VERIFY=ON)

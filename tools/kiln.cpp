@@ -210,22 +210,24 @@ int main(int argc, char** argv) {
     std::fputs(usage, stderr);
     return 2;
   }
+  const std::string& command = words[1];
+  // An unknown command is refused before the cache is opened: the usage is
+  // the answer whatever state the directory is in.
+  if (!with_file && command != "ls" && command != "stats" && command != "verify" && command != "clear") {
+    std::fprintf(stderr, "kiln: unknown command 'cache %s'\n\n%s", command.c_str(), usage);
+    return 2;
+  }
   kiln::cache::PersistentCache cache(options);
   if (!cache.usable()) return 1;  // the warning said why
-  const std::string& command = words[1];
   if (command == "ls") return list(cache, json);
   if (command == "stats") return stats(cache, json);
   if (command == "verify") return verify(cache, json, remove);
   if (with_file) return bundle(cache, command, words[2], function, json);
-  if (command == "clear") {
-    size_t removed = cache.clear();
-    if (json) {
-      std::printf("%s\n", nlohmann::json{{"removed", removed}}.dump(2).c_str());
-    } else {
-      std::printf("removed %zu entries from %s\n", removed, options.directory.c_str());
-    }
-    return 0;
+  size_t removed = cache.clear();
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"removed", removed}}.dump(2).c_str());
+  } else {
+    std::printf("removed %zu entries from %s\n", removed, options.directory.c_str());
   }
-  std::fprintf(stderr, "kiln: unknown command 'cache %s'\n\n%s", command.c_str(), usage);
-  return 2;
+  return 0;
 }

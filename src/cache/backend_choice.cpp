@@ -10,15 +10,23 @@
 
 namespace kiln::cache {
 
-const runtime::Backend& default_backend() {
-  static const runtime::Backend& chosen = []() -> const runtime::Backend& {
+namespace {
+bool interpreter_chosen() {
+  static const bool interpreter = [] {
     const char* name = std::getenv("KILN_BACKEND");
-    if (!name || !*name || std::strcmp(name, "llvm") == 0) return llvm_backend::llvm_backend();
-    if (std::strcmp(name, "interp") == 0) return interp::interpreter_backend();
+    if (!name || !*name || std::strcmp(name, "llvm") == 0) return false;
+    if (std::strcmp(name, "interp") == 0) return true;
     std::fprintf(stderr, "kiln: KILN_BACKEND=%s is unknown (llvm or interp); using llvm\n", name);
-    return llvm_backend::llvm_backend();
+    return false;
   }();
-  return chosen;
+  return interpreter;
 }
+}  // namespace
+
+const runtime::Backend& default_backend() {
+  return interpreter_chosen() ? interp::interpreter_backend() : llvm_backend::llvm_backend();
+}
+
+bool native_backend_chosen() { return !interpreter_chosen(); }
 
 }  // namespace kiln::cache

@@ -6,6 +6,9 @@
 
 namespace kiln::cache {
 
+/// The backend KILN_BACKEND names, read once (an unknown name warns and means llvm).
 const runtime::Backend& default_backend();
+/// Whether that backend is the native one: eager operations compile only there.
+bool native_backend_chosen();
 
 }  // namespace kiln::cache

@@ -3,11 +3,10 @@
 // (operation, dtypes, shapes) compiles once — and elementwise kernels, whose
 // code does not depend on the shape, once per operation and dtypes. The ops
 // layer calls this through the hook installed here (ops/apply.h).
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <vector>
 
+#include "cache/backend_choice.h"
 #include "cache/graph_cache.h"
 #include "ops/apply.h"
 
@@ -18,16 +17,8 @@ namespace {
 // than the reference kernel.
 constexpr int64_t compiled_threshold = int64_t{1} << 14;
 
-bool native_backend() {
-  static const bool native = [] {
-    const char* name = std::getenv("KILN_BACKEND");
-    return !name || !*name || std::strcmp(name, "interp") != 0;
-  }();
-  return native;
-}
-
 bool wants(int64_t elements, bool native_rounding) {
-  return (native_rounding || elements >= compiled_threshold) && native_backend();
+  return (native_rounding || elements >= compiled_threshold) && cache::native_backend_chosen();
 }
 
 Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {

@@ -3,44 +3,44 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <list>
 #include <mutex>
-#include <unordered_map>
+#include <unordered_set>
 
 #include "cache/backend_choice.h"
 #include "cache/persistent_cache.h"
+#include "core/lru_map.h"
 #include "transform/verify.h"
 
 namespace kiln::cache {
 
 namespace {
 
-struct Slot {
-  std::shared_ptr<const ir::Graph> graph;
-  std::shared_ptr<const runtime::Executable> executable;  // null while compiling
+// A graph as the cache knows it: by its key, confirmed by structure and literal values.
+struct CachedGraph {
   uint64_t key = 0;
-  std::list<Slot*>::iterator recency;
+  std::shared_ptr<const ir::Graph> graph;
+};
+struct CachedGraphHash {
+  size_t operator()(const CachedGraph& cached) const { return static_cast<size_t>(cached.key); }
+};
+struct SameGraph {
+  bool operator()(const CachedGraph& a, const CachedGraph& b) const {
+    return a.key == b.key && a.graph->structurally_equal(*b.graph) && a.graph->same_literals(*b.graph);
+  }
 };
 
 class GraphCache {
  public:
   GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
+    CachedGraph cached{key, graph};
     std::unique_lock lock(mutex_);
     for (;;) {
-      Slot* slot = find(key, *graph);
-      if (!slot) break;
-      if (slot->executable) {
-        touch(slot);
-        return {slot->executable, false, 0, key};
-      }
+      if (auto* executable = executables_.find(cached)) return {*executable, false, 0, key};
+      if (!compiling_.contains(cached)) break;
       // Another thread is compiling this graph: wait for it.
       compiled_.wait(lock);
     }
-    auto slot = std::make_unique<Slot>();
-    slot->graph = graph;
-    slot->key = key;
-    Slot* placeholder = slot.get();
-    slots_.emplace(key, std::move(slot));
+    compiling_.insert(cached);
     lock.unlock();
 
     std::shared_ptr<const runtime::Executable> executable;
@@ -67,7 +67,7 @@ class GraphCache {
       }
     } catch (...) {
       lock.lock();
-      erase(placeholder, key);
+      compiling_.erase(cached);
       compiled_.notify_all();
       throw;
     }
@@ -76,58 +76,23 @@ class GraphCache {
     if (lookup.loaded) lookup.load_seconds = seconds;
 
     lock.lock();
-    placeholder->executable = executable;
-    recency_.push_front(placeholder);
-    placeholder->recency = recency_.begin();
-    evict();
+    compiling_.erase(cached);
+    executables_.insert(cached, executable);
     compiled_.notify_all();
     return lookup;
   }
 
-  size_t size() {
-    std::lock_guard lock(mutex_);
-    return slots_.size();
-  }
-
   void set_limit(size_t limit) {
     std::lock_guard lock(mutex_);
-    limit_ = limit;
-    evict();
+    executables_.set_limit(limit);
   }
 
  private:
-  Slot* find(uint64_t key, const ir::Graph& graph) {
-    auto [begin, end] = slots_.equal_range(key);
-    for (auto it = begin; it != end; ++it)
-      if (it->second->graph->structurally_equal(graph) && it->second->graph->same_literals(graph))
-        return it->second.get();
-    return nullptr;
-  }
-
-  void touch(Slot* slot) { recency_.splice(recency_.begin(), recency_, slot->recency); }
-
-  void erase(Slot* slot, uint64_t key) {
-    auto [begin, end] = slots_.equal_range(key);
-    for (auto it = begin; it != end; ++it)
-      if (it->second.get() == slot) {
-        slots_.erase(it);
-        return;
-      }
-  }
-
-  void evict() {
-    while (recency_.size() > limit_) {
-      Slot* oldest = recency_.back();
-      recency_.pop_back();
-      erase(oldest, oldest->key);
-    }
-  }
-
   std::mutex mutex_;
   std::condition_variable compiled_;
-  std::unordered_multimap<uint64_t, std::unique_ptr<Slot>> slots_;
-  std::list<Slot*> recency_;  // compiled slots, most recent first
-  size_t limit_ = CacheLimits{}.graphs;
+  detail::LruMap<CachedGraph, std::shared_ptr<const runtime::Executable>, CachedGraphHash, SameGraph> executables_{
+      CacheLimits{}.graphs};
+  std::unordered_set<CachedGraph, CachedGraphHash, SameGraph> compiling_;  // graphs some thread is compiling
 };
 
 GraphCache& instance() {
@@ -145,7 +110,6 @@ uint64_t graph_key(const ir::Graph& graph) { return graph_key(graph, graph.struc
 GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
   return instance().get_or_compile(graph, key);
 }
-size_t graph_cache_size() { return instance().size(); }
 void set_graph_cache_limit(size_t limit) { instance().set_limit(limit); }
 
 }  // namespace kiln::cache

@@ -29,7 +29,6 @@ GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64
 uint64_t graph_key(const ir::Graph& graph);
 uint64_t graph_key(const ir::Graph& graph, uint64_t structure_hash);
 
-size_t graph_cache_size();
 void set_graph_cache_limit(size_t limit);
 
 }  // namespace kiln::cache

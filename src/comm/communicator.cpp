@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <stdexcept>
 #include <vector>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
+#include "core/error_format.h"
 
 namespace kiln::comm {
 
@@ -30,12 +30,14 @@ bool launched_by_mpi() {
   return false;
 }
 
+// The buffers reach here without the user's line: errors name the collective.
 void check(int code, const char* what) {
   if (code == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw std::runtime_error(std::string("kiln: MPI ") + what + " failed: " + std::string(text, length));
+  detail::raise("distributed", std::string("MPI_") + what + " failed: " + std::string(text, length), Location(),
+                "check that every rank was started by the same mpirun and calls the same collectives in order");
 }
 
 MPI_Datatype mpi_type(DType dtype) {
@@ -180,7 +182,10 @@ void all_gather(const void* in, void* out, int64_t bytes) {
     if (bytes) std::memmove(out, in, static_cast<size_t>(bytes));
     return;
   }
-  if (bytes > INT_MAX) throw std::runtime_error("kiln: all_gather of more than 2 GiB per rank");
+  if (bytes > INT_MAX)
+    detail::raise("all_gather",
+                  std::to_string(bytes) + " bytes per rank: MPI gathers at most 2 GiB per rank in one call", Location(),
+                  "gather the array in pieces of at most 2 GiB per rank");
   std::lock_guard lock(mpi_mutex());
   check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
         "Allgather");
@@ -192,7 +197,10 @@ void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, Reduc
     if (count) std::memmove(out, in, static_cast<size_t>(count) * element);
     return;
   }
-  if (count > INT_MAX) throw std::runtime_error("kiln: reduce_scatter of more than INT_MAX elements per rank");
+  if (count > INT_MAX)
+    detail::raise("reduce_scatter",
+                  std::to_string(count) + " elements per rank: MPI scatters at most 2^31 - 1 per rank in one call",
+                  Location(), "reduce and scatter the array in pieces");
   if (DType wide = reduction_dtype(dtype, op); wide != dtype) {
     through(wide, in, count * world().size, out, count, dtype,
             [&](void* wide_in, void* wide_out) { reduce_scatter(wide_in, wide_out, count, wide, op); });

@@ -14,6 +14,25 @@
 
 namespace kiln::io {
 
+DTypeNames dtype_names(DType dtype) {
+  switch (dtype) {
+    case DType::bool_: return {"|b1", "BOOL"};
+    case DType::i8: return {"|i1", "I8"};
+    case DType::i16: return {"<i2", "I16"};
+    case DType::i32: return {"<i4", "I32"};
+    case DType::i64: return {"<i8", "I64"};
+    case DType::u8: return {"|u1", "U8"};
+    case DType::u16: return {"<u2", "U16"};
+    case DType::u32: return {"<u4", "U32"};
+    case DType::u64: return {"<u8", "U64"};
+    case DType::f16: return {"<f2", "F16"};
+    case DType::bf16: return {"|V2", "BF16"};
+    case DType::f32: return {"<f4", "F32"};
+    case DType::f64: return {"<f8", "F64"};
+  }
+  return {"", ""};
+}
+
 namespace {
 std::string system_error() { return std::strerror(errno); }
 

@@ -12,6 +12,14 @@
 
 namespace kiln::io {
 
+/// What each format calls a dtype: NumPy's descr (bf16, which NumPy lacks,
+/// is '|V2': NumPy sees the raw 16-bit patterns) and safetensors' code.
+struct DTypeNames {
+  const char* npy;
+  const char* safetensors;
+};
+DTypeNames dtype_names(DType dtype);
+
 /// Writes the concatenation of `chunks` to `path` through a temporary file in
 /// the same directory and a rename, so readers see the old file or the whole
 /// new one, never a partial write. Errors name `operation`.

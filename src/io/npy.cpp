@@ -24,26 +24,7 @@ constexpr size_t magic_size = sizeof(magic) - 1;
 // NumPy itself refuses headers over 10 kB by default; this is generous.
 constexpr uint32_t max_header_bytes = 1u << 20;
 
-// NumPy's names; bf16, which NumPy lacks, is written as two opaque bytes
-// ('|V2': NumPy sees the raw 16-bit patterns) and read back as bf16.
-std::string descr_of(DType dtype) {
-  switch (dtype) {
-    case DType::bool_: return "|b1";
-    case DType::i8: return "|i1";
-    case DType::i16: return "<i2";
-    case DType::i32: return "<i4";
-    case DType::i64: return "<i8";
-    case DType::u8: return "|u1";
-    case DType::u16: return "<u2";
-    case DType::u32: return "<u4";
-    case DType::u64: return "<u8";
-    case DType::f16: return "<f2";
-    case DType::bf16: return "|V2";
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-  }
-  return "";
-}
+std::string descr_of(DType dtype) { return io::dtype_names(dtype).npy; }
 
 std::optional<DType> dtype_of_descr(const std::string& descr) {
   if (descr == "?" || descr == "|?") return DType::bool_;

@@ -27,24 +27,7 @@ constexpr const char* metadata_key = "__metadata__";
 // The reference implementation's limit: a larger header is damaged or hostile.
 constexpr uint64_t max_header_bytes = 100'000'000;
 
-const char* dtype_code(DType dtype) {
-  switch (dtype) {
-    case DType::bool_: return "BOOL";
-    case DType::i8: return "I8";
-    case DType::i16: return "I16";
-    case DType::i32: return "I32";
-    case DType::i64: return "I64";
-    case DType::u8: return "U8";
-    case DType::u16: return "U16";
-    case DType::u32: return "U32";
-    case DType::u64: return "U64";
-    case DType::f16: return "F16";
-    case DType::bf16: return "BF16";
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-  }
-  return "";
-}
+const char* dtype_code(DType dtype) { return io::dtype_names(dtype).safetensors; }
 
 std::optional<DType> dtype_of_code(const std::string& code) {
   for (int k = 0; k < dtype_count; ++k)

@@ -26,14 +26,6 @@ Family primitive_family(Primitive op) {
   return families[static_cast<size_t>(op)];
 }
 
-std::string_view family_name(Family family) {
-  static constexpr std::string_view names[] = {
-#define KILN_FAMILY(name) #name,
-#include "ir/primitives.def"
-  };
-  return names[static_cast<size_t>(family)];
-}
-
 namespace {
 
 using detail::ByteWriter;

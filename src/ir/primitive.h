@@ -26,6 +26,5 @@ inline constexpr int primitive_count = 0
 
 std::string_view primitive_name(Primitive op);
 Family primitive_family(Primitive op);
-std::string_view family_name(Family family);
 
 }  // namespace kiln::ir

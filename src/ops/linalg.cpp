@@ -107,7 +107,7 @@ AbstractValue infer_slogdet(const Node& node, std::span<const AbstractValue* con
   return result;
 }
 
-Array evaluate_cholesky(const Node& node, std::span<const Array> inputs) {
+Array evaluate_cholesky(const Node&, std::span<const Array> inputs) {
   const AbstractValue& type = inputs[0].impl()->type;
   Array result = detail::allocate(type);
   int64_t n = rows(type), size = n * n;

@@ -1,12 +1,15 @@
 // Replay, reverse and forward passes over a Graph (see the header).
 #include "transform/autodiff.h"
 
+#include <algorithm>
+
 #include "core/error_format.h"
 #include "kiln/ops.h"
 #include "ops/apply.h"
 #include "ops/control.h"
 #include "ops/rules.h"
 #include "transform/control_derivatives.h"
+#include "transform/node_inputs.h"
 
 namespace kiln::transform {
 
@@ -140,14 +143,8 @@ std::vector<Array> forward(const ir::Graph& graph, std::span<const Array> argume
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
     if (node.op == ir::Primitive::input) continue;
-    inputs.clear();
-    input_tangents.clear();
-    bool any = false;
-    for (ir::ValueId input : node.inputs) {
-      inputs.push_back(values[static_cast<size_t>(input)]);
-      input_tangents.push_back(derivative[static_cast<size_t>(input)]);
-      any |= input_tangents.back().defined();
-    }
+    gather_inputs(node, values, derivative, inputs, input_tangents);
+    bool any = std::any_of(input_tangents.begin(), input_tangents.end(), [](const Array& t) { return t.defined(); });
     if (node.op == ir::Primitive::element) {
       values[i] = control_results.take(node);
       derivative[i] = control_tangents.take(node);

@@ -1,10 +1,13 @@
 // The batched replay of a graph (see the header).
 #include "transform/batching.h"
 
+#include <algorithm>
+
 #include "core/error_format.h"
 #include "ops/apply.h"
 #include "ops/control.h"
 #include "ops/rules.h"
+#include "transform/node_inputs.h"
 
 namespace kiln::transform {
 
@@ -49,14 +52,8 @@ std::vector<Batched> batch_graph(const ir::Graph& graph, std::span<const Batched
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& node = graph.nodes[i];
     if (node.op == ir::Primitive::input) continue;
-    inputs.clear();
-    input_batched.clear();
-    bool any = false;
-    for (ir::ValueId input : node.inputs) {
-      inputs.push_back(values[static_cast<size_t>(input)]);
-      input_batched.push_back(batched[static_cast<size_t>(input)]);
-      any |= input_batched.back() != 0;
-    }
+    gather_inputs(node, values, batched, inputs, input_batched);
+    bool any = std::any_of(input_batched.begin(), input_batched.end(), [](char b) { return b != 0; });
     batched[i] = any;
     auto id = static_cast<ir::ValueId>(i);
     if (!any || node.op == ir::Primitive::element) {

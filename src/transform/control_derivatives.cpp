@@ -68,13 +68,12 @@ detail::TracedBody trace_derivative(const std::string& name, Location where, con
   return {graph.shared(), session.captured()};
 }
 
-Arrays slice(const Arrays& values, size_t begin, size_t count) {
-  return Arrays(values.begin() + static_cast<std::ptrdiff_t>(begin),
-                values.begin() + static_cast<std::ptrdiff_t>(begin + count));
-}
 Arrays slice(std::span<const Array> values, size_t begin, size_t count) {
   return Arrays(values.begin() + static_cast<std::ptrdiff_t>(begin),
                 values.begin() + static_cast<std::ptrdiff_t>(begin + count));
+}
+Arrays slice(const Arrays& values, size_t begin, size_t count) {
+  return slice(std::span<const Array>(values), begin, count);
 }
 
 Arrays joined(Arrays first, const Arrays& second) {
@@ -99,7 +98,72 @@ struct Layout {
   }
 };
 
+// A cond's operands as both of its rules read them: the predicate, the `m`
+// operands every branch receives, then each branch's captures.
+struct CondOperands {
+  CondOperands(const ir::Node& node, std::span<const Array> operands)
+      : layout{ir::leading_operand_count(node, operands.size()), operands},
+        m(layout.leading - 1),
+        types(ir::control_result_types(node)),
+        moving(floating_positions(operands.subspan(1, m))),
+        differentiable(floating_positions(types, 0, types.size())) {}
+  Layout layout;
+  size_t m;
+  std::vector<AbstractValue> types;    // of the results
+  std::vector<size_t> moving;          // the floating operands among the m
+  std::vector<size_t> differentiable;  // the floating results
+};
+
+// A scan's operands as both of its rules read them: n carries, m scanned
+// arrays, then the body's captures; its results are n carries, then k_ys
+// stacked arrays.
+struct ScanOperands {
+  ScanOperands(const ir::Node& node, std::span<const Array> operands)
+      : layout{ir::leading_operand_count(node, operands.size()), operands},
+        n(ir::scan_carry_count(node)),
+        m(layout.leading - n),
+        captures(layout.captures(node, 0)),
+        types(ir::control_result_types(node)),
+        k_ys(types.size() - n),
+        carried(floating_positions(operands.first(n))),
+        scanned(floating_positions(operands.subspan(n, m))),
+        stacked(floating_positions(types, n, types.size())) {}
+  Layout layout;
+  size_t n, m;
+  Arrays captures;
+  std::vector<AbstractValue> types;  // of the results
+  size_t k_ys;
+  std::vector<size_t> carried;  // the floating carries
+  std::vector<size_t> scanned;  // the floating scanned arrays
+  std::vector<size_t> stacked;  // the floating stacked results
+};
+
+// A derivative's scan of `body` over `xs`, carrying `carry`; its body is
+// traced on the carry and a row of each of `xs`.
+Arrays derivative_scan(const std::string& name, Location where, const Arrays& carry, const Arrays& xs,
+                       BodyFunction body, int64_t length, bool reverse) {
+  std::vector<detail::TracedBody> bodies;
+  bodies.push_back(trace_derivative(name, where, joined(carry, rows_of(xs)), body));
+  return detail::control_flow(detail::ControlKind::scan, joined(carry, xs), std::move(bodies),
+                              {static_cast<int64_t>(carry.size()), length, reverse ? 1 : 0}, where);
+}
+
 // ---- forward mode --------------------------------------------------------------
+
+// Forward mode through a closed body (its captures trailing arguments) inside
+// a derivative body: `a` holds the body's `count` operands, then the tangents
+// of those at `moving`; the captures and their tangents come from outside.
+// The outputs, then the tangents of those at `differentiable`.
+Arrays forward_through(const ir::Graph& body, const Arrays& a, size_t count, const std::vector<size_t>& moving,
+                       const Arrays& captures, std::span<const Array> capture_tangents,
+                       const std::vector<size_t>& differentiable, Location where) {
+  Arrays arguments = joined(slice(a, 0, count), captures), argument_tangents(arguments.size()), outputs;
+  for (size_t j = 0; j < moving.size(); ++j) argument_tangents[moving[j]] = a[count + j];
+  for (size_t c = 0; c < captures.size(); ++c) argument_tangents[count + c] = capture_tangents[c];
+  Arrays output_tangents = forward(body, arguments, {}, argument_tangents, outputs);
+  for (size_t r : differentiable) outputs.push_back(or_zero(output_tangents[r], outputs[r], where));
+  return outputs;
+}
 
 ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std::span<const Array> tangents) {
   Location where = node.where;
@@ -115,12 +179,8 @@ ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std:
     return ops::apply_graph(*node.bodies[0], slice(a, 0, n), condition_captures);
   };
   auto body_fn = [&](const Arrays& a) {
-    Arrays arguments = joined(slice(a, 0, n), body_captures), argument_tangents(arguments.size()), outputs;
-    for (size_t j = 0; j < carried.size(); ++j) argument_tangents[carried[j]] = a[n + j];
-    for (size_t c = 0; c < body_captures.size(); ++c) argument_tangents[n + c] = tangents[body_begin + c];
-    Arrays output_tangents = forward(*body_graph, arguments, {}, argument_tangents, outputs);
-    for (size_t k : carried) outputs.push_back(or_zero(output_tangents[k], outputs[k], where));
-    return outputs;
+    return forward_through(*body_graph, a, n, carried, body_captures,
+                           tangents.subspan(body_begin, body_captures.size()), carried, where);
   };
   std::vector<detail::TracedBody> bodies;
   bodies.push_back(trace_derivative("while_loop condition (jvp)", where, leading, condition_fn));
@@ -133,11 +193,8 @@ ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std:
 
 ControlJvp jvp_cond(const ir::Node& node, std::span<const Array> operands, std::span<const Array> tangents) {
   Location where = node.where;
-  Layout layout{ir::leading_operand_count(node, operands.size()), operands};
-  size_t m = layout.leading - 1;
-  std::vector<AbstractValue> types = ir::control_result_types(node);
-  std::vector<size_t> moving = floating_positions(operands.subspan(1, m));
-  std::vector<size_t> differentiable = floating_positions(types, 0, types.size());
+  const CondOperands cond(node, operands);
+  const auto& [layout, m, types, moving, differentiable] = cond;
   Arrays examples = slice(operands, 1, m);
   for (size_t k : moving) examples.push_back(or_zero(tangents[1 + k], operands[1 + k], where));
   std::vector<detail::TracedBody> bodies;
@@ -146,12 +203,8 @@ ControlJvp jvp_cond(const ir::Node& node, std::span<const Array> operands, std::
     Arrays captures = layout.captures(node, b);
     size_t begin = layout.capture_begin(node, b);
     auto branch_fn = [&](const Arrays& a) {
-      Arrays arguments = joined(slice(a, 0, m), captures), argument_tangents(arguments.size()), outputs;
-      for (size_t j = 0; j < moving.size(); ++j) argument_tangents[moving[j]] = a[m + j];
-      for (size_t c = 0; c < captures.size(); ++c) argument_tangents[m + c] = tangents[begin + c];
-      Arrays output_tangents = forward(*branch, arguments, {}, argument_tangents, outputs);
-      for (size_t r : differentiable) outputs.push_back(or_zero(output_tangents[r], types[r], where));
-      return outputs;
+      return forward_through(*branch, a, m, moving, captures, tangents.subspan(begin, captures.size()), differentiable,
+                             where);
     };
     bodies.push_back(trace_derivative("cond branch " + std::to_string(b) + " (jvp)", where, examples, branch_fn));
   }
@@ -164,15 +217,9 @@ ControlJvp jvp_cond(const ir::Node& node, std::span<const Array> operands, std::
 
 ControlJvp jvp_scan(const ir::Node& node, std::span<const Array> operands, std::span<const Array> tangents) {
   Location where = node.where;
-  Layout layout{ir::leading_operand_count(node, operands.size()), operands};
-  size_t n = ir::scan_carry_count(node), m = layout.leading - n;
-  Arrays captures = layout.captures(node, 0);
+  const ScanOperands scan(node, operands);
+  const auto& [layout, n, m, captures, types, k_ys, carried, scanned, stacked] = scan;
   size_t capture_begin = layout.capture_begin(node, 0);
-  std::vector<AbstractValue> types = ir::control_result_types(node);
-  size_t k_ys = types.size() - n;
-  std::vector<size_t> carried = floating_positions(operands.first(n));
-  std::vector<size_t> scanned = floating_positions(operands.subspan(n, m));
-  std::vector<size_t> stacked = floating_positions(types, n, types.size());
   Arrays carries = slice(operands, 0, n), xs = slice(operands, n, m);
   for (size_t k : carried) carries.push_back(or_zero(tangents[k], operands[k], where));
   for (size_t k : scanned) xs.push_back(or_zero(tangents[n + k], operands[n + k], where));
@@ -191,11 +238,8 @@ ControlJvp jvp_scan(const ir::Node& node, std::span<const Array> operands, std::
     for (size_t r : stacked) result.push_back(or_zero(output_tangents[n + r], outputs[n + r], where));
     return result;
   };
-  std::vector<detail::TracedBody> bodies;
-  bodies.push_back(trace_derivative("scan body (jvp)", where, joined(carries, rows_of(xs)), body_fn));
-  Arrays results = detail::control_flow(
-      detail::ControlKind::scan, joined(carries, xs), std::move(bodies),
-      {static_cast<int64_t>(carry_count), ir::scan_length(node), ir::scan_reverse(node) ? 1 : 0}, where);
+  Arrays results =
+      derivative_scan("scan body (jvp)", where, carries, xs, body_fn, ir::scan_length(node), ir::scan_reverse(node));
   ControlJvp out{joined(slice(results, 0, n), slice(results, carry_count, k_ys)), Arrays(types.size())};
   for (size_t j = 0; j < carried.size(); ++j) out.tangents[carried[j]] = results[n + j];
   for (size_t j = 0; j < stacked.size(); ++j) out.tangents[n + stacked[j]] = results[carry_count + k_ys + j];
@@ -206,11 +250,8 @@ ControlJvp jvp_scan(const ir::Node& node, std::span<const Array> operands, std::
 
 Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span<const Array> result_cotangents) {
   Location where = node.where;
-  Layout layout{ir::leading_operand_count(node, operands.size()), operands};
-  size_t m = layout.leading - 1;
-  std::vector<AbstractValue> types = ir::control_result_types(node);
-  std::vector<size_t> differentiable = floating_positions(types, 0, types.size());
-  std::vector<size_t> moving = floating_positions(operands.subspan(1, m));
+  const CondOperands cond(node, operands);
+  const auto& [layout, m, types, moving, differentiable] = cond;
   // Every branch returns a cotangent for every branch's captures: zeros for
   // the branches not taken, so all branches return the same types.
   Arrays all_captures = slice(operands, layout.leading, operands.size() - layout.leading);
@@ -250,15 +291,9 @@ Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span
 Arrays vjp_scan(const ir::Node& node, std::span<const Array> operands, std::span<const Array> result_cotangents,
                 std::span<const Array> residuals) {
   Location where = node.where;
-  Layout layout{ir::leading_operand_count(node, operands.size()), operands};
-  size_t n = ir::scan_carry_count(node), m = layout.leading - n;
-  Arrays captures = layout.captures(node, 0);
-  std::vector<AbstractValue> types = ir::control_result_types(node);
-  size_t k_ys = types.size() - n;
-  std::vector<size_t> carried = floating_positions(operands.first(n));
-  std::vector<size_t> scanned = floating_positions(operands.subspan(n, m));
+  const ScanOperands scan(node, operands);
+  const auto& [layout, n, m, captures, types, k_ys, carried, scanned, stacked] = scan;
   std::vector<size_t> captured = floating_positions(captures);
-  std::vector<size_t> stacked = floating_positions(types, n, types.size());
   if (carried.empty() && captured.empty() && scanned.empty()) return Arrays(operands.size());
   // Carry: the carries' cotangents, then the captures' accumulated over the steps.
   Arrays carry;
@@ -286,12 +321,9 @@ Arrays vjp_scan(const ir::Node& node, std::span<const Array> operands, std::span
     for (size_t k : scanned) result.push_back(or_zero(input_cotangents[n + k], arguments[n + k], where));
     return result;
   };
-  std::vector<detail::TracedBody> bodies;
-  bodies.push_back(trace_derivative("scan body (vjp)", where, joined(carry, rows_of(xs)), body_fn));
   // The steps in the opposite order; the saved carries are indexed by step either way.
-  Arrays results = detail::control_flow(
-      detail::ControlKind::scan, joined(carry, xs), std::move(bodies),
-      {static_cast<int64_t>(carry_count), ir::scan_length(node), ir::scan_reverse(node) ? 0 : 1}, where);
+  Arrays results =
+      derivative_scan("scan body (vjp)", where, carry, xs, body_fn, ir::scan_length(node), !ir::scan_reverse(node));
   Arrays cotangents(operands.size());
   for (size_t j = 0; j < carried.size(); ++j) cotangents[carried[j]] = results[j];
   size_t capture_begin = layout.capture_begin(node, 0);

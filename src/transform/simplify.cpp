@@ -110,88 +110,99 @@ bool fold(const Nodes& nodes, Node& node) {
   return true;
 }
 
+// Additive zeros, kept only where exact for every x: IEEE gives
+// -0.0 + (+0.0) = +0.0, so for floats x + 0.0 is not x (XLA folds it
+// anyway; kiln keeps it), while x + (-0.0) and x - (+0.0) are x for every
+// x, -0.0 and NaN included. Integers and bool have a single zero.
+// Multiplying or dividing by one is exact (bool: x and true). For add, sub,
+// mul and div.
+Outcome rewrite_identity_operand(const Nodes& nodes, const Node& node) {
+  const std::vector<ValueId>& in = node.inputs;
+  auto replaced_if = [&](bool holds, ValueId id) -> Outcome { return holds ? same_as(nodes, node, id) : Outcome{}; };
+  // The operand other than `identity` in a commutative operation.
+  auto either_side = [&](double identity, bool negative) {
+    Outcome outcome = replaced_if(is_literal(nodes, in[1], identity, negative), in[0]);
+    if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], identity, negative), in[1]);
+    return outcome;
+  };
+  if (node.op == Primitive::add) return either_side(0, is_floating(node.type.dtype));
+  if (node.op == Primitive::mul) return either_side(1, false);
+  // sub and div: only on the right.
+  return replaced_if(is_literal(nodes, in[1], node.op == Primitive::sub ? 0 : 1, false), in[0]);
+}
+
+// Reshapes keep row-major order, so only the last one matters; a broadcast
+// of a broadcast goes straight to the final shape (each extent of the inner
+// input is 1 or already the final one).
+Outcome rewrite_reshape_or_broadcast(const Nodes& nodes, Node& node) {
+  Outcome outcome = same_as(nodes, node, node.inputs[0]);
+  if (outcome.kind != Outcome::none) return outcome;
+  const Node& inner = producer(nodes, node.inputs[0]);
+  if (inner.op != node.op) return {};
+  node.inputs[0] = inner.inputs[0];
+  return {Outcome::rewritten};
+}
+
+// Moving only axes of extent 1 keeps the elements in row-major order (a row
+// [1, n] turned into a column [n, 1], as the derivative of a matmul by a
+// vector does): the same bytes, a reshape.
+bool moves_only_unit_axes(const Nodes& nodes, const Node& transpose) {
+  const Shape& input_shape = producer(nodes, transpose.inputs[0]).type.shape;
+  int64_t previous = -1;
+  bool in_order = true;
+  for (int64_t axis : transpose.attrs.ints) {
+    if (input_shape[static_cast<size_t>(axis)] == 1) continue;
+    in_order = in_order && axis > previous;
+    previous = axis;
+  }
+  return in_order;
+}
+
+Outcome rewrite_transpose(const Nodes& nodes, Node& node) {
+  const std::vector<int64_t>& perm = node.attrs.ints;
+  bool identity = true;
+  for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == static_cast<int64_t>(a);
+  if (identity) return same_as(nodes, node, node.inputs[0]);
+  if (moves_only_unit_axes(nodes, node)) {
+    node.op = Primitive::reshape;
+    node.attrs.ints.clear();
+    node.attrs.shape = node.type.shape;
+    if (node.symbolic) {
+      auto symbolic = std::make_shared<ir::SymbolicNode>(*node.symbolic);
+      symbolic->ints.clear();
+      symbolic->attr_shape = symbolic->shape;
+      node.symbolic = std::move(symbolic);
+    }
+    return {Outcome::rewritten};
+  }
+  // Output axis a of the outer transpose is inner axis perm[a], which is
+  // axis inner_perm[perm[a]] of the inner transpose's input.
+  const Node& inner = producer(nodes, node.inputs[0]);
+  if (inner.op != Primitive::transpose) return {};
+  std::vector<int64_t> composed(perm.size());
+  for (size_t a = 0; a < perm.size(); ++a) composed[a] = inner.attrs.ints[static_cast<size_t>(perm[a])];
+  node.inputs[0] = inner.inputs[0];
+  node.attrs.ints = std::move(composed);
+  return {Outcome::rewritten};
+}
+
 Outcome rewrite(const Nodes& nodes, Node& node) {
   if (fold(nodes, node)) return {Outcome::rewritten};
-  const std::vector<ValueId>& in = node.inputs;
-  bool floating = is_floating(node.type.dtype);
-  auto replaced_if = [&](bool holds, ValueId id) -> Outcome { return holds ? same_as(nodes, node, id) : Outcome{}; };
   // Rewrites exist for a few primitives only; every other node stays as it is.
   // (An if-chain rather than a switch: kiln keeps no default: branches in
   // switches over primitives.)
   const Primitive op = node.op;
-  // Additive zeros, kept only where exact for every x: IEEE gives
-  // -0.0 + (+0.0) = +0.0, so for floats x + 0.0 is not x (XLA folds it
-  // anyway; kiln keeps it), while x + (-0.0) and x - (+0.0) are x for every
-  // x, -0.0 and NaN included. Integers and bool have a single zero.
-  if (op == Primitive::add) {
-    Outcome outcome = replaced_if(is_literal(nodes, in[1], 0, floating), in[0]);
-    if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 0, floating), in[1]);
-    return outcome;
-  }
-  if (op == Primitive::sub) return replaced_if(is_literal(nodes, in[1], 0, false), in[0]);
-  // Multiplying or dividing by one is exact (bool: x and true).
-  if (op == Primitive::mul) {
-    Outcome outcome = replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
-    if (outcome.kind == Outcome::none) outcome = replaced_if(is_literal(nodes, in[0], 1, false), in[1]);
-    return outcome;
-  }
-  if (op == Primitive::div) return replaced_if(is_literal(nodes, in[1], 1, false), in[0]);
+  if (op == Primitive::add || op == Primitive::sub || op == Primitive::mul || op == Primitive::div)
+    return rewrite_identity_operand(nodes, node);
   // Negation flips the sign bit (wraps for integers), twice is nothing.
   if (op == Primitive::neg) {
-    const Node& inner = producer(nodes, in[0]);
+    const Node& inner = producer(nodes, node.inputs[0]);
     return inner.op == Primitive::neg ? same_as(nodes, node, inner.inputs[0]) : Outcome{};
   }
   // Same type in and out: dtype and weak flag for convert, shape for the others.
-  if (op == Primitive::convert) return same_as(nodes, node, in[0]);
-  if (op == Primitive::reshape || op == Primitive::broadcast) {
-    Outcome outcome = same_as(nodes, node, in[0]);
-    if (outcome.kind != Outcome::none) return outcome;
-    // Reshapes keep row-major order, so only the last one matters; a
-    // broadcast of a broadcast goes straight to the final shape (each
-    // extent of the inner input is 1 or already the final one).
-    const Node& inner = producer(nodes, in[0]);
-    if (inner.op != node.op) return {};
-    node.inputs[0] = inner.inputs[0];
-    return {Outcome::rewritten};
-  }
-  if (op == Primitive::transpose) {
-    const std::vector<int64_t>& perm = node.attrs.ints;
-    bool identity = true;
-    for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == static_cast<int64_t>(a);
-    if (identity) return same_as(nodes, node, in[0]);
-    // Moving only axes of extent 1 keeps the elements in row-major order (a
-    // row [1, n] turned into a column [n, 1], as the derivative of a matmul
-    // by a vector does): the same bytes, a reshape.
-    const Shape& input_shape = producer(nodes, in[0]).type.shape;
-    int64_t previous = -1;
-    bool in_order = true;
-    for (int64_t axis : perm) {
-      if (input_shape[static_cast<size_t>(axis)] == 1) continue;
-      in_order = in_order && axis > previous;
-      previous = axis;
-    }
-    if (in_order) {
-      node.op = Primitive::reshape;
-      node.attrs.ints.clear();
-      node.attrs.shape = node.type.shape;
-      if (node.symbolic) {
-        auto symbolic = std::make_shared<ir::SymbolicNode>(*node.symbolic);
-        symbolic->ints.clear();
-        symbolic->attr_shape = symbolic->shape;
-        node.symbolic = std::move(symbolic);
-      }
-      return {Outcome::rewritten};
-    }
-    // Output axis a of the outer transpose is inner axis perm[a], which is
-    // axis inner_perm[perm[a]] of the inner transpose's input.
-    const Node& inner = producer(nodes, in[0]);
-    if (inner.op != Primitive::transpose) return {};
-    std::vector<int64_t> composed(perm.size());
-    for (size_t a = 0; a < perm.size(); ++a) composed[a] = inner.attrs.ints[static_cast<size_t>(perm[a])];
-    node.inputs[0] = inner.inputs[0];
-    node.attrs.ints = std::move(composed);
-    return {Outcome::rewritten};
-  }
+  if (op == Primitive::convert) return same_as(nodes, node, node.inputs[0]);
+  if (op == Primitive::reshape || op == Primitive::broadcast) return rewrite_reshape_or_broadcast(nodes, node);
+  if (op == Primitive::transpose) return rewrite_transpose(nodes, node);
   return {};
 }
 

@@ -1,6 +1,11 @@
 // Compiled-versus-interpreter comparison (see the header).
 #include "differential.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -77,6 +82,29 @@ std::string compare_arrays(const Array& compiled, const Array& reference, const 
 
 std::string describe_plan(const Graph& graph) {
   return llvm_backend::describe(graph.ir(), llvm_backend::plan_graph(graph.ir()));
+}
+
+DumpDirectory::DumpDirectory() {
+  static std::atomic<int> count{0};
+  path_ = std::filesystem::temp_directory_path() /
+          ("kiln_dump_" + std::to_string(::getpid()) + "_" + std::to_string(count.fetch_add(1)));
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+  ::setenv("KILN_DUMP", path_.c_str(), 1);
+}
+
+DumpDirectory::~DumpDirectory() {
+  ::unsetenv("KILN_DUMP");
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::vector<std::filesystem::path> DumpDirectory::files(std::string_view suffix) const {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(path_))
+    if (entry.path().filename().string().ends_with(suffix)) found.push_back(entry.path());
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 std::string compare_outputs(const std::vector<Array>& got, const std::vector<Array>& expected,

@@ -6,7 +6,9 @@
 
 #include <kiln/kiln.h>
 
+#include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/backend_choice.h"
@@ -86,6 +88,21 @@ std::string run_differential(const DifferentialCase& test, const std::vector<Tol
 
 /// The native backend's fusion plan for a graph, as KILN_DUMP writes it.
 std::string describe_plan(const Graph& graph);
+
+/// KILN_DUMP pointed at a fresh directory while this lives (the native
+/// backend reads it at every compile), then the directory removed.
+class DumpDirectory {
+ public:
+  DumpDirectory();
+  ~DumpDirectory();
+  DumpDirectory(const DumpDirectory&) = delete;
+  DumpDirectory& operator=(const DumpDirectory&) = delete;
+  /// The files written so far whose names end with `suffix`, in name order.
+  std::vector<std::filesystem::path> files(std::string_view suffix) const;
+
+ private:
+  std::filesystem::path path_;
+};
 
 /// The default backend with its results off by one unit in the last place in
 /// one element of every output (flipped for integers and bool): a

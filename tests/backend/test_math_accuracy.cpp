@@ -24,8 +24,6 @@
 // calls at all and compute on packed full-width vector registers.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <bit>
 #include <cmath>
@@ -42,6 +40,7 @@
 #include <vector>
 
 #include "backend/llvm/backend.h"
+#include "differential.h"
 
 namespace kiln {
 namespace {
@@ -564,20 +563,13 @@ TEST(MathAccuracy, Pow) {
 // Compiles `graph` with KILN_DUMP pointing at a fresh directory and returns
 // the generated assembly (the backend reads KILN_DUMP on every compile).
 std::string compiled_assembly(const Graph& graph) {
-  std::filesystem::path directory =
-      std::filesystem::temp_directory_path() / ("kiln_math_dump_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(directory);
-  std::filesystem::create_directories(directory);
-  ::setenv("KILN_DUMP", directory.c_str(), 1);
+  testing::DumpDirectory dump;
   llvm_backend::llvm_backend().compile(graph.shared());
-  ::unsetenv("KILN_DUMP");
   std::string assembly;
-  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
-    if (entry.path().extension() != ".s") continue;
-    std::ifstream file(entry.path());
+  for (const std::filesystem::path& path : dump.files(".s")) {
+    std::ifstream file(path);
     assembly += std::string(std::istreambuf_iterator<char>(file), {});
   }
-  std::filesystem::remove_all(directory);
   return assembly;
 }
 

@@ -42,9 +42,10 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+
+#include "core/error_format.h"
 
 namespace kiln::llvm_backend {
 
@@ -56,36 +57,39 @@ std::string error_text(llvm::Error error) {
   return text;
 }
 
+// LLVM failing to set up or link code is no mistake of the user's, and the
+// engine does not know the user's line; the hint gives a way to go on.
+[[noreturn]] void llvm_failed(const std::string& what, const std::string& why) {
+  detail::raise("compile", "the LLVM backend failed " + what + ": " + why, Location(),
+                "KILN_BACKEND=interp runs on the reference interpreter instead; please report this failure");
+}
+
 template <class T>
 T unwrap(llvm::Expected<T> value, const char* what) {
-  if (!value)
-    throw std::runtime_error(std::string("kiln LLVM backend: ") + what + ": " + error_text(value.takeError()));
+  if (!value) llvm_failed(what, error_text(value.takeError()));
   return std::move(*value);
 }
 // The passes kernels need, and no more: kernels are small loop nests, so a
 // full O2/O3 pipeline mostly spends compile time finding nothing to do.
 // Inline the body into its entry, promote stack slots, clean up, make loops
 // canonical with invariants hoisted, then vectorize.
+template <class Manager, class... Passes>
+void add_passes(Manager& manager, Passes&&... passes) {
+  (manager.addPass(std::forward<Passes>(passes)), ...);
+}
+
 llvm::ModulePassManager kernel_pipeline() {
   llvm::FunctionPassManager cleanup;
-  cleanup.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
-  cleanup.addPass(llvm::EarlyCSEPass());
-  cleanup.addPass(llvm::InstCombinePass());
-  cleanup.addPass(llvm::SimplifyCFGPass());
-  cleanup.addPass(llvm::LoopSimplifyPass());
-  cleanup.addPass(llvm::LCSSAPass());
+  add_passes(cleanup, llvm::SROAPass(llvm::SROAOptions::ModifyCFG), llvm::EarlyCSEPass(), llvm::InstCombinePass(),
+             llvm::SimplifyCFGPass(), llvm::LoopSimplifyPass(), llvm::LCSSAPass());
   llvm::LoopPassManager loops;
-  loops.addPass(llvm::LoopRotatePass());
-  loops.addPass(llvm::LICMPass(llvm::LICMOptions()));
-  loops.addPass(llvm::IndVarSimplifyPass());
-  cleanup.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(loops), /*UseMemorySSA=*/true));
-  cleanup.addPass(llvm::LoopSimplifyPass());
-  cleanup.addPass(llvm::LCSSAPass());
-  cleanup.addPass(llvm::InjectTLIMappings());  // exp/log/sin/cos/pow -> libmvec vector variants
-  cleanup.addPass(llvm::LoopVectorizePass(llvm::LoopVectorizeOptions(/*InterleaveOnlyWhenForced=*/true,
-                                                                     /*VectorizeOnlyWhenForced=*/false)));
-  cleanup.addPass(llvm::InstCombinePass());
-  cleanup.addPass(llvm::SimplifyCFGPass(llvm::SimplifyCFGOptions().hoistCommonInsts(true)));
+  add_passes(loops, llvm::LoopRotatePass(), llvm::LICMPass(llvm::LICMOptions()), llvm::IndVarSimplifyPass());
+  add_passes(cleanup, llvm::createFunctionToLoopPassAdaptor(std::move(loops), /*UseMemorySSA=*/true),
+             llvm::LoopSimplifyPass(), llvm::LCSSAPass(),
+             llvm::InjectTLIMappings(),  // exp/log/sin/cos/pow -> libmvec vector variants
+             llvm::LoopVectorizePass(llvm::LoopVectorizeOptions(/*InterleaveOnlyWhenForced=*/true,
+                                                                /*VectorizeOnlyWhenForced=*/false)),
+             llvm::InstCombinePass(), llvm::SimplifyCFGPass(llvm::SimplifyCFGOptions().hoistCommonInsts(true)));
   llvm::ModulePassManager pipeline;
   pipeline.addPass(llvm::AlwaysInlinerPass());
   pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
@@ -100,20 +104,13 @@ llvm::ModulePassManager native_loop_pipeline() {
   llvm::FunctionPassManager passes;
   llvm::LoopPassManager unroll;
   unroll.addPass(llvm::LoopFullUnrollPass(/*OptLevel=*/3));
-  passes.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(unroll)));
-  passes.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
-  passes.addPass(llvm::InstCombinePass());
-  passes.addPass(llvm::GVNPass());
-  passes.addPass(llvm::SimplifyCFGPass());
-  passes.addPass(llvm::LoopSimplifyPass());
-  passes.addPass(llvm::LCSSAPass());
   llvm::LoopPassManager promote;
   promote.addPass(llvm::LICMPass(llvm::LICMOptions()));
-  passes.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(promote), /*UseMemorySSA=*/true));
-  passes.addPass(llvm::GVNPass());
-  passes.addPass(llvm::DSEPass());
-  passes.addPass(llvm::InstCombinePass());
-  passes.addPass(llvm::SimplifyCFGPass());
+  add_passes(passes, llvm::createFunctionToLoopPassAdaptor(std::move(unroll)),
+             llvm::SROAPass(llvm::SROAOptions::ModifyCFG), llvm::InstCombinePass(), llvm::GVNPass(),
+             llvm::SimplifyCFGPass(), llvm::LoopSimplifyPass(), llvm::LCSSAPass(),
+             llvm::createFunctionToLoopPassAdaptor(std::move(promote), /*UseMemorySSA=*/true), llvm::GVNPass(),
+             llvm::DSEPass(), llvm::InstCombinePass(), llvm::SimplifyCFGPass());
   llvm::ModulePassManager pipeline = kernel_pipeline();
   pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(passes)));
   return pipeline;
@@ -193,73 +190,90 @@ void write_perf_map(const std::vector<std::string>& symbols, const std::vector<v
 }
 }  // namespace
 
-Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                               const std::vector<std::string>& symbols, const std::string& dump_prefix,
-                               Pipeline pipeline_kind) {
-  // One compile at a time: the optimizer and code generator share the target
-  // machine, whose subtarget cache is not safe to use from several threads.
-  std::lock_guard lock(state_->mutex);
+namespace {
+void check_valid(const llvm::Module& module) {
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
-  if (llvm::verifyModule(*module, &problem_stream))
-    throw std::logic_error("kiln LLVM backend produced invalid IR: " + problems);
+  if (llvm::verifyModule(module, &problem_stream))
+    detail::internal_error(("the LLVM backend produced invalid IR: " + problems).c_str(), __FILE__, __LINE__);
+}
 
-  // Functions carry the host CPU and its features so the vectorizer uses the
-  // widest registers the machine has.
-  for (llvm::Function& function : *module) {
+// Functions carry the host CPU and its features so the vectorizer uses the
+// widest registers the machine has.
+void target_the_host(llvm::Module& module, const llvm::TargetMachine& target) {
+  for (llvm::Function& function : module) {
     if (function.isDeclaration()) continue;
-    function.addFnAttr("target-cpu", state_->target->getTargetCPU());
-    function.addFnAttr("target-features", state_->target->getTargetFeatureString());
+    function.addFnAttr("target-cpu", target.getTargetCPU());
+    function.addFnAttr("target-features", target.getTargetFeatureString());
     // LLVM's tuning for recent x86 CPUs caps loops at 256-bit vectors to
     // spare clock speed; kernels here are long arithmetic chains where full
     // 512-bit vectors measured faster (W1: 1.3x on 2 threads).
     function.addFnAttr("prefer-vector-width", "512");
   }
+}
 
+// Runs `pipeline` with glibc's vector math known to the vectorizer.
+void optimize(llvm::Module& module, llvm::TargetMachine& target, llvm::ModulePassManager pipeline) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder passes(state_->target.get());
-  llvm::TargetLibraryInfoImpl library_info(llvm::Triple(module->getTargetTriple()));
+  llvm::PassBuilder passes(&target);
+  llvm::TargetLibraryInfoImpl library_info(llvm::Triple(module.getTargetTriple()));
   library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
-                                                  llvm::Triple(module->getTargetTriple()));
+                                                  llvm::Triple(module.getTargetTriple()));
   functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
   passes.registerModuleAnalyses(modules);
   passes.registerCGSCCAnalyses(cgscc);
   passes.registerFunctionAnalyses(functions);
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::ModulePassManager pipeline =
-      pipeline_kind == Pipeline::native_loop ? native_loop_pipeline() : kernel_pipeline();
-  pipeline.run(*module, modules);
+  pipeline.run(module, modules);
+}
 
-  if (!dump_prefix.empty()) {
-    std::error_code error;
-    llvm::raw_fd_ostream ir(dump_prefix + ".ll", error, llvm::sys::fs::OF_Text);
-    if (!error) module->print(ir, nullptr);
-    llvm::raw_fd_ostream assembly(dump_prefix + ".s", error, llvm::sys::fs::OF_Text);
-    if (!error) {
-      llvm::legacy::PassManager emit;
-      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
-      if (!state_->target->addPassesToEmitFile(emit, assembly, nullptr, llvm::CGFT_AssemblyFile)) emit.run(*copy);
-    }
+// KILN_DUMP: the optimized IR (.ll) and its assembly (.s).
+void dump(const llvm::Module& module, llvm::TargetMachine& target, const std::string& prefix) {
+  std::error_code error;
+  llvm::raw_fd_ostream ir(prefix + ".ll", error, llvm::sys::fs::OF_Text);
+  if (!error) module.print(ir, nullptr);
+  llvm::raw_fd_ostream assembly(prefix + ".s", error, llvm::sys::fs::OF_Text);
+  if (!error) {
+    llvm::legacy::PassManager emit;
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+    if (!target.addPassesToEmitFile(emit, assembly, nullptr, llvm::CGFT_AssemblyFile)) emit.run(*copy);
   }
+}
 
-  // Code generation here rather than in the JIT's compile layer: the object
-  // file is what a persistent cache entry keeps, and loading it later links
-  // without running LLVM's optimizer or code generator.
+// Code generation here rather than in the JIT's compile layer: the object
+// file is what a persistent cache entry keeps, and loading it later links
+// without running LLVM's optimizer or code generator.
+std::shared_ptr<ObjectCode> generate_object(llvm::Module& module, llvm::TargetMachine& target,
+                                            const std::vector<std::string>& symbols) {
   auto object = std::make_shared<ObjectCode>();
   object->symbols = symbols;
-  {
-    llvm::SmallVector<char, 0> bytes;
-    llvm::raw_svector_ostream stream(bytes);
-    llvm::legacy::PassManager emit;
-    if (state_->target->addPassesToEmitFile(emit, stream, nullptr, llvm::CGFT_ObjectFile))
-      throw std::runtime_error("kiln LLVM backend: the target cannot emit object files");
-    emit.run(*module);
-    object->bytes.assign(bytes.begin(), bytes.end());
-  }
+  llvm::SmallVector<char, 0> bytes;
+  llvm::raw_svector_ostream stream(bytes);
+  llvm::legacy::PassManager emit;
+  if (target.addPassesToEmitFile(emit, stream, nullptr, llvm::CGFT_ObjectFile))
+    llvm_failed("emitting code", "the target cannot emit object files");
+  emit.run(module);
+  object->bytes.assign(bytes.begin(), bytes.end());
+  return object;
+}
+}  // namespace
+
+Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                               const std::vector<std::string>& symbols, const std::string& dump_prefix,
+                               Pipeline pipeline_kind) {
+  // One compile at a time: the optimizer and code generator share the target
+  // machine, whose subtarget cache is not safe to use from several threads.
+  std::lock_guard lock(state_->mutex);
+  check_valid(*module);
+  llvm::TargetMachine& target = *state_->target;
+  target_the_host(*module, target);
+  optimize(*module, target, pipeline_kind == Pipeline::native_loop ? native_loop_pipeline() : kernel_pipeline());
+  if (!dump_prefix.empty()) dump(*module, target, dump_prefix);
+  std::shared_ptr<ObjectCode> object = generate_object(*module, target, symbols);
   module.reset();
   context.reset();
   // Symbols compiled here are unique in this process (fresh_symbol_prefix):
@@ -287,7 +301,7 @@ std::vector<void*> Engine::add_object(llvm::orc::JITDylib& library, const llvm::
   std::vector<void*> addresses;
   try {
     if (auto error = state_->jit->addObjectFile(tracker, std::move(buffer)))
-      throw std::runtime_error("kiln LLVM backend: adding an object: " + error_text(std::move(error)));
+      llvm_failed("adding an object", error_text(std::move(error)));
     for (const std::string& symbol : object.symbols)
       addresses.push_back(unwrap(state_->jit->lookup(library, symbol), "looking up a kernel").toPtr<void*>());
   } catch (...) {
@@ -317,7 +331,7 @@ Engine::Linked Engine::load(const std::shared_ptr<const ObjectCode>& object) {
   }
   llvm::orc::ExecutionSession& session = state_->jit->getExecutionSession();
   auto created = state_->jit->createJITDylib("kiln-loaded-" + std::to_string(state_->modules++));
-  if (!created) throw std::runtime_error("kiln LLVM backend: creating a library: " + error_text(created.takeError()));
+  if (!created) llvm_failed("creating a library", error_text(created.takeError()));
   llvm::orc::JITDylib& library = *created;
   library.addGenerator(unwrap(
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),

@@ -139,8 +139,7 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
     });
     return result;
   }
-  if (!kernel_.extra_roots.empty())
-    throw std::logic_error("kiln LLVM backend: a kernel with several outputs must be flat");
+  KILN_CHECK(kernel_.extra_roots.empty(), "a kernel with several outputs must be flat");
   // Rows: the parallel loop runs over all but the last dimension, the inner
   // loop over the last one (contiguous for every full-shaped leaf).
   llvm::Value* inner = space_extent(space_.size() - 1);

@@ -47,6 +47,15 @@ struct ExpArgument {
   double highest = std::numeric_limits<double>::infinity();
 };
 
+// x 2^k for an integer k (in the format's integer type) where 2^k itself may
+// leave the normal range: applied as two powers 2^(k/2), each normal for
+// every k the callers' clamps allow, so overflow gives inf and a subnormal
+// result is rounded once.
+llvm::Value* times_power_of_two(llvm::IRBuilder<>& b, const Format& format, llvm::Value* x, llvm::Value* k) {
+  llvm::Value* half = b.CreateAShr(k, 1);
+  return b.CreateFMul(b.CreateFMul(x, power_of_two(b, format, half)), power_of_two(b, format, b.CreateSub(k, half)));
+}
+
 // exp(x) = 2^k exp(r) with x = k ln2 + r, |r| <= ln2 / 2 (Cody and Waite's
 // reduction, as in expm1 below), exp(r) by Taylor's series cut where the next
 // term is below 2^-27 (f32) or 2^-57 (f64) of the result. Written out rather
@@ -87,10 +96,7 @@ llvm::Value* exp(llvm::IRBuilder<>& b, llvm::Value* x, ExpArgument known = {}) {
   double largest_k = std::max(-lowest, highest) / std::log(2.0) + 1;
   if (largest_k < format.bias - 1)  // the shift in power_of_two drops all but k's bits
     return b.CreateFMul(result, power_of_two(b, format, bits));
-  llvm::Value* k = b.CreateSub(bits, b.CreateBitCast(shifter, format.integer));
-  llvm::Value* half = b.CreateAShr(k, 1);
-  return b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)),
-                      power_of_two(b, format, b.CreateSub(k, half)));
+  return times_power_of_two(b, format, result, b.CreateSub(bits, b.CreateBitCast(shifter, format.integer)));
 }
 
 // log1p(x) = log(u) + log((1 + x) / u), where u = 1 + x rounded and
@@ -319,9 +325,7 @@ llvm::Value* exp2(llvm::IRBuilder<>& b, llvm::Value* x) {
   for (int n = 0; n <= degree; ++n, term *= std::log(2.0) / n) taylor[degree - n] = term;
   llvm::Value* result = polynomial(b, r, taylor);
   llvm::Value* k = b.CreateSub(b.CreateBitCast(shifted, format.integer), b.CreateBitCast(shifter, format.integer));
-  llvm::Value* half = b.CreateAShr(k, 1);
-  return b.CreateFMul(b.CreateFMul(result, power_of_two(b, format, half)),
-                      power_of_two(b, format, b.CreateSub(k, half)));
+  return times_power_of_two(b, format, result, k);
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <optional>
 
@@ -320,7 +319,7 @@ class LoopEmitter {
                                   builder_.CreateMul(row, builder_.getInt64(place.row_bytes)));
       case Location::Kind::none: break;
     }
-    throw std::logic_error("kiln native loop: a value without a place");
+    detail::internal_error("a native loop's value without a place", __FILE__, __LINE__);
   }
 
   llvm::Value* arena(size_t offset) { return builder_.CreateConstGEP1_64(builder_.getInt8Ty(), table_[0], offset); }
@@ -411,11 +410,7 @@ class LoopEmitter {
   std::vector<std::vector<EmittedKernel>> kernels_;  // by body, by kernel
 };
 
-std::atomic<size_t> loops_compiled{0};
-
 }  // namespace
-
-size_t native_loops_compiled() { return loops_compiled.load(); }
 
 NativeLoop::NativeLoop(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
 NativeLoop::~NativeLoop() = default;
@@ -445,7 +440,6 @@ std::unique_ptr<const NativeLoop> NativeLoop::compile(const ir::Node& node, cons
   LoopEmitter(*module, node, *layout, *bodies, placer.ys_slots()).emit(symbol);
   Engine::Linked linked =
       engine.compile(std::move(module), std::move(context), {symbol}, dump_prefix, Engine::Pipeline::native_loop);
-  loops_compiled.fetch_add(1);
   size_t kernels = 0;
   for (const Body& body : *bodies) kernels += body.plan.kernels.size();
   telemetry::log(telemetry::log_compiles, std::string(ir::primitive_name(node.op)) + " at " +

@@ -48,7 +48,4 @@ class NativeLoop {
   std::unique_ptr<Layout> layout_;
 };
 
-/// Loops compiled whole in this process, for tests.
-size_t native_loops_compiled();
-
 }  // namespace kiln::llvm_backend

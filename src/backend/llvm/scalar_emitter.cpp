@@ -152,24 +152,27 @@ llvm::Value* LlvmScalarEmitter::extreme_value(bool largest, llvm::Value* a, llvm
   return builder_.CreateSelect(either_nan, builder_.CreateFAdd(a, b), builder_.CreateSelect(wins, a, b));
 }
 
+// The smallest value of the dtype, or the largest: -inf or +inf for floats,
+// false or true for bool.
+llvm::Value* LlvmScalarEmitter::bound_of(DType dtype, bool largest) {
+  llvm::Type* type = register_type(dtype);
+  if (is_floating(dtype)) return llvm::ConstantFP::getInfinity(type, !largest);
+  if (dtype == DType::bool_) return builder_.getInt1(largest);
+  unsigned bits = type->getIntegerBitWidth();
+  if (is_unsigned(dtype))
+    return llvm::ConstantInt::get(type, largest ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getMinValue(bits));
+  return llvm::ConstantInt::get(type,
+                                largest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
+}
+
 llvm::Value* LlvmScalarEmitter::reduction_identity(ops::Reduction reduction, DType dtype) {
   llvm::Type* type = register_type(dtype);
   bool floating = is_floating(dtype);
   switch (reduction) {
     case ops::Reduction::sum: return floating ? llvm::ConstantFP::get(type, 0.0) : llvm::ConstantInt::get(type, 0);
     case ops::Reduction::product: return floating ? llvm::ConstantFP::get(type, 1.0) : llvm::ConstantInt::get(type, 1);
-    case ops::Reduction::max:
-      if (floating) return llvm::ConstantFP::getInfinity(type, true);
-      if (dtype == DType::bool_) return builder_.getFalse();
-      return llvm::ConstantInt::get(type, is_unsigned(dtype)
-                                              ? llvm::APInt::getMinValue(type->getIntegerBitWidth())
-                                              : llvm::APInt::getSignedMinValue(type->getIntegerBitWidth()));
-    case ops::Reduction::min:
-      if (floating) return llvm::ConstantFP::getInfinity(type, false);
-      if (dtype == DType::bool_) return builder_.getTrue();
-      return llvm::ConstantInt::get(type, is_unsigned(dtype)
-                                              ? llvm::APInt::getMaxValue(type->getIntegerBitWidth())
-                                              : llvm::APInt::getSignedMaxValue(type->getIntegerBitWidth()));
+    case ops::Reduction::max: return bound_of(dtype, /*largest=*/false);
+    case ops::Reduction::min: return bound_of(dtype, /*largest=*/true);
     case ops::Reduction::none: break;
   }
   KILN_CHECK(false, "a reduction kernel for a primitive that names no combining operation");

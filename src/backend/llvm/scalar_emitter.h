@@ -32,6 +32,7 @@ class LlvmScalarEmitter : public ops::ScalarEmitter {
 
   // Reductions: the identity to start from and the step that combines.
   llvm::Value* reduction_identity(ops::Reduction reduction, DType dtype);
+  llvm::Value* bound_of(DType dtype, bool largest);
   /// The reference's order: the accumulator wins ties, NaN wins everything.
   llvm::Value* combine(ops::Reduction reduction, DType dtype, llvm::Value* accumulator, llvm::Value* value);
   /// max/min for a reduction that tracks NaNs apart, in the form LLVM

@@ -13,44 +13,43 @@
 namespace kiln::llvm_backend {
 
 namespace {
-const standalone::KernelTable& kernel_table() {
-  static const standalone::KernelTable table = [] {
-    standalone::KernelTable built{};
-    standalone::add_movement_kernels(built);
-    standalone::add_indexing_kernels(built);
-    standalone::add_compute_kernels(built);
-    return built;
-  }();
-  return table;
+// What a native kernel is: its emitter; whether it computes on elements,
+// written for bool, i32, i64, f32 and f64 only (other dtypes run the
+// reference kernel), rather than moving elements of any dtype; and whether
+// its geometry may depend on a symbolic graph's symbols (standalone_emitter.h).
+struct NativeKernelEntry {
+  standalone::KernelEmitFunction emit = nullptr;
+  bool computes = false;
+  bool serves_every_size = false;
+};
+
+NativeKernelEntry native_kernel(ops::NativeKernel kernel) {
+  using K = ops::NativeKernel;
+  using namespace standalone;
+  switch (kernel) {
+    case K::transpose: return {.emit = emit_transpose, .serves_every_size = true};
+    case K::slice: return {.emit = emit_slice, .serves_every_size = true};
+    case K::reverse: return {.emit = emit_reverse, .serves_every_size = true};
+    case K::concatenate: return {.emit = emit_concatenate, .serves_every_size = true};
+    case K::pad: return {.emit = emit_pad, .serves_every_size = true};
+
+    case K::take: return {.emit = emit_take, .serves_every_size = true};
+    case K::scatter_add: return {.emit = emit_scatter_add, .computes = true};
+    case K::dynamic_slice: return {.emit = emit_dynamic_slice};
+    case K::dynamic_update_slice: return {.emit = emit_dynamic_update_slice};
+
+    case K::cumsum: return {.emit = emit_cumsum, .computes = true};
+    case K::argument_reduce: return {.emit = emit_argument_reduce, .computes = true};
+    case K::random: return {.emit = emit_random, .computes = true};
+    case K::integer_matmul: return {.emit = emit_integer_matmul, .computes = true};
+    case K::none: break;
+  }
+  return {};
 }
 
-// The kernels that compute on elements (rather than move them) are written
-// for bool, i32, i64, f32 and f64; the others run their reference kernel.
-bool computes_on_dtype(ops::NativeKernel kernel, DType dtype) {
-  switch (kernel) {
-    case ops::NativeKernel::scatter_add:
-    case ops::NativeKernel::cumsum:
-    case ops::NativeKernel::argument_reduce:
-    case ops::NativeKernel::random:
-    case ops::NativeKernel::integer_matmul:
-      return dtype == DType::bool_ || dtype == DType::i32 || dtype == DType::i64 || dtype == DType::f32 ||
-             dtype == DType::f64;
-    default: return true;
-  }
-}
-
-// The kernels whose geometry may depend on a symbolic graph's symbols (see
-// standalone_emitter.h).
-bool serves_every_size(ops::NativeKernel kernel) {
-  switch (kernel) {
-    case ops::NativeKernel::transpose:
-    case ops::NativeKernel::slice:
-    case ops::NativeKernel::reverse:
-    case ops::NativeKernel::concatenate:
-    case ops::NativeKernel::pad:
-    case ops::NativeKernel::take: return true;
-    default: return false;
-  }
+bool computes_on_dtype(const NativeKernelEntry& kernel, DType dtype) {
+  return !kernel.computes || dtype == DType::bool_ || dtype == DType::i32 || dtype == DType::i64 ||
+         dtype == DType::f32 || dtype == DType::f64;
 }
 
 // With `fixed_sizes`, as if the graph were static.
@@ -59,15 +58,16 @@ standalone::KernelEmitFunction kernel_for(const ir::Graph& graph, const ir::Node
   // Floating products are BLAS calls, planned apart (plan.cpp).
   if (row.fusion == ops::Fusion::matmul && is_floating(node.type.dtype)) return nullptr;
   if (row.fusion != ops::Fusion::kernel && row.fusion != ops::Fusion::matmul) return nullptr;
-  if (!computes_on_dtype(row.kernel, node.type.dtype)) return nullptr;
+  NativeKernelEntry kernel = native_kernel(row.kernel);
+  if (!computes_on_dtype(kernel, node.type.dtype)) return nullptr;
   bool symbolic = node.symbolic != nullptr;
   for (ir::ValueId input : node.inputs) {
     const ir::Node& operand = graph.nodes[static_cast<size_t>(input)];
-    if (!computes_on_dtype(row.kernel, operand.type.dtype)) return nullptr;
+    if (!computes_on_dtype(kernel, operand.type.dtype)) return nullptr;
     symbolic = symbolic || operand.symbolic != nullptr;
   }
-  if (symbolic && !fixed_sizes && !serves_every_size(row.kernel)) return nullptr;
-  return kernel_table()[static_cast<size_t>(row.kernel)];
+  if (symbolic && !fixed_sizes && !kernel.serves_every_size) return nullptr;
+  return kernel.emit;
 }
 }  // namespace
 
@@ -80,7 +80,8 @@ bool standalone_supported_at_fixed_sizes(const ir::Graph& graph, const ir::Node&
 std::vector<std::string> standalone_kernels_missing() {
   std::vector<std::string> missing;
   for (int k = 1; k < ops::native_kernel_count; ++k)
-    if (!kernel_table()[static_cast<size_t>(k)]) missing.push_back("native kernel #" + std::to_string(k));
+    if (!native_kernel(static_cast<ops::NativeKernel>(k)).emit)
+      missing.push_back("native kernel #" + std::to_string(k));
   return missing;
 }
 

@@ -51,6 +51,8 @@ CompiledKernel for_each_tile(Emitter& e, const AxisView& view, Body body) {
 
 // ---- cumsum ------------------------------------------------------------------------
 
+}  // namespace
+
 CompiledKernel emit_cumsum(Emitter& e) {
   if (shape_size(e.node.type.shape) == 0) return {};
   AxisView view = view_around(e.node.type.shape, e.node.attrs.ints[0]);
@@ -89,6 +91,8 @@ CompiledKernel emit_cumsum(Emitter& e) {
 }
 
 // ---- argmax / argmin -----------------------------------------------------------------
+
+namespace {
 
 /// Whether `value` displaces `best` as the extreme: a NaN is the extreme
 /// (the first one stays), ties keep the first occurrence.
@@ -172,6 +176,8 @@ CompiledKernel emit_contiguous_argument_reduce(Emitter& e, const AxisView& view)
   });
   return result;
 }
+
+}  // namespace
 
 CompiledKernel emit_argument_reduce(Emitter& e) {
   if (shape_size(e.node.type.shape) == 0) return {};
@@ -258,6 +264,8 @@ CompiledKernel emit_integer_matmul(Emitter& e) {
 
 // ---- random numbers --------------------------------------------------------------------
 
+namespace {
+
 /// Threefry-2x32 with 20 rounds, as ops::threefry2x32 (src/ops/threefry.h).
 std::pair<llvm::Value*, llvm::Value*> threefry(Emitter& e, llvm::Value* key0, llvm::Value* key1, llvm::Value* counter0,
                                                llvm::Value* counter1) {
@@ -286,6 +294,8 @@ llvm::Value* element_of_word(Emitter& e, llvm::Value* word) {
   llvm::Value* bits = b.CreateOr(b.CreateLShr(word, 9), b.getInt32(0x3F800000u));
   return b.CreateFSub(b.CreateBitCast(bits, b.getFloatTy()), llvm::ConstantFP::get(b.getFloatTy(), 1.0));
 }
+
+}  // namespace
 
 // Counters as src/ops/random.cpp lays them out: a draw of N words hashes
 // (j, H + j) for j < H = ceil(N / 2) into words j and H + j, the counter N
@@ -329,15 +339,6 @@ CompiledKernel emit_random(Emitter& e) {
     });
   }
   return result;
-}
-
-}  // namespace
-
-void add_compute_kernels(KernelTable& table) {
-  table[static_cast<size_t>(ops::NativeKernel::cumsum)] = emit_cumsum;
-  table[static_cast<size_t>(ops::NativeKernel::argument_reduce)] = emit_argument_reduce;
-  table[static_cast<size_t>(ops::NativeKernel::random)] = emit_random;
-  table[static_cast<size_t>(ops::NativeKernel::integer_matmul)] = emit_integer_matmul;
 }
 
 }  // namespace kiln::llvm_backend::standalone

@@ -15,7 +15,6 @@
 
 #include <llvm/IR/IRBuilder.h>
 
-#include <array>
 #include <vector>
 
 #include "backend/llvm/codegen.h"
@@ -165,13 +164,27 @@ struct AxisSizes {
 };
 AxisSizes sizes_around(const std::vector<Size>& shape, int64_t axis);
 
-/// The emitter of each native kernel a primitive's row may name
-/// (ops::NativeKernel); each file of kernels fills its entries, and
-/// standalone_kernels_missing() names any left empty.
+/// The emitters of the native kernels a primitive's row may name
+/// (ops::NativeKernel); standalone.cpp says which serves which.
 using KernelEmitFunction = CompiledKernel (*)(Emitter&);
-using KernelTable = std::array<KernelEmitFunction, ops::native_kernel_count>;
-void add_movement_kernels(KernelTable& table);
-void add_indexing_kernels(KernelTable& table);
-void add_compute_kernels(KernelTable& table);
+
+// standalone_movement.cpp
+CompiledKernel emit_transpose(Emitter& e);
+CompiledKernel emit_slice(Emitter& e);
+CompiledKernel emit_reverse(Emitter& e);
+CompiledKernel emit_concatenate(Emitter& e);
+CompiledKernel emit_pad(Emitter& e);
+
+// standalone_indexing.cpp
+CompiledKernel emit_take(Emitter& e);
+CompiledKernel emit_scatter_add(Emitter& e);
+CompiledKernel emit_dynamic_slice(Emitter& e);
+CompiledKernel emit_dynamic_update_slice(Emitter& e);
+
+// standalone_compute.cpp
+CompiledKernel emit_cumsum(Emitter& e);
+CompiledKernel emit_argument_reduce(Emitter& e);
+CompiledKernel emit_random(Emitter& e);
+CompiledKernel emit_integer_matmul(Emitter& e);
 
 }  // namespace kiln::llvm_backend::standalone

@@ -26,6 +26,8 @@ llvm::Value* clamped(Emitter& e, llvm::Value* value, int64_t lowest, int64_t hig
   return clamped(e, value, lowest, e.i64(highest));
 }
 
+}  // namespace
+
 // One output row [o, j, :] per index: a copy of x's row [o, index j, :]. It
 // serves every size of a symbolic graph (see standalone_emitter.h).
 CompiledKernel emit_take(Emitter& e) {
@@ -44,6 +46,8 @@ CompiledKernel emit_take(Emitter& e) {
       });
 }
 
+namespace {
+
 llvm::Value* accumulate(Emitter& e, DType dtype, llvm::Value* a, llvm::Value* b) {
   switch (dtype) {
     case DType::bool_: {
@@ -55,6 +59,8 @@ llvm::Value* accumulate(Emitter& e, DType dtype, llvm::Value* a, llvm::Value* b)
     default: return e.builder.CreateAdd(a, b);  // wraps, like the reference's unsigned sum
   }
 }
+
+}  // namespace
 
 // Parallel over the slabs [o, :, columns] of the output, which no two
 // iterations share; within one, updates are added in the reference's order.
@@ -87,6 +93,8 @@ CompiledKernel emit_scatter_add(Emitter& e) {
   return result;
 }
 
+namespace {
+
 /// Start input `first + a` for each axis a, normalized for a window of `window`.
 std::vector<llvm::Value*> window_starts(Emitter& e, size_t first, const Shape& shape, const Shape& window) {
   std::vector<llvm::Value*> starts;
@@ -100,6 +108,8 @@ std::vector<llvm::Value*> window_starts(Emitter& e, size_t first, const Shape& s
 }
 
 Shape at_least_1d(const Shape& shape) { return shape.empty() ? Shape{1} : shape; }
+
+}  // namespace
 
 CompiledKernel emit_dynamic_slice(Emitter& e) {
   if (shape_size(e.node.type.shape) == 0) return {};
@@ -157,15 +167,6 @@ CompiledKernel emit_dynamic_update_slice(Emitter& e) {
                  e.builder.CreateSub(after, first));
         });
       });
-}
-
-}  // namespace
-
-void add_indexing_kernels(KernelTable& table) {
-  table[static_cast<size_t>(ops::NativeKernel::take)] = emit_take;
-  table[static_cast<size_t>(ops::NativeKernel::scatter_add)] = emit_scatter_add;
-  table[static_cast<size_t>(ops::NativeKernel::dynamic_slice)] = emit_dynamic_slice;
-  table[static_cast<size_t>(ops::NativeKernel::dynamic_update_slice)] = emit_dynamic_update_slice;
 }
 
 }  // namespace kiln::llvm_backend::standalone

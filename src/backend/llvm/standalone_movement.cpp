@@ -116,6 +116,8 @@ CompiledKernel emit_gather(Emitter& e, const StridedGather& original) {
   });
 }
 
+}  // namespace
+
 CompiledKernel emit_transpose(Emitter& e) {
   std::vector<Size> strides = row_major_strides(shape_sizes(e.input(0)));
   StridedGather gather{shape_sizes(e.node), {}, 0};
@@ -171,6 +173,8 @@ CompiledKernel emit_concatenate(Emitter& e) {
   });
 }
 
+namespace {
+
 /// Pad's geometry with neighbouring axes merged where the inner one has no
 /// padding (its rows are whole, so the pair is contiguous in both arrays).
 struct Padding {
@@ -196,6 +200,8 @@ Padding simplified_padding(const ir::Node& node, const std::vector<Size>& input)
   if (result.input.empty()) result = {{1}, {1}, {0}};
   return result;
 }
+
+}  // namespace
 
 // Each output row is either all padding, or padding, a row of x, padding.
 CompiledKernel emit_pad(Emitter& e) {
@@ -232,16 +238,6 @@ CompiledKernel emit_pad(Emitter& e) {
       e.fill(value, e.output_pointer(), e.add(target, after), e.sub(end, after));
     });
   });
-}
-
-}  // namespace
-
-void add_movement_kernels(KernelTable& table) {
-  table[static_cast<size_t>(ops::NativeKernel::transpose)] = emit_transpose;
-  table[static_cast<size_t>(ops::NativeKernel::slice)] = emit_slice;
-  table[static_cast<size_t>(ops::NativeKernel::reverse)] = emit_reverse;
-  table[static_cast<size_t>(ops::NativeKernel::concatenate)] = emit_concatenate;
-  table[static_cast<size_t>(ops::NativeKernel::pad)] = emit_pad;
 }
 
 }  // namespace kiln::llvm_backend::standalone

@@ -86,14 +86,6 @@ std::vector<Size> row_major_strides(const std::vector<Size>& shape) {
   return strides;
 }
 
-Shape shape_at(const ir::Node& node, std::span<const int64_t> values) {
-  Shape shape = node.type.shape;
-  if (node.symbolic && !values.empty())
-    for (const auto& [dim, expression] : node.symbolic->shape)
-      shape[static_cast<size_t>(dim)] = expression.evaluate(values);
-  return shape;
-}
-
 ir::DimExpr symbolic_int(const ir::Node& node, size_t index) {
   if (node.symbolic)
     for (const auto& [position, expression] : node.symbolic->ints)

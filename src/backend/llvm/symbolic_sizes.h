@@ -74,8 +74,6 @@ Size product(const std::vector<Size>& sizes);
 /// Element strides of a contiguous row-major array of this shape.
 std::vector<Size> row_major_strides(const std::vector<Size>& shape);
 
-/// The shape of `node` at the symbols' `values` (its hints when `values` is empty).
-Shape shape_at(const ir::Node& node, std::span<const int64_t> values);
 /// Entry `index` of the node's integer attributes as a polynomial.
 ir::DimExpr symbolic_int(const ir::Node& node, size_t index);
 /// The product of the node's dimensions.
