@@ -23,6 +23,7 @@ class IndexUpdate;  // kiln/ops.h
 
 namespace detail {
 struct ArrayImpl;
+struct ArrayAccess;
 void read_elements(const Array& array, DType as, void* out, int64_t count, const char* operation, Location where);
 /// The element count of `array`, or the error `operation` raises on an empty or donated handle.
 int64_t element_count(const Array& array, const char* operation, Location where);
@@ -74,6 +75,7 @@ class Array {
   const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
 
  private:
+  friend struct detail::ArrayAccess;
   std::shared_ptr<detail::ArrayImpl> impl_;
 };
 

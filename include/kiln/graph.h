@@ -20,6 +20,9 @@ namespace kiln {
 namespace ir {
 class Graph;
 }
+namespace detail {
+struct GraphAccess;
+}
 
 class Graph {
  public:
@@ -41,6 +44,7 @@ class Graph {
   const std::shared_ptr<const ir::Graph>& shared() const { return graph_; }
 
  private:
+  friend struct detail::GraphAccess;
   std::shared_ptr<const ir::Graph> graph_;
 };
 

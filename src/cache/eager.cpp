@@ -42,7 +42,7 @@ Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<co
     graph = session.finish({result});
     captures = session.captured();
   }
-  const auto& shared = graph->shared();
+  const auto& shared = detail::shared_ir(*graph);
   cache::GraphLookup lookup = cache::get_or_compile(shared, cache::graph_key(*shared));
   return lookup.executable->run(inputs, captures).at(0);
 }

@@ -58,7 +58,7 @@ JitFunction::Probe JitFunction::probe(const CallArguments& arguments, const cach
     if (dynamic && !known) result.reads.push_back(line);
   }
   std::vector<const ir::Graph*> graphs;
-  for (const Traced& traced : traces) graphs.push_back(&traced.graph.ir());
+  for (const Traced& traced : traces) graphs.push_back(&detail::ir_of(traced.graph));
   transform::FitResult fit = transform::fit_symbols(graphs, symbols.hints);
   result.graph = std::move(fit.graph);
   result.failure = std::move(fit.failure);
@@ -83,7 +83,7 @@ cache::SymbolAssignment JitFunction::plan_dynamic(const CallArguments& arguments
         continue;
       }
       if (!dynamic_.insert(dim).second) continue;
-      const Shape& shape = arguments.arrays[static_cast<size_t>(dim.leaf)].impl()->type.shape;
+      const Shape& shape = detail::impl(arguments.arrays[static_cast<size_t>(dim.leaf)])->type.shape;
       int64_t size = shape[static_cast<size_t>(dim.dim)];
       miss.explanation += "; " + cache::dim_name(miss.description, dim) +
                           (size < 2 ? " is " + std::to_string(size) +
@@ -99,7 +99,7 @@ cache::SymbolAssignment JitFunction::plan_dynamic(const CallArguments& arguments
           std::string(miss.explanation.empty() ? "" : "; ") + cache::dim_name(miss.description, dim) +
           " is dynamic but " +
           std::to_string(
-              arguments.arrays[static_cast<size_t>(dim.leaf)].impl()->type.shape[static_cast<size_t>(dim.dim)]) +
+              detail::impl(arguments.arrays[static_cast<size_t>(dim.leaf)])->type.shape[static_cast<size_t>(dim.dim)]) +
           " here: sizes 0 and 1 are specialized (broadcasting treats them differently)";
   return symbols;
 }

@@ -302,9 +302,9 @@ bool only_constants_captured(const ir::Graph& graph) {
 JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced,
                                          FunctionRef<TraceOutcome(TraceSession&)> trace,
                                          FunctionRef<SignatureDescription()> describe) {
-  bool by_signature =
-      signature_mode() && (only_constants_captured(traced.graph.ir()) || options_.captures == Captures::Constant);
-  Candidate candidate{traced.graph.shared(), traced.graph.ir().structure_hash(), {}, 0};
+  bool by_signature = signature_mode() &&
+                      (only_constants_captured(detail::ir_of(traced.graph)) || options_.captures == Captures::Constant);
+  Candidate candidate{detail::shared_ir(traced.graph), detail::ir_of(traced.graph).structure_hash(), {}, 0};
 
   std::unique_lock lock(mutex_);
   // A re-traced call hits a symbolic entry when its trace is that entry's graph at this call's sizes.
@@ -314,7 +314,8 @@ JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced
     try {
       ir::Graph expected =
           ir::instantiate(*symbolic->traced, ir::bind_symbols(*symbolic->traced, arguments.arrays, traced.captures));
-      same = expected.structurally_equal(traced.graph.ir()) && expected.same_literals(traced.graph.ir());
+      same = expected.structurally_equal(detail::ir_of(traced.graph)) &&
+             expected.same_literals(detail::ir_of(traced.graph));
     } catch (const Error&) {
     }
     lock.lock();
@@ -495,10 +496,10 @@ JitFunction::Admitted JitFunction::compile_and_insert(const CallArguments& argum
 }
 
 void JitFunction::verify_frozen(const Entry& entry, const Traced& fresh) {
-  std::vector<cache::Difference> differences = cache::diff_graphs(*entry.traced, fresh.graph.ir());
-  const ir::Graph& graph = fresh.graph.ir();
+  std::vector<cache::Difference> differences = cache::diff_graphs(*entry.traced, detail::ir_of(fresh.graph));
+  const ir::Graph& graph = detail::ir_of(fresh.graph);
   for (size_t k = 0; k < entry.captures.size() && k < fresh.captures.size(); ++k)
-    if (entry.captures[k].impl() != fresh.captures[k].impl())
+    if (detail::impl(entry.captures[k]) != detail::impl(fresh.captures[k]))
       differences.push_back({"the array captured at " +
                                  location_string(graph.nodes[static_cast<size_t>(graph.captures[k])].where) +
                                  " is no longer the one frozen at trace time",
@@ -558,7 +559,7 @@ Graph JitFunction::lower(CallArguments& arguments, FunctionRef<TraceOutcome(Trac
     for (auto [leaf, dim] : options_.dynamic_dims) marked.insert({leaf, dim});
     cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked);
     if (!symbols.empty())
-      if (Probe probed = probe(arguments, symbols, trace); probed.graph) return Graph(probed.graph);
+      if (Probe probed = probe(arguments, symbols, trace); probed.graph) return detail::wrap(probed.graph);
   }
   TraceSession session(name_, where_);
   TraceOutcome outcome = trace(session);

@@ -87,26 +87,27 @@ Array allocate(AbstractValue type) {
         refusal);
   }
   impl->type = std::move(type);
-  return Array(std::move(impl));
+  return detail::wrap(std::move(impl));
 }
 
 Array copy_of(const Array& array) {
-  Array result = allocate(array.impl()->type);
-  if (result.impl()->buffer->bytes() > 0)
-    std::memcpy(result.impl()->buffer->data(), array.impl()->buffer->data(), result.impl()->buffer->bytes());
+  Array result = allocate(detail::impl(array)->type);
+  if (detail::impl(result)->buffer->bytes() > 0)
+    std::memcpy(detail::impl(result)->buffer->data(), detail::impl(array)->buffer->data(),
+                detail::impl(result)->buffer->bytes());
   return result;
 }
 
 const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where) {
-  if (!array.impl())
+  if (!detail::impl(array))
     raise(operation, "an empty (default-constructed) Array was used", where,
           "assign an array to it before use, e.g. kiln::zeros({...})");
-  if (array.impl()->donated_to)
+  if (detail::impl(array)->donated_to)
     raise<DonatedArrayError>(operation,
-                             "array " + array.impl()->type.to_string() + " was donated to " +
-                                 *array.impl()->donated_to + " and may no longer be used",
+                             "array " + detail::impl(array)->type.to_string() + " was donated to " +
+                                 *detail::impl(array)->donated_to + " and may no longer be used",
                              where, "use the function's result instead, or remove the argument from donate_argnums");
-  return *array.impl();
+  return *detail::impl(array);
 }
 
 int64_t element_count(const Array& array, const char* operation, Location where) {
@@ -171,8 +172,8 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
               std::to_string(shape_size(shape)) + " elements)",
           where, "pass exactly as many values as the shape holds");
   Array result = allocate(AbstractValue{dtype, false, std::move(shape)});
-  if (count > 0) std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
-  result.impl()->made_during = active_trace();
+  if (count > 0) std::memcpy(detail::impl(result)->buffer->data(), data, detail::impl(result)->buffer->bytes());
+  detail::impl(result)->made_during = active_trace();
   return result;
 }
 
@@ -232,7 +233,7 @@ void print_nested(std::ostream& out, const T* data, const Shape& shape, size_t a
 }  // namespace
 
 std::ostream& operator<<(std::ostream& out, const Array& array) {
-  if (!array.impl()) return out << "Array(empty)";
+  if (!detail::impl(array)) return out << "Array(empty)";
   // A donated array's memory may hold another array's values now: printing
   // it is a use like any other. (operator<< has no location to name.)
   const detail::ArrayImpl& impl = detail::impl_of(array, "print", Location());

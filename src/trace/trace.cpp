@@ -66,7 +66,7 @@ Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner
   impl->trace = owner;
   impl->value = static_cast<int32_t>(graph.nodes.size());
   graph.nodes.push_back(std::move(node));
-  return Array(std::move(impl));
+  return detail::wrap(std::move(impl));
 }
 
 // ---- TraceSession ---------------------------------------------------------------
@@ -118,7 +118,7 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
   ir::eliminate_dead_nodes(*graph);
   state_->graph = ir::Graph{};
   state_->graph.name = graph->name;
-  return Graph(std::move(graph));
+  return detail::wrap(std::move(graph));
 }
 
 std::vector<Array> TraceSession::captured() const { return state_->captured; }

@@ -70,18 +70,18 @@ detail::TracedBody trace_batched(const std::string& name, Location where, const 
   Arrays arguments;
   for (const Array& example : examples) arguments.push_back(session.argument(example));
   Graph graph = session.finish(fn(arguments));
-  return {graph.shared(), session.captured()};
+  return {detail::shared_ir(graph), session.captured()};
 }
 
 /// Lane mask `predicate` ([B]) shaped to select between values like `like` ([B, ...]).
 Array lane_mask(const Array& predicate, const Array& like) {
-  Shape shape(like.impl()->type.shape.size(), 1);
-  shape[0] = predicate.impl()->type.shape[0];
+  Shape shape(detail::impl(like)->type.shape.size(), 1);
+  shape[0] = detail::impl(predicate)->type.shape[0];
   return reshape(predicate, shape);
 }
 
 Array truth(const Array& value) {
-  if (value.impl()->type.dtype == DType::bool_) return value;
+  if (detail::impl(value)->type.dtype == DType::bool_) return value;
   return not_equal(value, 0);
 }
 

@@ -17,7 +17,7 @@ namespace {
 using detail::AbstractValue;
 using Arrays = std::vector<Array>;
 
-bool floating(const Array& value) { return is_floating(value.impl()->type.dtype); }
+bool floating(const Array& value) { return is_floating(detail::impl(value)->type.dtype); }
 
 Array zero_of(const AbstractValue& type, Location where) {
   Array zero = detail::literal(0, type.dtype, false, where);
@@ -28,7 +28,7 @@ Array or_zero(const Array& value, const AbstractValue& type, Location where) {
   return value.defined() ? value : zero_of(type, where);
 }
 Array or_zero(const Array& value, const Array& like, Location where) {
-  return or_zero(value, like.impl()->type, where);
+  return or_zero(value, detail::impl(like)->type, where);
 }
 
 std::vector<size_t> floating_positions(std::span<const Array> values) {
@@ -65,7 +65,7 @@ detail::TracedBody trace_derivative(const std::string& name, Location where, con
   Arrays arguments;
   for (const Array& example : examples) arguments.push_back(session.argument(example));
   Graph graph = session.finish(fn(arguments));
-  return {graph.shared(), session.captured()};
+  return {detail::shared_ir(graph), session.captured()};
 }
 
 Arrays slice(const Arrays& values, size_t begin, size_t count) {
@@ -233,7 +233,7 @@ Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span
       for (size_t c : captured) {
         bool mine = c >= begin && c < begin + count;
         result.push_back(mine ? or_zero(input_cotangents[m + c - begin], a[m + c], where)
-                              : zero_of(a[m + c].impl()->type, where));
+                              : zero_of(detail::impl(a[m + c])->type, where));
       }
       return result;
     };
@@ -263,7 +263,7 @@ Arrays vjp_scan(const ir::Node& node, std::span<const Array> operands, std::span
   // Carry: the carries' cotangents, then the captures' accumulated over the steps.
   Arrays carry;
   for (size_t k : carried) carry.push_back(or_zero(result_cotangents[k], operands[k], where));
-  for (size_t c : captured) carry.push_back(zero_of(captures[c].impl()->type, where));
+  for (size_t c : captured) carry.push_back(zero_of(detail::impl(captures[c])->type, where));
   // Scanned: the saved input carries, the scanned arrays, the outputs' cotangents.
   Arrays xs = joined(Arrays(residuals.begin(), residuals.end()), slice(operands, n, m));
   for (size_t r : stacked) xs.push_back(or_zero(result_cotangents[n + r], types[n + r], where));

@@ -15,7 +15,7 @@ namespace {
 std::string leaf_text(const VmapLeaves& leaves, size_t k) {
   std::string text = "argument " + std::to_string(leaves.argument[k]);
   if (leaves.argument_leaves[leaves.argument[k]] > 1) text += " leaf " + std::to_string(leaves.leaf_in_argument[k]);
-  return text + " (" + leaves.arrays[k].impl()->type.to_string() + ")";
+  return text + " (" + detail::impl(leaves.arrays[k])->type.to_string() + ")";
 }
 
 /// `axis` of an array of `rank` dimensions made non-negative, or an error.
@@ -94,7 +94,7 @@ std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& cap
     arguments.push_back({leaves.lanes_first[k], leaves.batched[k] != 0});
   for (const Array& capture : captures) unbatched_captures.push_back({capture, false});
   std::vector<transform::Batched> outputs =
-      transform::batch_graph(graph.ir(), arguments, unbatched_captures, leaves.size);
+      transform::batch_graph(detail::ir_of(graph), arguments, unbatched_captures, leaves.size);
   if (out_axes.is_per_leaf() && out_axes.leaves().size() != outputs.size())
     raise(name,
           "out_axes lists " + std::to_string(out_axes.leaves().size()) + " axes for a result with " +
@@ -103,7 +103,7 @@ std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& cap
   std::vector<Array> result;
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::optional<int> axis = out_axes.leaf(k);
-    const AbstractValue& lane = graph.ir().nodes[static_cast<size_t>(graph.ir().outputs[k])].type;
+    const AbstractValue& lane = detail::ir_of(graph).nodes[static_cast<size_t>(detail::ir_of(graph).outputs[k])].type;
     std::string what = "result leaf " + std::to_string(k) + " (" + lane.to_string() + " per lane)";
     if (!axis) {
       if (outputs[k].batched)

@@ -81,9 +81,9 @@ TEST(ControlBackends, BodiesTakePartInHashEqualityAndLiteralOrder) {
   Array x = zeros({2});
   Graph half = make_graph("loop", loop(0.5f), x), third = make_graph("loop", loop(1.0f / 3), x);
   EXPECT_EQ(half.structure_hash(), third.structure_hash());
-  EXPECT_TRUE(half.ir().structurally_equal(third.ir()));
+  EXPECT_TRUE(detail::ir_of(half).structurally_equal(detail::ir_of(third)));
   EXPECT_NE(half.literal_hash(), third.literal_hash());
-  std::vector<Scalar> literals = half.ir().literal_values();
+  std::vector<Scalar> literals = detail::ir_of(half).literal_values();
   ASSERT_FALSE(literals.empty());
   EXPECT_TRUE(std::find(literals.begin(), literals.end(), Scalar(0.5f)) != literals.end());
   // Another body (an added operation) is another structure.
@@ -95,7 +95,7 @@ TEST(ControlBackends, BodiesTakePartInHashEqualityAndLiteralOrder) {
       },
       x);
   EXPECT_NE(half.structure_hash(), other.structure_hash());
-  EXPECT_FALSE(half.ir().structurally_equal(other.ir()));
+  EXPECT_FALSE(detail::ir_of(half).structurally_equal(detail::ir_of(other)));
 }
 
 TEST(ControlBackends, LiteralsLiftedOutOfNestedBodiesBecomeInputs) {
@@ -111,7 +111,7 @@ TEST(ControlBackends, LiteralsLiftedOutOfNestedBodiesBecomeInputs) {
   };
   Array xs = array({1.0f, -2.0f, 0.5f});
   auto test = trace_case("nested", fn, xs);
-  const ir::Graph& graph = test.graph.ir();
+  const ir::Graph& graph = detail::ir_of(test.graph);
   std::vector<Scalar> values = graph.literal_values();
   std::vector<bool> lift(values.size(), false);
   size_t three = static_cast<size_t>(std::find(values.begin(), values.end(), Scalar(3.0f)) - values.begin());
@@ -145,7 +145,7 @@ TEST(ControlBackends, SimplifyWorksInsideBodiesAndKeepsTheirInputs) {
         0, 3, [](const Array&, const Array& v) { return (v + 0.0f) * 1.0f - (-(-v)) + v; }, x);
   };
   auto test = trace_case("simplify", fn, array({1.0f, 2.0f}));
-  auto simplified = std::make_shared<ir::Graph>(test.graph.ir());
+  auto simplified = std::make_shared<ir::Graph>(detail::ir_of(test.graph));
   transform::simplify(*simplified);
   transform::verify(*simplified);
   const ir::Node* loop = nullptr;
@@ -165,8 +165,8 @@ TEST(ControlBackends, TheVerifierChecksBodiesAgainstTheirNode) {
     return while_loop([](const Array& v) { return sum(v) < 10.0f; }, [](const Array& v) { return v + 1.0f; }, x);
   };
   Graph graph = make_graph("loop", fn, zeros({2}));
-  transform::verify(graph.ir());
-  ir::Graph broken = graph.ir();
+  transform::verify(detail::ir_of(graph));
+  ir::Graph broken = detail::ir_of(graph);
   for (ir::Node& node : broken.nodes) {
     if (!ir::is_control(node.op)) continue;
     auto body = std::make_shared<ir::Graph>(*node.bodies[1]);

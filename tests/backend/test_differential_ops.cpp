@@ -993,7 +993,7 @@ TEST_F(Differential, OneExecutableRunningOnManyThreads) {
       },
       x, y);
   std::vector<Array> expected = detail::interpret(test.graph, test.arguments, test.captures);
-  auto executable = cache::default_backend().compile(test.graph.shared());
+  auto executable = cache::default_backend().compile(detail::shared_ir(test.graph));
   std::vector<std::string> failures(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < failures.size(); ++t) {

@@ -60,7 +60,7 @@ const char* dtype_text() {
 // ---- running one graph both ways --------------------------------------------------------
 
 std::vector<Array> run_compiled(const Graph& graph, const std::vector<Array>& arguments) {
-  auto executable = llvm_backend::llvm_backend().compile(graph.shared());
+  auto executable = llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
   return executable->run(arguments, {});
 }
 
@@ -569,7 +569,7 @@ std::string compiled_assembly(const Graph& graph) {
   std::filesystem::remove_all(directory);
   std::filesystem::create_directories(directory);
   ::setenv("KILN_DUMP", directory.c_str(), 1);
-  llvm_backend::llvm_backend().compile(graph.shared());
+  llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
   ::unsetenv("KILN_DUMP");
   std::string assembly;
   for (const auto& entry : std::filesystem::directory_iterator(directory)) {

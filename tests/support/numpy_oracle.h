@@ -113,7 +113,7 @@ template <class F, class... Args>
 Array eager_and_traced(const std::string& context, F fn, const Args&... args) {
   Array eager = fn(args...);
   Graph graph = make_graph("eager_and_traced", fn, args...);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
   std::vector<Array> leaves;
   (
       [&] {

@@ -39,7 +39,7 @@ TEST(Trace, PrintsGraphWithSourceLines) {
       "}\n",
       base);
   EXPECT_EQ(graph.to_string(), expected);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
 }
 
 TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
@@ -49,7 +49,7 @@ TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
       "lookup", [&](const Array& v) { return v + table; }, x);
   EXPECT_EQ(graph.num_arguments(), 1u);
   EXPECT_EQ(graph.num_captures(), 1u);
-  for (const auto& node : graph.ir().nodes) EXPECT_NE(node.op, ir::Primitive::literal);
+  for (const auto& node : detail::ir_of(graph).nodes) EXPECT_NE(node.op, ir::Primitive::literal);
   // New data for the capture changes the result without a new graph.
   EXPECT_EQ(detail::interpret(graph, {x}, {table})[0].to_vector<double>(), (std::vector<double>{11, 22}));
   EXPECT_EQ(detail::interpret(graph, {x}, {array({1.0, 1.0})})[0].to_vector<double>(), (std::vector<double>{2, 3}));
@@ -71,14 +71,14 @@ TEST(Trace, LiteralsDifferOnlyInValue) {
   Graph a = with(0.5), b = with(0.75), c = with(0.5);
   EXPECT_EQ(a.structure_hash(), b.structure_hash());
   EXPECT_NE(a.literal_hash(), b.literal_hash());
-  EXPECT_TRUE(a.ir().structurally_equal(b.ir()));
+  EXPECT_TRUE(detail::ir_of(a).structurally_equal(detail::ir_of(b)));
   EXPECT_FALSE(a == b);
   EXPECT_TRUE(a == c);
   EXPECT_EQ(a.literal_hash(), c.literal_hash());
   Graph other = make_graph(
       "threshold", [&](const Array& v) { return minimum(v, 0.5); }, x);
   EXPECT_NE(a.structure_hash(), other.structure_hash());
-  EXPECT_FALSE(a.ir().structurally_equal(other.ir()));
+  EXPECT_FALSE(detail::ir_of(a).structurally_equal(detail::ir_of(other)));
 }
 
 TEST(Trace, CreationInsideATraceRecordsNodes) {
@@ -92,7 +92,7 @@ TEST(Trace, EagerMatchesInterpreter) {
   Array x = array({-1.5, 0.25, 2.0, 3.5}, {2, 2});
   auto fn = [](const Array& v) { return where(v > 0, sqrt(v) * 3 + exp(-v), sigmoid(v) - v * v); };
   Graph graph = make_graph("mixed", fn, x);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
   EXPECT_EQ(detail::interpret(graph, {x}, {})[0].to_vector<double>(), fn(x).to_vector<double>());
 }
 
@@ -197,7 +197,7 @@ TEST(Trace, StructuredArgumentsAndResults) {
       },
       batch);
   EXPECT_EQ(graph.num_arguments(), 2u);
-  EXPECT_EQ(graph.ir().outputs.size(), 2u);
+  EXPECT_EQ(detail::ir_of(graph).outputs.size(), 2u);
   auto outputs = detail::interpret(graph, {batch["x"], batch["y"]}, {});
   EXPECT_EQ(outputs[1].to_vector<float>(), (std::vector<float>{3, 8}));
 }
@@ -205,10 +205,10 @@ TEST(Trace, StructuredArgumentsAndResults) {
 TEST(Verifier, RejectsBrokenGraphs) {
   Graph graph = make_graph(
       "ok", [](const Array& v) { return exp(v) + 1; }, array({1.0f}));
-  ir::Graph broken = graph.ir();
+  ir::Graph broken = detail::ir_of(graph);
   broken.nodes[1].inputs = {5};  // used before defined
   EXPECT_THROW(transform::verify(broken), std::logic_error);
-  broken = graph.ir();
+  broken = detail::ir_of(graph);
   broken.nodes[1].type.dtype = DType::i32;  // disagrees with its rule
   EXPECT_THROW(transform::verify(broken), std::logic_error);
 }
