@@ -17,6 +17,7 @@
 #include "harness.h"
 #include "mlp.h"
 #include "symbolic_marking.h"
+#include "trace/trace.h"
 
 using kiln::Array;
 

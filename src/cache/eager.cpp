@@ -10,6 +10,7 @@
 
 #include "cache/graph_cache.h"
 #include "ops/apply.h"
+#include "trace/trace.h"
 
 namespace kiln::detail {
 

@@ -110,6 +110,26 @@ const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Loca
   return *detail::impl(array);
 }
 
+void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
+  const TraceContext& trace = *tracer.trace;
+  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
+                        " of the trace of '" + trace.name + "' begun at " + location_string(trace.where) +
+                        ") was used ";
+  message += trace.alive ? "outside that trace, on another thread" : "after that trace ended";
+  raise<LeakedTracerError>(operation, message, use,
+                           "return the value from the traced function instead of storing it in a global, "
+                           "a member or a by-reference capture");
+}
+
+namespace {
+thread_local std::shared_ptr<TraceContext> active_trace_context;
+}  // namespace
+
+const std::shared_ptr<TraceContext>& active_trace() { return active_trace_context; }
+void set_active_trace(std::shared_ptr<TraceContext> context) { active_trace_context = std::move(context); }
+
+// The untyped work of Array::item, Array::to_vector and kiln::array.
+namespace {
 int64_t element_count(const Array& array, const char* operation, Location where) {
   return impl_of(array, operation, where).type.size();
 }
@@ -144,24 +164,7 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
   });
 }
 
-void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
-  const TraceContext& trace = *tracer.trace;
-  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
-                        " of the trace of '" + trace.name + "' begun at " + location_string(trace.where) +
-                        ") was used ";
-  message += trace.alive ? "outside that trace, on another thread" : "after that trace ended";
-  raise<LeakedTracerError>(operation, message, use,
-                           "return the value from the traced function instead of storing it in a global, "
-                           "a member or a by-reference capture");
-}
-
-namespace {
-thread_local std::shared_ptr<TraceContext> active_trace_context;
-}  // namespace
-
-const std::shared_ptr<TraceContext>& active_trace() { return active_trace_context; }
-void set_active_trace(std::shared_ptr<TraceContext> context) { active_trace_context = std::move(context); }
-
+/// Copies `count` elements of `dtype` from `data`; throws unless they fill `shape`.
 Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where) {
   for (int64_t extent : shape)
     if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
@@ -176,6 +179,7 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
   detail::impl(result)->made_during = active_trace();
   return result;
 }
+}  // namespace
 
 }  // namespace detail
 
@@ -198,6 +202,58 @@ int64_t Array::shape(int64_t axis, Location where) const {
         "axis " + std::to_string(axis) + " is out of range for an array of shape " + shape_string(shape(where)), where);
   return shape(where)[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
 }
+
+template <Element T>
+T Array::item(Location where) const {
+  T value{};
+  detail::read_elements(*this, dtype_of<T>(), &value, 1, "item", where);
+  return value;
+}
+
+template <Element T>
+std::vector<T> Array::to_vector(Location where) const {
+  std::vector<T> values(static_cast<size_t>(detail::element_count(*this, "to_vector", where)));
+  if constexpr (std::is_same_v<T, bool>) {
+    std::unique_ptr<bool[]> flat(new bool[values.size()]);
+    detail::read_elements(*this, DType::bool_, flat.get(), std::ssize(values), "to_vector", where);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = flat[i];
+  } else {
+    detail::read_elements(*this, dtype_of<T>(), values.data(), std::ssize(values), "to_vector", where);
+  }
+  return values;
+}
+
+template <Element T>
+Array array(const std::vector<T>& data, Shape shape, Location where) {
+  auto count = static_cast<int64_t>(data.size());
+  if constexpr (std::is_same_v<T, bool>) {
+    std::unique_ptr<bool[]> flat(new bool[data.size()]);
+    for (size_t i = 0; i < data.size(); ++i) flat[i] = data[i];
+    return detail::make_array(flat.get(), count, DType::bool_, std::move(shape), where);
+  } else {
+    return detail::make_array(data.data(), count, dtype_of<T>(), std::move(shape), where);
+  }
+}
+
+// The public header declares these templates; every Element type is compiled here.
+#define KILN_ELEMENT_ACCESS(T)                                 \
+  template T Array::item<T>(Location) const;                   \
+  template std::vector<T> Array::to_vector<T>(Location) const; \
+  template Array array<T>(const std::vector<T>&, Shape, Location);
+KILN_ELEMENT_ACCESS(bool)
+KILN_ELEMENT_ACCESS(int8_t)
+KILN_ELEMENT_ACCESS(int16_t)
+KILN_ELEMENT_ACCESS(int32_t)
+KILN_ELEMENT_ACCESS(int64_t)
+KILN_ELEMENT_ACCESS(uint8_t)
+KILN_ELEMENT_ACCESS(uint16_t)
+KILN_ELEMENT_ACCESS(uint32_t)
+KILN_ELEMENT_ACCESS(uint64_t)
+KILN_ELEMENT_ACCESS(float16)
+KILN_ELEMENT_ACCESS(bfloat16)
+KILN_ELEMENT_ACCESS(float)
+KILN_ELEMENT_ACCESS(double)
+#undef KILN_ELEMENT_ACCESS
 
 namespace {
 template <class T>

@@ -332,7 +332,7 @@ void register_control_rules(RuleTable& table) {
 
 namespace detail {
 
-std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& leading, std::vector<TracedBody> bodies,
+std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& leading, std::vector<TracedGraph> bodies,
                                 std::vector<int64_t> ints, Location where) {
   ir::Node node;
   node.op = kind == ControlKind::while_loop ? ir::Primitive::while_loop
@@ -340,10 +340,10 @@ std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& lead
                                             : ir::Primitive::scan;
   node.where = where;
   std::vector<Array> operands = leading;
-  for (TracedBody& body : bodies) {
+  for (TracedGraph& body : bodies) {
     operands.insert(operands.end(), body.captured.begin(), body.captured.end());
     ints.push_back(static_cast<int64_t>(body.captured.size()));
-    node.bodies.push_back(body.graph);
+    node.bodies.push_back(shared_ir(body.graph));
   }
   node.attrs.ints = std::move(ints);
   const char* name = ir::primitive_name(node.op).data();

@@ -130,4 +130,14 @@ void TraceSession::trace_at_shapes(std::vector<Shape> shapes) {
 
 std::vector<std::pair<Shape, Location>> TraceSession::shape_reads() const { return state_->shape_reads; }
 
+// ---- for the templates of kiln/graph.h ------------------------------------------
+
+Array trace_argument(TraceSession& session, const Array& example) { return session.argument(example); }
+
+TracedGraph trace(const std::string& name, Location where, FunctionRef<std::vector<Array>(TraceSession&)> record) {
+  TraceSession session(name, where);
+  Graph graph = session.finish(record(session));
+  return {std::move(graph), session.captured()};
+}
+
 }  // namespace kiln::detail

@@ -8,6 +8,7 @@
 #include "kiln/control.h"
 #include "ops/apply.h"
 #include "ops/control.h"
+#include "trace/trace.h"
 #include "transform/autodiff.h"
 
 namespace kiln::transform {
@@ -60,12 +61,12 @@ std::shared_ptr<const ir::Graph> closed(const ir::Graph& body) {
 
 using BodyFunction = detail::FunctionRef<Arrays(const Arrays&)>;
 
-detail::TracedBody trace_derivative(const std::string& name, Location where, const Arrays& examples, BodyFunction fn) {
+detail::TracedGraph trace_derivative(const std::string& name, Location where, const Arrays& examples, BodyFunction fn) {
   detail::TraceSession session(name, where);
   Arrays arguments;
   for (const Array& example : examples) arguments.push_back(session.argument(example));
   Graph graph = session.finish(fn(arguments));
-  return {detail::shared_ir(graph), session.captured()};
+  return {std::move(graph), session.captured()};
 }
 
 Arrays slice(const Arrays& values, size_t begin, size_t count) {
@@ -122,7 +123,7 @@ ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std:
     for (size_t k : carried) outputs.push_back(or_zero(output_tangents[k], outputs[k], where));
     return outputs;
   };
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative("while_loop condition (jvp)", where, leading, condition_fn));
   bodies.push_back(trace_derivative("while_loop body (jvp)", where, leading, body_fn));
   Arrays results = detail::control_flow(detail::ControlKind::while_loop, leading, std::move(bodies), {}, where);
@@ -140,7 +141,7 @@ ControlJvp jvp_cond(const ir::Node& node, std::span<const Array> operands, std::
   std::vector<size_t> differentiable = floating_positions(types, 0, types.size());
   Arrays examples = slice(operands, 1, m);
   for (size_t k : moving) examples.push_back(or_zero(tangents[1 + k], operands[1 + k], where));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   for (size_t b = 0; b < node.bodies.size(); ++b) {
     auto branch = closed(*node.bodies[b]);
     Arrays captures = layout.captures(node, b);
@@ -191,7 +192,7 @@ ControlJvp jvp_scan(const ir::Node& node, std::span<const Array> operands, std::
     for (size_t r : stacked) result.push_back(or_zero(output_tangents[n + r], outputs[n + r], where));
     return result;
   };
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative("scan body (jvp)", where, joined(carries, rows_of(xs)), body_fn));
   Arrays results = detail::control_flow(
       detail::ControlKind::scan, joined(carries, xs), std::move(bodies),
@@ -218,7 +219,7 @@ Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span
   if (moving.empty() && captured.empty()) return Arrays(operands.size());
   Arrays examples = joined(slice(operands, 1, m), all_captures);
   for (size_t r : differentiable) examples.push_back(or_zero(result_cotangents[r], types[r], where));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   for (size_t b = 0; b < node.bodies.size(); ++b) {
     auto branch = closed(*node.bodies[b]);
     size_t begin = layout.capture_begin(node, b) - layout.leading, count = ir::body_capture_count(node, b);
@@ -286,7 +287,7 @@ Arrays vjp_scan(const ir::Node& node, std::span<const Array> operands, std::span
     for (size_t k : scanned) result.push_back(or_zero(input_cotangents[n + k], arguments[n + k], where));
     return result;
   };
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative("scan body (vjp)", where, joined(carry, rows_of(xs)), body_fn));
   // The steps in the opposite order; the saved carries are indexed by step either way.
   Arrays results = detail::control_flow(
@@ -318,7 +319,7 @@ void replay_scan(const ir::Node& node, std::span<const Array> operands, std::vec
     return joined(ops::apply_graph(*node.bodies[0], a, captures), slice(a, 0, n));
   };
   Arrays examples = joined(slice(operands, 0, n), rows_of(slice(operands, n, leading - n)));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative("scan body (saving carries)", where, examples, body_fn));
   Arrays all =
       detail::control_flow(detail::ControlKind::scan, slice(operands, 0, leading), std::move(bodies),

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/plan.h"
 #include "core/array_impl.h"
 

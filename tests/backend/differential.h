@@ -11,6 +11,7 @@
 
 #include "cache/backend_choice.h"
 #include "runtime/executable.h"
+#include "trace/trace.h"
 
 namespace kiln::testing {
 

@@ -14,9 +14,11 @@
 #include <span>
 #include <stdexcept>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ir/symbolic.h"
 #include "random_graph_generator.h"
+#include "trace/trace.h"
 #include "transform/symbolic_fit.h"
 #include "transform/verify.h"
 

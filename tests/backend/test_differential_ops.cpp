@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backend/interp/interpreter.h"
 #include "cache/backend_choice.h"
 #include "differential.h"
 #include "support/numpy_oracle.h"

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
 
 namespace kiln {

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/standalone.h"

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
 #include "differential.h"
 #include "symbolic_marking.h"

@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/kernel_cache.h"
 #include "cache/backend_choice.h"
 #include "cache/jit_function.h"

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "core/array_impl.h"
 
 namespace tree_test {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"

@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"

@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ops/threefry.h"
 #include "support/errors.h"

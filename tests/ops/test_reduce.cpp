@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ops/apply.h"
 #include "support/errors.h"

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "transform/verify.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/golden.h"

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
