@@ -108,16 +108,4 @@ Array eye(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DTy
 Array linspace(double start, double stop, int64_t num = 50, bool endpoint = true, DType dtype = DType::f32,
                Location where = Location::current());
 
-namespace detail {
-/// Connects eager operations to the compiler, so that eager operations on
-/// large arrays run compiled kernels. Every program including a kiln header
-/// references it, which links that part of the static library in and runs it
-/// before main, as <iostream> does for its streams. kiln's own sources define
-/// KILN_LIBRARY_SOURCE: its lower layers must not reach up to the compiler.
-bool connect_compiler();
-#ifndef KILN_LIBRARY_SOURCE
-inline const bool compiler_connected = connect_compiler();
-#endif
-}  // namespace detail
-
 }  // namespace kiln
