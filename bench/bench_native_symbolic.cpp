@@ -17,6 +17,7 @@
 #include "harness.h"
 #include "mlp.h"
 #include "symbolic_marking.h"
+#include "trace/trace.h"
 
 using kiln::Array;
 
@@ -48,9 +49,9 @@ Traced trace(const std::string& name, F&& fn, const Args&... args) {
 void add_pair(const std::string& name, const Traced& at_size, const Traced& at_hint,
               const kiln::testing::SymbolMarks& marks) {
   const auto& backend = kiln::llvm_backend::llvm_backend();
-  std::shared_ptr<const kiln::runtime::Executable> fixed = backend.compile(at_size.graph.shared());
+  std::shared_ptr<const kiln::runtime::Executable> fixed = backend.compile(kiln::detail::shared_ir(at_size.graph));
   kiln::Graph symbolic = kiln::testing::mark_symbols(at_hint.graph, marks);
-  std::shared_ptr<const kiln::runtime::Executable> generic = backend.compile(symbolic.shared());
+  std::shared_ptr<const kiln::runtime::Executable> generic = backend.compile(kiln::detail::shared_ir(symbolic));
   auto inputs = std::make_shared<Traced>(at_size);
   kiln::bench::add(name + " static", [=] { benchmark::DoNotOptimize(fixed->run(inputs->inputs, inputs->captures)); });
   kiln::bench::add(name + " symbolic",

@@ -164,7 +164,7 @@ int fuzz_dynamic(const Arguments& arguments) {
       continue;
     }
     if (graph->graph) {
-      const ir::Graph& ir = graph->graph->ir();
+      const ir::Graph& ir = detail::ir_of(*graph->graph);
       nodes += static_cast<int64_t>(ir.nodes.size());
       for (const ir::Node& node : ir.nodes)
         if (node.symbolic) {
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
       if (arguments.stop) break;
       continue;
     }
-    const ir::Graph& ir = graph->test->graph.ir();
+    const ir::Graph& ir = detail::ir_of(graph->test->graph);
     nodes += static_cast<int64_t>(ir.nodes.size());
     for (const testing::Tolerance& tolerance : graph->tolerances) {
       ++outputs;

@@ -32,12 +32,6 @@ namespace kiln {
 
 namespace detail {
 
-/// A body traced into a sub-graph, with the arrays it read from outside.
-struct TracedBody {
-  std::shared_ptr<const ir::Graph> graph;
-  std::vector<Array> captured;
-};
-
 /// What a tree looks like: its structure (containers, keys, static leaves)
 /// as text, and its array leaves with their paths (`.first`, `[2]`).
 struct TreeShape {
@@ -99,16 +93,17 @@ enum class ControlKind : uint8_t { while_loop, cond, scan };
 /// Builds the control node from the traced bodies: recorded in the active
 /// trace, or run now. `leading`: the carries (while_loop), the index and the
 /// operands (cond), the carries and the scanned arrays (scan). Returns every result.
-std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& leading, std::vector<TracedBody> bodies,
+std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& leading, std::vector<TracedGraph> bodies,
                                 std::vector<int64_t> ints, Location where);
 
+/// Traces a loop body or branch into a sub-graph appended to `bodies`;
+/// returns its result (a skeleton, as trace_function's).
 template <class F, class... Args>
-auto trace_body(const std::string& name, Location where, TracedBody& out, const F& fn, const Args&... examples) {
-  TraceSession session(name, where);
-  auto result = trace_arguments(session, fn, examples...);
-  out.graph = session.finish(tree_leaves(result)).shared();
-  out.captured = session.captured();
-  return result;
+auto trace_body(const std::string& name, Location where, std::vector<TracedGraph>& bodies, const F& fn,
+                const Args&... examples) {
+  auto [traced, result] = trace_function(name, where, fn, examples...);
+  bodies.push_back(std::move(traced));
+  return std::move(result);
 }
 
 /// An array argument and the caller's line (a default argument of the
@@ -122,14 +117,13 @@ struct Located {
 template <class Carry, class CondFn, class BodyFn>
 Carry while_loop_named(const char* operation, const CondFn& cond_fn, const BodyFn& body_fn, const Carry& init,
                        Location where) {
-  TracedBody condition, body;
-  auto predicate = trace_body(std::string(operation) + " condition", where, condition, cond_fn, init);
+  std::vector<TracedGraph> bodies;  // the condition, then the body
+  auto predicate = trace_body(std::string(operation) + " condition", where, bodies, cond_fn, init);
   check_predicate(operation, tree_shape(predicate), "the condition's result", where);
-  auto result = trace_body(std::string(operation) + " body", where, body, body_fn, init);
+  auto result = trace_body(std::string(operation) + " body", where, bodies, body_fn, init);
   TreeShape carry = tree_shape(init);
   check_same_tree(operation, carry, "the initial carry", tree_shape(result), "the body's result", where);
-  std::vector<Array> results =
-      control_flow(ControlKind::while_loop, carry.leaves, {std::move(condition), std::move(body)}, {}, where);
+  std::vector<Array> results = control_flow(ControlKind::while_loop, carry.leaves, std::move(bodies), {}, where);
   size_t next = 0;
   return fill_leaves(init, results, next);
 }
@@ -141,17 +135,17 @@ auto scan_named(const char* operation, const Fn& fn, const Carry& init, const Xs
   int64_t steps = scan_length(scanned, length, where);
   auto row = [](const Array& x) { return row_placeholder(x); };
   Xs rows = TreeTraits<Xs>::map_arrays(xs, row);
-  TracedBody body;
+  std::vector<TracedGraph> bodies;
   auto step = [&fn](const Carry& carry, const Xs& x) {
     auto [next_carry, y] = fn(carry, x);
     return std::pair<Carry, decltype(y)>{std::move(next_carry), std::move(y)};
   };
-  auto result = trace_body(std::string(operation) + " body", where, body, step, init, rows);
+  auto result = trace_body(std::string(operation) + " body", where, bodies, step, init, rows);
   TreeShape carry = tree_shape(init);
   check_same_tree(operation, carry, "the initial carry", tree_shape(result.first), "the carry the body returns", where);
   std::vector<Array> leading = carry.leaves;
   leading.insert(leading.end(), scanned.leaves.begin(), scanned.leaves.end());
-  std::vector<Array> results = control_flow(ControlKind::scan, leading, {std::move(body)},
+  std::vector<Array> results = control_flow(ControlKind::scan, leading, std::move(bodies),
                                             {static_cast<int64_t>(carry.leaves.size()), steps, reverse ? 1 : 0}, where);
   size_t next = 0;
   Carry final_carry = fill_leaves(init, results, next);
@@ -161,7 +155,7 @@ auto scan_named(const char* operation, const Fn& fn, const Carry& init, const Xs
 
 // `index` is the i32 branch index (branch_index, predicate_index).
 template <class Results, class... Operands>
-Results cond_from_bodies(const char* operation, const Array& index, std::vector<TracedBody> bodies,
+Results cond_from_bodies(const char* operation, const Array& index, std::vector<TracedGraph> bodies,
                          const std::vector<Results>& results, const std::vector<std::string>& names, Location where,
                          const Operands&... operands) {
   TreeShape first = tree_shape(results[0]);
@@ -196,11 +190,11 @@ Carry while_loop(const CondFn& cond_fn, const BodyFn& body_fn, const Carry& init
 template <class TrueFn, class FalseFn, class... Operands>
 auto cond(const detail::Located& predicate, const TrueFn& true_fn, const FalseFn& false_fn,
           const Operands&... operands) {
-  std::vector<detail::TracedBody> bodies(2);
+  std::vector<detail::TracedGraph> bodies;  // the false branch, then the true one
   using Result = std::remove_cvref_t<std::invoke_result_t<const FalseFn&, const Operands&...>>;
   std::vector<Result> results;
-  results.push_back(detail::trace_body("cond false branch", predicate.where, bodies[0], false_fn, operands...));
-  results.push_back(detail::trace_body("cond true branch", predicate.where, bodies[1], true_fn, operands...));
+  results.push_back(detail::trace_body("cond false branch", predicate.where, bodies, false_fn, operands...));
+  results.push_back(detail::trace_body("cond true branch", predicate.where, bodies, true_fn, operands...));
   Array index = detail::predicate_index(predicate.value, predicate.where);
   return detail::cond_from_bodies<Result>("cond", index, std::move(bodies), results,
                                           {"the false branch's result", "the true branch's result"}, predicate.where,
@@ -217,11 +211,11 @@ auto switch_(const detail::Located& index, const std::tuple<Branches...>& branch
   static_assert(count > 0, "kiln::switch_ needs at least one branch");
   using First = std::tuple_element_t<0, std::tuple<Branches...>>;
   using Result = std::remove_cvref_t<std::invoke_result_t<const First&, const Operands&...>>;
-  std::vector<detail::TracedBody> bodies(count);
+  std::vector<detail::TracedGraph> bodies;
   std::vector<Result> results;
   std::vector<std::string> names;
   [&]<size_t... B>(std::index_sequence<B...>) {
-    ((results.push_back(detail::trace_body("switch_ branch " + std::to_string(B), index.where, bodies[B],
+    ((results.push_back(detail::trace_body("switch_ branch " + std::to_string(B), index.where, bodies,
                                            std::get<B>(branches), operands...)),
       names.push_back("branch " + std::to_string(B) + "'s result")),
      ...);
@@ -236,12 +230,12 @@ template <class Branch, class... Operands>
 auto switch_(const detail::Located& index, const std::vector<Branch>& branches, const Operands&... operands) {
   using Result = std::remove_cvref_t<std::invoke_result_t<const Branch&, const Operands&...>>;
   if (branches.empty()) detail::branch_index("switch_", index.value, 0, index.where);
-  std::vector<detail::TracedBody> bodies(branches.size());
+  std::vector<detail::TracedGraph> bodies;
   std::vector<Result> results;
   std::vector<std::string> names;
   for (size_t b = 0; b < branches.size(); ++b) {
     results.push_back(
-        detail::trace_body("switch_ branch " + std::to_string(b), index.where, bodies[b], branches[b], operands...));
+        detail::trace_body("switch_ branch " + std::to_string(b), index.where, bodies, branches[b], operands...));
     names.push_back("branch " + std::to_string(b) + "'s result");
   }
   Array chosen = detail::branch_index("switch_", index.value, bodies.size(), index.where);

@@ -88,15 +88,14 @@ struct IsPair<std::pair<A, B>> : std::true_type {};
 template <class F, class... Args>
 auto trace_for_derivative(const F& fn, const std::string& name, Location where, TracedFunction& out,
                           const Args&... args) {
-  TraceSession session(name, where);
   auto record = [&](const Array& leaf, size_t argument) {
     out.leaves.push_back(leaf);
     out.leaf_argument.push_back(argument);
   };
-  auto result = trace_arguments(session, fn, record, args...);
-  out.graph = session.finish(tree_leaves(result));
-  out.captures = session.captured();
-  return result;
+  auto [traced, result] = trace_function(name, where, fn, record, args...);
+  out.graph = std::move(traced.graph);
+  out.captures = std::move(traced.captured);
+  return std::move(result);
 }
 
 /// The traceable form of value_and_grad / grad. `AllArguments`: gradients

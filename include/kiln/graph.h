@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -17,14 +18,16 @@
 
 namespace kiln {
 
+// Internal to the library: the graph itself, and the library's way to it.
 namespace ir {
 class Graph;
+}
+namespace detail {
+struct GraphAccess;
 }
 
 class Graph {
  public:
-  explicit Graph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {}
-
   std::string to_string() const;
   size_t num_nodes() const;
   size_t num_arguments() const;
@@ -37,49 +40,14 @@ class Graph {
   /// Same structure and same literal values.
   bool operator==(const Graph& other) const;
 
-  const ir::Graph& ir() const { return *graph_; }
-  const std::shared_ptr<const ir::Graph>& shared() const { return graph_; }
-
  private:
+  friend struct detail::GraphAccess;
+  explicit Graph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {}
+
   std::shared_ptr<const ir::Graph> graph_;
 };
 
 std::ostream& operator<<(std::ostream& out, const Graph& graph);
-
-namespace detail {
-struct TraceState;
-
-/// An active trace on this thread (traces nest). Operations on its
-/// placeholders are recorded; concrete arrays they meet become implicit inputs.
-class TraceSession {
- public:
-  TraceSession(std::string name, Location where);
-  ~TraceSession();
-  TraceSession(const TraceSession&) = delete;
-  TraceSession& operator=(const TraceSession&) = delete;
-
-  /// A placeholder with the abstract value (dtype, shape, weak flag) of `example`.
-  Array argument(const Array& example);
-  /// Traces at other sizes: the k-th placeholder made takes shapes[k]
-  /// instead of its example's shape (same rank), and C++ reads of the
-  /// tracers' shapes are recorded.
-  void trace_at_shapes(std::vector<Shape> shapes);
-  /// The recorded shape reads: (the shape read, the line that read it).
-  std::vector<std::pair<Shape, Location>> shape_reads() const;
-  /// Ends the trace and returns its graph with `outputs` as results.
-  Graph finish(const std::vector<Array>& outputs);
-  /// The arrays lifted to implicit inputs, in the graph's order.
-  std::vector<Array> captured() const;
-
- private:
-  std::shared_ptr<TraceState> state_;
-  std::vector<Shape> argument_shapes_;
-};
-
-/// Runs a graph with the reference interpreter.
-std::vector<Array> interpret(const Graph& graph, const std::vector<Array>& arguments,
-                             const std::vector<Array>& captures);
-}  // namespace detail
 
 /// A function name for printed IR, remembering where the user wrote it.
 struct TraceName {
@@ -90,6 +58,44 @@ struct TraceName {
 };
 
 namespace detail {
+
+/// A non-owning reference to a callable.
+template <class Signature>
+class FunctionRef;
+template <class R, class... A>
+class FunctionRef<R(A...)> {
+ public:
+  template <class F>
+  FunctionRef(F& fn)
+      : object_(&fn),
+        call_([](void* object, A... args) -> R { return (*static_cast<F*>(object))(std::forward<A>(args)...); }) {}
+  R operator()(A... args) const { return call_(object_, std::forward<A>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, A...);
+};
+
+/// An active trace on this thread (traces nest): operations on its
+/// placeholders are recorded; concrete arrays they meet become implicit
+/// inputs. Internal to the library; the templates below reach it through
+/// trace and trace_argument.
+class TraceSession;
+
+/// A placeholder of `session` with the abstract value (dtype, shape, weak flag) of `example`.
+Array trace_argument(TraceSession& session, const Array& example);
+
+/// A function traced into a graph, with the arrays it read without
+/// receiving them (its implicit inputs, in the graph's order).
+struct TracedGraph {
+  Graph graph;
+  std::vector<Array> captured;
+};
+
+/// Runs `record` inside a new trace named `name`: it makes placeholders with
+/// trace_argument, calls the function on them and returns the graph's outputs.
+TracedGraph trace(const std::string& name, Location where, FunctionRef<std::vector<Array>(TraceSession&)> record);
+
 /// Receives each real array leaf and the index of the argument it belongs to.
 template <class C>
 concept LeafCallback = std::invocable<C&, const Array&, size_t>;
@@ -104,7 +110,7 @@ auto trace_arguments(TraceSession& session, F&& fn, OnLeaf&& on_leaf, const Args
   size_t argument = 0;
   auto placeholder = [&](const Array& leaf) {
     on_leaf(leaf, argument);
-    return session.argument(leaf);
+    return trace_argument(session, leaf);
   };
   // Braced initialization runs left to right, so placeholders are numbered
   // in the order of the arguments' leaves.
@@ -115,6 +121,37 @@ auto trace_arguments(TraceSession& session, F&& fn, OnLeaf&& on_leaf, const Args
   return std::apply(fn, traced);
 }
 
+// Not constrained to trees: a non-tree argument must reach TreeTraits'
+// readable static_assert rather than fail overload resolution.
+template <class F, class... Args>
+requires(!(LeafCallback<Args> || ...)) auto trace_arguments(TraceSession& session, F&& fn, const Args&... args) {
+  return trace_arguments(
+      session, fn, [](const Array&, size_t) {}, args...);
+}
+
+/// Traces `fn` on placeholders for the array leaves of `args` (as
+/// trace_arguments does) in a trace named `name`, with every array leaf of
+/// its result an output. Returns the traced graph and fn's result, whose
+/// array leaves are tracers of the ended trace: a skeleton for fill_leaves.
+template <class F, LeafCallback OnLeaf, class... Args>
+auto trace_function(const std::string& name, Location where, F&& fn, OnLeaf&& on_leaf, const Args&... args) {
+  using Result = decltype(trace_arguments(std::declval<TraceSession&>(), fn, on_leaf, args...));
+  std::optional<Result> result;
+  auto record = [&](TraceSession& session) {
+    result.emplace(trace_arguments(session, fn, on_leaf, args...));
+    return tree_leaves(*result);
+  };
+  TracedGraph traced = trace(name, where, record);
+  return std::pair<TracedGraph, Result>{std::move(traced), std::move(*result)};
+}
+
+template <class F, class... Args>
+requires(!(LeafCallback<Args> || ...)) auto trace_function(const std::string& name, Location where, F&& fn,
+                                                           const Args&... args) {
+  return trace_function(
+      name, where, fn, [](const Array&, size_t) {}, args...);
+}
+
 /// `skeleton` with its array leaves replaced by values[next], values[next + 1], ...
 /// (advancing `next`): rebuilds a traced result's tree from computed arrays.
 template <class Tree>
@@ -123,20 +160,12 @@ Tree fill_leaves(const Tree& skeleton, const std::vector<Array>& values, size_t&
   return TreeTraits<Tree>::map_arrays(skeleton, fill);
 }
 
-// Not constrained to trees: a non-tree argument must reach TreeTraits'
-// readable static_assert rather than fail overload resolution.
-template <class F, class... Args>
-requires(!(LeafCallback<Args> || ...)) auto trace_arguments(TraceSession& session, F&& fn, const Args&... args) {
-  return trace_arguments(
-      session, fn, [](const Array&, size_t) {}, args...);
-}
 }  // namespace detail
 
 /// Traces `fn` on placeholders shaped like `args` and returns its graph.
 template <class F, Tree... Args>
 Graph make_graph(const TraceName& name, F&& fn, const Args&... args) {
-  detail::TraceSession session(name.name, name.where);
-  return session.finish(tree_leaves(detail::trace_arguments(session, fn, args...)));
+  return detail::trace_function(name.name, name.where, fn, args...).first.graph;
 }
 
 }  // namespace kiln

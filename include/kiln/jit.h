@@ -84,23 +84,6 @@ void clear_graph_cache();
 
 namespace detail {
 
-/// A non-owning reference to a callable.
-template <class Signature>
-class FunctionRef;
-template <class R, class... A>
-class FunctionRef<R(A...)> {
- public:
-  template <class F>
-  FunctionRef(F& fn)
-      : object_(&fn),
-        call_([](void* object, A... args) -> R { return (*static_cast<F*>(object))(std::forward<A>(args)...); }) {}
-  R operator()(A... args) const { return call_(object_, std::forward<A>(args)...); }
-
- private:
-  void* object_;
-  R (*call_)(void*, A...);
-};
-
 /// The flattened arguments of one call.
 struct CallArguments {
   std::string signature;                // bytes: structure, abstract values, static values

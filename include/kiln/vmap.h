@@ -73,28 +73,16 @@ class InAxes {
 
 namespace detail {
 
-/// The array leaves of a vmap call, from the arguments to the traced lane.
-struct VmapLeaves {
-  std::vector<Array> arrays;             // as passed
-  std::vector<size_t> argument;          // which argument each belongs to
-  std::vector<size_t> leaf_in_argument;  // its position among that argument's leaves
-  std::vector<size_t> argument_leaves;   // leaves per argument
-  // Filled by prepare_vmap:
-  std::vector<char> batched;
-  std::vector<Array> lanes_first;  // batched leaves with the batch axis moved first
-  std::vector<Array> examples;     // one lane's abstract value, for the trace
-  int64_t size = 0;
-};
-
-void add_vmap_argument(VmapLeaves& leaves, std::vector<Array> arrays);
-/// Checks in_axes against the arguments, finds the batch size and moves each
-/// batch axis first. Throws kiln::Error naming the argument, the leaf and the
-/// sizes for every mismatch.
-void prepare_vmap(VmapLeaves& leaves, const InAxes& in_axes, const std::string& name, Location where);
-/// Replays the lane's graph over the batch and places each output's batch
-/// axis where out_axes says.
-std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& captures, const VmapLeaves& leaves,
-                               const BatchAxes& out_axes, const std::string& name, Location where);
+/// Batches a function over the array leaves of its arguments
+/// (`argument_leaves`: one list per argument): checks in_axes against them
+/// and finds the batch size (throwing kiln::Error naming the argument, the
+/// leaf and the sizes for every mismatch), traces `lane` on one placeholder
+/// per leaf (one lane's abstract value), replays its graph over the whole
+/// batch, and returns the lane's outputs batched, each batch axis where
+/// out_axes says.
+std::vector<Array> vmap_leaves(const std::vector<std::vector<Array>>& argument_leaves, const InAxes& in_axes,
+                               const BatchAxes& out_axes, const std::string& name, Location where,
+                               FunctionRef<std::vector<Array>(const std::vector<Array>& placeholders)> lane);
 
 template <class F>
 struct VmapFunction {
@@ -107,25 +95,24 @@ struct VmapFunction {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    VmapLeaves leaves;
-    (add_vmap_argument(leaves, tree_leaves(args)), ...);
-    prepare_vmap(leaves, in_axes, name, where);
-    TraceSession session(name, where);
+    using Result = std::remove_cvref_t<std::invoke_result_t<const F&, Args&...>>;
+    std::optional<Result> result;
+    auto lane = [&](const std::vector<Array>& placeholders) {
+      size_t next = 0;
+      auto placeholder = [&](const Array&) { return placeholders[next++]; };
+      // Braced initialization runs left to right, matching the leaves' order.
+      std::tuple<Args...> lane_arguments{TreeTraits<Args>::map_arrays(args, placeholder)...};
+      result.emplace(std::apply(fn, lane_arguments));
+      // Empty arrays in the result (gradient slots not asked for) stay empty.
+      std::vector<Array> outputs;
+      for (const Array& leaf : tree_leaves(*result))
+        if (leaf.defined()) outputs.push_back(leaf);
+      return outputs;
+    };
+    std::vector<Array> outputs = vmap_leaves({tree_leaves(args)...}, in_axes, out_axes, name, where, lane);
     size_t next = 0;
-    auto placeholder = [&](const Array&) { return session.argument(leaves.examples[next++]); };
-    // Braced initialization runs left to right, matching the leaves' order.
-    std::tuple<Args...> lane{TreeTraits<Args>::map_arrays(args, placeholder)...};
-    auto result = std::apply(fn, lane);
-    using Result = decltype(result);
-    // Empty arrays in the result (gradient slots not asked for) stay empty.
-    std::vector<Array> outputs;
-    for (const Array& leaf : tree_leaves(result))
-      if (leaf.defined()) outputs.push_back(leaf);
-    Graph graph = session.finish(outputs);
-    outputs = finish_vmap(graph, session.captured(), leaves, out_axes, name, where);
-    next = 0;
     auto fill = [&](const Array& leaf) { return leaf.defined() ? outputs[next++] : Array(); };
-    return TreeTraits<Result>::map_arrays(result, fill);
+    return TreeTraits<Result>::map_arrays(*result, fill);
   }
 };
 

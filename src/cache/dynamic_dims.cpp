@@ -11,7 +11,7 @@ namespace kiln::cache {
 
 namespace {
 const Shape& leaf_shape(const detail::CallArguments& arguments, size_t leaf) {
-  return arguments.arrays[leaf].impl()->type.shape;
+  return detail::impl(arguments.arrays[leaf])->type.shape;
 }
 }  // namespace
 
@@ -84,7 +84,7 @@ std::vector<Shape> shapes_at(const detail::CallArguments& arguments, const Symbo
 std::string symbolic_arguments(const detail::CallArguments& arguments, const SymbolAssignment& symbols) {
   std::string text;
   for (size_t leaf = 0; leaf < arguments.arrays.size(); ++leaf) {
-    const detail::AbstractValue& type = arguments.arrays[leaf].impl()->type;
+    const detail::AbstractValue& type = detail::impl(arguments.arrays[leaf])->type;
     text += (leaf ? ", " : "") + std::string(dtype_name(type.dtype)) + "[";
     for (size_t dim = 0; dim < type.shape.size(); ++dim) {
       int symbol = symbols.symbol_of[leaf][dim];

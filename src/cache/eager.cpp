@@ -2,7 +2,9 @@
 // into a tiny graph and looked up in the process-wide graph cache, so each
 // (operation, dtypes, shapes) compiles once — and elementwise kernels, whose
 // code does not depend on the shape, once per operation and dtypes. The ops
-// layer calls this through the hook installed here (ops/apply.h).
+// layer calls this through the hook installed here (ops/apply.h) before main.
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -22,28 +24,29 @@ bool wants(int64_t elements, bool native_rounding) {
 }
 
 Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
-  std::vector<Array> placeholders;
-  std::optional<Graph> graph;
-  std::vector<Array> captures;
-  {
-    TraceSession session("eager", Location::current());
+  auto record = [&](TraceSession& session) {
+    std::vector<Array> placeholders;
     placeholders.reserve(inputs.size());
-    for (const Array& input : inputs) placeholders.push_back(session.argument(input));
-    Array result = build(placeholders);
-    graph = session.finish({result});
-    captures = session.captured();
-  }
-  const auto& shared = graph->shared();
-  cache::GraphLookup lookup = cache::get_or_compile(shared, cache::graph_key(*shared));
-  return lookup.executable->run(inputs, captures).at(0);
+    for (const Array& input : inputs) placeholders.push_back(trace_argument(session, input));
+    return std::vector<Array>{build(placeholders)};
+  };
+  TracedGraph traced = trace("eager", Location::current(), record);
+  const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
+  cache::GraphLookup lookup = cache::get_or_compile(graph, cache::graph_key(*graph));
+  return lookup.executable->run(inputs, traced.captured).at(0);
 }
 
 constexpr EagerCompiler compiler{&wants, &run_compiled};
 }  // namespace
 
-bool connect_compiler() {
-  install_eager_compiler(&compiler);
-  return true;
-}
-
 }  // namespace kiln::detail
+
+// No program calls into this file, so the kiln target has the linker look for
+// this symbol (kiln_cache's link options in CMakeLists.txt): that takes the
+// file out of the static library into every program linked with kiln, and
+// the initializer below installs the compiler before main.
+extern "C" void kiln_connect_eager_compiler() { kiln::detail::install_eager_compiler(&kiln::detail::compiler); }
+
+namespace {
+[[maybe_unused]] const bool eager_compiler_connected = (kiln_connect_eager_compiler(), true);
+}  // namespace

@@ -168,16 +168,17 @@ bool JitFunction::serves(const Entry& symbolic, const CallArguments& arguments, 
   try {
     ir::Graph expected =
         ir::instantiate(*symbolic.traced, ir::bind_symbols(*symbolic.traced, arguments.arrays, traced.captures));
-    return expected.structurally_equal(traced.graph.ir()) && expected.same_literals(traced.graph.ir());
+    return expected.structurally_equal(detail::ir_of(traced.graph)) &&
+           expected.same_literals(detail::ir_of(traced.graph));
   } catch (const Error&) {
     return false;  // the symbols do not bind at these sizes
   }
 }
 
 JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced, Trace trace, Describe describe) {
-  bool by_signature =
-      signature_mode() && (only_constants_captured(traced.graph.ir()) || options_.captures == Captures::Constant);
-  Candidate candidate{traced.graph.shared(), traced.graph.ir().structure_hash(), {}, 0};
+  bool by_signature = signature_mode() &&
+                      (only_constants_captured(detail::ir_of(traced.graph)) || options_.captures == Captures::Constant);
+  Candidate candidate{detail::shared_ir(traced.graph), detail::ir_of(traced.graph).structure_hash(), {}, 0};
   std::unique_lock lock(mutex_);
   for (;;) {
     // A re-traced call hits a symbolic entry when its trace is that entry's graph at this call's sizes.
@@ -276,7 +277,7 @@ cache::ProbeResult JitFunction::probe(const CallArguments& arguments, const cach
                                       Trace trace) {
   auto trace_at = [&](const std::vector<Shape>& shapes) {
     cache::ProbeTrace probe;
-    probe.graph = run_trace(trace, &shapes, &probe.reads).graph.shared();
+    probe.graph = detail::shared_ir(run_trace(trace, &shapes, &probe.reads).graph);
     return probe;
   };
   return cache::probe(arguments, symbols, trace_at);

@@ -56,10 +56,10 @@ void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::
 }
 
 void JitFunction::verify_frozen(const cache::Entry& entry, const Traced& fresh) {
-  std::vector<cache::Difference> differences = cache::diff_graphs(*entry.traced, fresh.graph.ir());
-  const ir::Graph& graph = fresh.graph.ir();
+  std::vector<cache::Difference> differences = cache::diff_graphs(*entry.traced, detail::ir_of(fresh.graph));
+  const ir::Graph& graph = detail::ir_of(fresh.graph);
   for (size_t k = 0; k < entry.captures.size() && k < fresh.captures.size(); ++k)
-    if (entry.captures[k].impl() != fresh.captures[k].impl())
+    if (detail::impl(entry.captures[k]) != detail::impl(fresh.captures[k]))
       differences.push_back({"the array captured at " +
                                  location_string(graph.nodes[static_cast<size_t>(graph.captures[k])].where) +
                                  " is no longer the one frozen at trace time",
@@ -112,7 +112,7 @@ Graph JitFunction::lower(CallArguments& arguments, Trace trace) {
     for (auto [leaf, dim] : options_.dynamic_dims) marked.insert({leaf, dim});
     cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked);
     if (!symbols.empty())
-      if (cache::ProbeResult probed = probe(arguments, symbols, trace); probed.graph) return Graph(probed.graph);
+      if (cache::ProbeResult probed = probe(arguments, symbols, trace); probed.graph) return detail::wrap(probed.graph);
   }
   TraceSession session(name_, where_);
   TraceOutcome outcome = trace(session);

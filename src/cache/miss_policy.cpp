@@ -14,7 +14,7 @@ namespace {
 std::string symbol_name(int symbol) { return std::string("s").append(std::to_string(symbol)); }
 
 int64_t size_of(const detail::CallArguments& arguments, DynamicDim dim) {
-  return arguments.arrays[static_cast<size_t>(dim.leaf)].impl()->type.shape[static_cast<size_t>(dim.dim)];
+  return detail::impl(arguments.arrays[static_cast<size_t>(dim.leaf)])->type.shape[static_cast<size_t>(dim.dim)];
 }
 
 std::string append(const std::string& text, const std::string& more) {

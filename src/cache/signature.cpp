@@ -57,7 +57,7 @@ std::string SignatureDescriber::current() const {
 }
 
 void SignatureDescriber::array(const Array& a) {
-  const AbstractValue& type = a.impl()->type;
+  const AbstractValue& type = detail::impl(a)->type;
   SignatureToken token{SignatureToken::Kind::array, current(), "array " + type.to_string()};
   token.shape = type.shape;
   token.dtype = type.dtype;
@@ -85,9 +85,9 @@ Array weak_scalar(Scalar value) {
   Scalar rounded = scalar_as(value, dtype);
   Array result = allocate(AbstractValue{dtype, dtype != DType::bool_, {}});
   switch (dtype) {
-    case DType::f32: *result.impl()->mutable_data<float>() = static_cast<float>(rounded.as_double()); break;
-    case DType::i32: *result.impl()->mutable_data<int32_t>() = static_cast<int32_t>(rounded.as_int()); break;
-    default: *result.impl()->mutable_data<bool>() = rounded.as_int() != 0; break;
+    case DType::f32: *detail::impl(result)->mutable_data<float>() = static_cast<float>(rounded.as_double()); break;
+    case DType::i32: *detail::impl(result)->mutable_data<int32_t>() = static_cast<int32_t>(rounded.as_int()); break;
+    default: *detail::impl(result)->mutable_data<bool>() = rounded.as_int() != 0; break;
   }
   return result;
 }
@@ -98,8 +98,8 @@ void mark_donated(const std::vector<Array>& arrays, const std::vector<Array>& ou
       std::make_shared<const std::string>("jitted '" + function + "' (jit at " + location_string(where) + ")");
   for (const Array& array : arrays) {
     bool returned = false;
-    for (const Array& output : outputs) returned |= output.impl() == array.impl();
-    if (!returned && array.impl() && !array.impl()->trace) array.impl()->donated_to = message;
+    for (const Array& output : outputs) returned |= detail::impl(output) == detail::impl(array);
+    if (!returned && detail::impl(array) && !detail::impl(array)->trace) detail::impl(array)->donated_to = message;
   }
 }
 

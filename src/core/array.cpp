@@ -87,28 +87,49 @@ Array allocate(AbstractValue type) {
         refusal);
   }
   impl->type = std::move(type);
-  return Array(std::move(impl));
+  return detail::wrap(std::move(impl));
 }
 
 Array copy_of(const Array& array) {
-  Array result = allocate(array.impl()->type);
-  if (result.impl()->buffer->bytes() > 0)
-    std::memcpy(result.impl()->buffer->data(), array.impl()->buffer->data(), result.impl()->buffer->bytes());
+  Array result = allocate(detail::impl(array)->type);
+  if (detail::impl(result)->buffer->bytes() > 0)
+    std::memcpy(detail::impl(result)->buffer->data(), detail::impl(array)->buffer->data(),
+                detail::impl(result)->buffer->bytes());
   return result;
 }
 
 const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where) {
-  if (!array.impl())
+  if (!detail::impl(array))
     raise(operation, "an empty (default-constructed) Array was used", where,
           "assign an array to it before use, e.g. kiln::zeros({...})");
-  if (array.impl()->donated_to)
+  if (detail::impl(array)->donated_to)
     raise<DonatedArrayError>(operation,
-                             "array " + array.impl()->type.to_string() + " was donated to " +
-                                 *array.impl()->donated_to + " and may no longer be used",
+                             "array " + detail::impl(array)->type.to_string() + " was donated to " +
+                                 *detail::impl(array)->donated_to + " and may no longer be used",
                              where, "use the function's result instead, or remove the argument from donate_argnums");
-  return *array.impl();
+  return *detail::impl(array);
 }
 
+void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
+  const TraceContext& trace = *tracer.trace;
+  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
+                        " of the trace of '" + trace.name + "' begun at " + location_string(trace.where) +
+                        ") was used ";
+  message += trace.alive ? "outside that trace, on another thread" : "after that trace ended";
+  raise<LeakedTracerError>(operation, message, use,
+                           "return the value from the traced function instead of storing it in a global, "
+                           "a member or a by-reference capture");
+}
+
+namespace {
+thread_local std::shared_ptr<TraceContext> active_trace_context;
+}  // namespace
+
+const std::shared_ptr<TraceContext>& active_trace() { return active_trace_context; }
+void set_active_trace(std::shared_ptr<TraceContext> context) { active_trace_context = std::move(context); }
+
+// The untyped work of Array::item, Array::to_vector and kiln::array.
+namespace {
 int64_t element_count(const Array& array, const char* operation, Location where) {
   return impl_of(array, operation, where).type.size();
 }
@@ -143,24 +164,7 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
   });
 }
 
-void raise_leaked(const ArrayImpl& tracer, const char* operation, Location use) {
-  const TraceContext& trace = *tracer.trace;
-  std::string message = "a traced value " + tracer.type.to_string() + " (%" + std::to_string(tracer.value) +
-                        " of the trace of '" + trace.name + "' begun at " + location_string(trace.where) +
-                        ") was used ";
-  message += trace.alive ? "outside that trace, on another thread" : "after that trace ended";
-  raise<LeakedTracerError>(operation, message, use,
-                           "return the value from the traced function instead of storing it in a global, "
-                           "a member or a by-reference capture");
-}
-
-namespace {
-thread_local std::shared_ptr<TraceContext> active_trace_context;
-}  // namespace
-
-const std::shared_ptr<TraceContext>& active_trace() { return active_trace_context; }
-void set_active_trace(std::shared_ptr<TraceContext> context) { active_trace_context = std::move(context); }
-
+/// Copies `count` elements of `dtype` from `data`; throws unless they fill `shape`.
 Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Location where) {
   for (int64_t extent : shape)
     if (extent < 0) raise("array", "negative dimension in shape " + shape_string(shape), where);
@@ -171,10 +175,11 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
               std::to_string(shape_size(shape)) + " elements)",
           where, "pass exactly as many values as the shape holds");
   Array result = allocate(AbstractValue{dtype, false, std::move(shape)});
-  if (count > 0) std::memcpy(result.impl()->buffer->data(), data, result.impl()->buffer->bytes());
-  result.impl()->made_during = active_trace();
+  if (count > 0) std::memcpy(detail::impl(result)->buffer->data(), data, detail::impl(result)->buffer->bytes());
+  detail::impl(result)->made_during = active_trace();
   return result;
 }
+}  // namespace
 
 }  // namespace detail
 
@@ -197,6 +202,58 @@ int64_t Array::shape(int64_t axis, Location where) const {
         "axis " + std::to_string(axis) + " is out of range for an array of shape " + shape_string(shape(where)), where);
   return shape(where)[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
 }
+
+template <Element T>
+T Array::item(Location where) const {
+  T value{};
+  detail::read_elements(*this, dtype_of<T>(), &value, 1, "item", where);
+  return value;
+}
+
+template <Element T>
+std::vector<T> Array::to_vector(Location where) const {
+  std::vector<T> values(static_cast<size_t>(detail::element_count(*this, "to_vector", where)));
+  if constexpr (std::is_same_v<T, bool>) {
+    std::unique_ptr<bool[]> flat(new bool[values.size()]);
+    detail::read_elements(*this, DType::bool_, flat.get(), std::ssize(values), "to_vector", where);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = flat[i];
+  } else {
+    detail::read_elements(*this, dtype_of<T>(), values.data(), std::ssize(values), "to_vector", where);
+  }
+  return values;
+}
+
+template <Element T>
+Array array(const std::vector<T>& data, Shape shape, Location where) {
+  auto count = static_cast<int64_t>(data.size());
+  if constexpr (std::is_same_v<T, bool>) {
+    std::unique_ptr<bool[]> flat(new bool[data.size()]);
+    for (size_t i = 0; i < data.size(); ++i) flat[i] = data[i];
+    return detail::make_array(flat.get(), count, DType::bool_, std::move(shape), where);
+  } else {
+    return detail::make_array(data.data(), count, dtype_of<T>(), std::move(shape), where);
+  }
+}
+
+// The public header declares these templates; every Element type is compiled here.
+#define KILN_ELEMENT_ACCESS(T)                                 \
+  template T Array::item<T>(Location) const;                   \
+  template std::vector<T> Array::to_vector<T>(Location) const; \
+  template Array array<T>(const std::vector<T>&, Shape, Location);
+KILN_ELEMENT_ACCESS(bool)
+KILN_ELEMENT_ACCESS(int8_t)
+KILN_ELEMENT_ACCESS(int16_t)
+KILN_ELEMENT_ACCESS(int32_t)
+KILN_ELEMENT_ACCESS(int64_t)
+KILN_ELEMENT_ACCESS(uint8_t)
+KILN_ELEMENT_ACCESS(uint16_t)
+KILN_ELEMENT_ACCESS(uint32_t)
+KILN_ELEMENT_ACCESS(uint64_t)
+KILN_ELEMENT_ACCESS(float16)
+KILN_ELEMENT_ACCESS(bfloat16)
+KILN_ELEMENT_ACCESS(float)
+KILN_ELEMENT_ACCESS(double)
+#undef KILN_ELEMENT_ACCESS
 
 namespace {
 template <class T>
@@ -232,7 +289,7 @@ void print_nested(std::ostream& out, const T* data, const Shape& shape, size_t a
 }  // namespace
 
 std::ostream& operator<<(std::ostream& out, const Array& array) {
-  if (!array.impl()) return out << "Array(empty)";
+  if (!detail::impl(array)) return out << "Array(empty)";
   // A donated array's memory may hold another array's values now: printing
   // it is a use like any other. (operator<< has no location to name.)
   const detail::ArrayImpl& impl = detail::impl_of(array, "print", Location());

@@ -87,6 +87,18 @@ struct ArrayImpl {
   }
 };
 
+/// The library's access to what a handle points at, which the public header
+/// keeps from users (Array befriends this struct and nothing else).
+struct ArrayAccess {
+  static const std::shared_ptr<ArrayImpl>& impl(const Array& array) { return array.impl_; }
+  static Array wrap(std::shared_ptr<ArrayImpl> impl) { return Array(std::move(impl)); }
+};
+/// What `array` points at: null for an empty handle, and a donated array's
+/// impl too (impl_of checks both).
+inline const std::shared_ptr<ArrayImpl>& impl(const Array& array) { return ArrayAccess::impl(array); }
+/// A handle to `impl`.
+inline Array wrap(std::shared_ptr<ArrayImpl> impl) { return ArrayAccess::wrap(std::move(impl)); }
+
 /// The innermost trace active on this thread, as the trace layer reports it
 /// (set_active_trace), so that arrays made from host data remember it.
 const std::shared_ptr<TraceContext>& active_trace();
@@ -110,7 +122,7 @@ Array copy_of(const Array& array);
 /// The impl of a handle, throwing a readable error for an empty or donated one.
 const ArrayImpl& impl_of_checked(const Array& array, const char* operation, Location where);
 inline const ArrayImpl& impl_of(const Array& array, const char* operation, Location where) {
-  const ArrayImpl* impl = array.impl().get();
+  const ArrayImpl* impl = ArrayAccess::impl(array).get();
   if (impl && !impl->donated_to) [[likely]]
     return *impl;
   return impl_of_checked(array, operation, where);

@@ -263,7 +263,7 @@ Array load_npy(const std::string& path, Location where) {
                   where, "the file is damaged or was not completely written; write it again");
 
   Array result = detail::allocate(detail::AbstractValue{*dtype, false, header.shape});
-  detail::Buffer& buffer = *result.impl()->buffer;
+  detail::Buffer& buffer = *detail::impl(result)->buffer;
   if (header.fortran_order && header.shape.size() > 1) {
     std::vector<unsigned char> column_major(buffer.bytes());
     file.read(data_offset, column_major.data(), column_major.size(), "data");

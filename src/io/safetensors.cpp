@@ -237,7 +237,7 @@ std::map<std::string, Array> load(const std::string& path, Location where) {
   std::map<std::string, Array> arrays;
   for (const Entry& entry : entries) {
     Array array = detail::allocate(detail::AbstractValue{entry.dtype, false, entry.shape});
-    detail::Buffer& buffer = *array.impl()->buffer;
+    detail::Buffer& buffer = *detail::impl(array)->buffer;
     file.read(data_start + entry.begin, buffer.data(), buffer.bytes(), "data");
     if (entry.dtype == DType::bool_) {
       // Any nonzero byte is true; kiln's bool storage must hold exactly 0 or 1.

@@ -23,6 +23,7 @@
 #include "core/array_impl.h"
 #include "ir/primitive.h"
 #include "ir/symbolic.h"
+#include "kiln/graph.h"
 
 namespace kiln::ir {
 
@@ -88,3 +89,18 @@ class Graph {
 };
 
 }  // namespace kiln::ir
+
+namespace kiln::detail {
+
+/// The library's access to the graph behind a kiln::Graph, which the public
+/// header keeps from users (kiln::Graph befriends this struct and nothing else).
+struct GraphAccess {
+  static const std::shared_ptr<const ir::Graph>& shared(const Graph& graph) { return graph.graph_; }
+  static Graph wrap(std::shared_ptr<const ir::Graph> graph) { return Graph(std::move(graph)); }
+};
+inline const ir::Graph& ir_of(const Graph& graph) { return *GraphAccess::shared(graph); }
+inline const std::shared_ptr<const ir::Graph>& shared_ir(const Graph& graph) { return GraphAccess::shared(graph); }
+/// A handle to `graph`.
+inline Graph wrap(std::shared_ptr<const ir::Graph> graph) { return GraphAccess::wrap(std::move(graph)); }
+
+}  // namespace kiln::detail

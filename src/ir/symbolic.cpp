@@ -223,8 +223,8 @@ std::vector<int64_t> bind_symbols(const Graph& graph, std::span<const Array> arg
                                   std::span<const Array> implicit_inputs) {
   std::vector<const Shape*> shapes;
   shapes.reserve(arguments.size() + implicit_inputs.size());
-  for (const Array& a : arguments) shapes.push_back(&a.impl()->type.shape);
-  for (const Array& a : implicit_inputs) shapes.push_back(&a.impl()->type.shape);
+  for (const Array& a : arguments) shapes.push_back(&detail::impl(a)->type.shape);
+  for (const Array& a : implicit_inputs) shapes.push_back(&detail::impl(a)->type.shape);
   return bind_symbols(graph, shapes);
 }
 

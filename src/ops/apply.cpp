@@ -51,7 +51,7 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
   std::vector<Array> heap_arrays(count > max_inline_inputs ? count : 0);
   std::span<Array> arrays(count > max_inline_inputs ? heap_arrays.data() : inline_arrays, count);
   for (size_t i = 0; i < count; ++i) {
-    if (inputs[i]->impl()->trace) raise_leaked(*inputs[i]->impl(), name, where);
+    if (detail::impl(*inputs[i])->trace) raise_leaked(*detail::impl(*inputs[i]), name, where);
     elements = std::max(elements, types[i]->size());
     arrays[i] = *inputs[i];
   }

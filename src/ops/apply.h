@@ -42,8 +42,8 @@ class LocationScope {
 /// Eager operations on large arrays run compiled kernels (faster than the
 /// reference kernels, and fused where an operation is a small graph) once a
 /// compiler is installed. The compiler lives in the cache layer, above this
-/// one, which installs it when kiln is linked into a program (see
-/// detail::connect_compiler in <kiln/array.h>); until then, and with
+/// one, which installs it before main in every program linked with kiln (see
+/// cache/eager.cpp); until then, and with
 /// KILN_BACKEND=interp, eager operations run their reference kernels.
 struct EagerCompiler {
   /// Whether an operation producing or reading `elements` values is worth a

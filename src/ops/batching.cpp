@@ -8,7 +8,7 @@ namespace kiln::ops {
 
 Array with_batch_axis(const Array& x, bool batched, int64_t size) {
   if (batched) return x;
-  Shape shape = x.impl()->type.shape;
+  Shape shape = detail::impl(x)->type.shape;
   shape.insert(shape.begin(), size);
   return broadcast_to(x, std::move(shape));
 }
@@ -57,7 +57,7 @@ Array batch_lane_by_lane(const Node& node, std::span<const Array> inputs, std::s
   for (int64_t lane = 0; lane < size; ++lane) {
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (!batched[k]) continue;
-      const Shape& shape = inputs[k].impl()->type.shape;
+      const Shape& shape = detail::impl(inputs[k])->type.shape;
       std::vector<int64_t> start(shape.size(), 0), stop(shape.begin(), shape.end());
       start[0] = lane;
       stop[0] = lane + 1;

@@ -174,20 +174,20 @@ auto reference(T a, T b) {
 template <Primitive op>
 Array evaluate(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
-  detail::ArrayImpl& out = *result.impl();
+  detail::ArrayImpl& out = *detail::impl(result);
   int64_t n = node.type.size();
   if constexpr (op == Primitive::select) {
-    const bool* cond = inputs[0].impl()->data<bool>();
+    const bool* cond = detail::impl(inputs[0])->data<bool>();
     detail::dispatch(node.type.dtype, [&]<class T>() {
-      const T* a = inputs[1].impl()->data<T>();
-      const T* b = inputs[2].impl()->data<T>();
+      const T* a = detail::impl(inputs[1])->data<T>();
+      const T* b = detail::impl(inputs[2])->data<T>();
       T* o = out.mutable_data<T>();
       for (int64_t i = 0; i < n; ++i) o[i] = cond[i] ? a[i] : b[i];
     });
   } else {
-    detail::dispatch(inputs[0].impl()->type.dtype, [&]<class T>() {
-      const T* a = inputs[0].impl()->data<T>();
-      const T* b = inputs[1].impl()->data<T>();
+    detail::dispatch(detail::impl(inputs[0])->type.dtype, [&]<class T>() {
+      const T* a = detail::impl(inputs[0])->data<T>();
+      const T* b = detail::impl(inputs[1])->data<T>();
       using R = std::conditional_t<is_comparison(op), bool, T>;
       using C = detail::compute_type<T>;  // f16 and bf16 compute in f32, rounded on store
       R* o = out.mutable_data<R>();

@@ -99,14 +99,14 @@ T reference(T a, T b) {
 template <Primitive op>
 Array evaluate(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
-  detail::ArrayImpl& out = *result.impl();
+  detail::ArrayImpl& out = *detail::impl(result);
   int64_t n = node.type.size();
   detail::dispatch(node.type.dtype, [&]<class T>() {
     if constexpr (detail::is_floating_element<T>) {
       KILN_CHECK(false, "bitwise primitive reached its kernel with a floating operand");
     } else {
-      const T* a = inputs[0].impl()->data<T>();
-      const T* b = inputs.size() > 1 ? inputs[1].impl()->data<T>() : a;
+      const T* a = detail::impl(inputs[0])->data<T>();
+      const T* b = inputs.size() > 1 ? detail::impl(inputs[1])->data<T>() : a;
       T* o = out.mutable_data<T>();
       for (int64_t i = 0; i < n; ++i) o[i] = reference<op, T>(a[i], b[i]);
     }

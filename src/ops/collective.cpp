@@ -69,8 +69,8 @@ AbstractValue infer_all_reduce(const Node& node, std::span<const AbstractValue* 
 Array evaluate_all_reduce(const Node& node, std::span<const Array> inputs) {
   check_world(node);
   Array out = detail::allocate(node.type);
-  comm::all_reduce(inputs[0].impl()->data<char>(), out.impl()->mutable_data<char>(), node.type.size(), node.type.dtype,
-                   reduce_op(node, 0));
+  comm::all_reduce(detail::impl(inputs[0])->data<char>(), detail::impl(out)->mutable_data<char>(), node.type.size(),
+                   node.type.dtype, reduce_op(node, 0));
   return out;
 }
 
@@ -125,19 +125,19 @@ Blocks blocks_along(const AbstractValue& type, int64_t axis) {
 
 Array evaluate_all_gather(const Node& node, std::span<const Array> inputs) {
   check_world(node);
-  const AbstractValue& type = inputs[0].impl()->type;
+  const AbstractValue& type = detail::impl(inputs[0])->type;
   Array out = detail::allocate(node.type);
   int64_t world = comm::world().size, bytes = static_cast<int64_t>(type.bytes());
   if (node.attrs.ints[0] == 0 || bytes == 0) {
-    comm::all_gather(inputs[0].impl()->data<char>(), out.impl()->mutable_data<char>(), bytes);
+    comm::all_gather(detail::impl(inputs[0])->data<char>(), detail::impl(out)->mutable_data<char>(), bytes);
     return out;
   }
   std::string gathered(static_cast<size_t>(bytes * world), '\0');
-  comm::all_gather(inputs[0].impl()->data<char>(), gathered.data(), bytes);
+  comm::all_gather(detail::impl(inputs[0])->data<char>(), gathered.data(), bytes);
   Blocks blocks = blocks_along(type, node.attrs.ints[0]);
   for (int64_t p = 0; p < blocks.outer; ++p)
     for (int64_t r = 0; r < world; ++r)
-      std::memcpy(out.impl()->mutable_data<char>() + (p * world + r) * blocks.run_bytes,
+      std::memcpy(detail::impl(out)->mutable_data<char>() + (p * world + r) * blocks.run_bytes,
                   gathered.data() + r * bytes + p * blocks.run_bytes, static_cast<size_t>(blocks.run_bytes));
   return out;
 }
@@ -183,7 +183,8 @@ Array evaluate_reduce_scatter(const Node& node, std::span<const Array> inputs) {
   int64_t world = comm::world().size, count = node.type.size();
   ReduceOp op = reduce_op(node, 1);
   if (node.attrs.ints[0] == 0 || count == 0) {
-    comm::reduce_scatter(inputs[0].impl()->data<char>(), out.impl()->mutable_data<char>(), count, node.type.dtype, op);
+    comm::reduce_scatter(detail::impl(inputs[0])->data<char>(), detail::impl(out)->mutable_data<char>(), count,
+                         node.type.dtype, op);
     return out;
   }
   // Rank r's block, spread along the axis, made contiguous first.
@@ -193,9 +194,9 @@ Array evaluate_reduce_scatter(const Node& node, std::span<const Array> inputs) {
   for (int64_t p = 0; p < blocks.outer; ++p)
     for (int64_t r = 0; r < world; ++r)
       std::memcpy(arranged.data() + r * block_bytes + p * blocks.run_bytes,
-                  inputs[0].impl()->data<char>() + (p * world + r) * blocks.run_bytes,
+                  detail::impl(inputs[0])->data<char>() + (p * world + r) * blocks.run_bytes,
                   static_cast<size_t>(blocks.run_bytes));
-  comm::reduce_scatter(arranged.data(), out.impl()->mutable_data<char>(), count, node.type.dtype, op);
+  comm::reduce_scatter(arranged.data(), detail::impl(out)->mutable_data<char>(), count, node.type.dtype, op);
   return out;
 }
 
@@ -222,8 +223,9 @@ Array evaluate_broadcast_from(const Node& node, std::span<const Array> inputs) {
   check_world(node);
   Array out = detail::allocate(node.type);
   size_t bytes = node.type.bytes();
-  if (bytes) std::memcpy(out.impl()->mutable_data<char>(), inputs[0].impl()->data<char>(), bytes);
-  comm::broadcast(out.impl()->mutable_data<char>(), static_cast<int64_t>(bytes), static_cast<int>(node.attrs.ints[0]));
+  if (bytes) std::memcpy(detail::impl(out)->mutable_data<char>(), detail::impl(inputs[0])->data<char>(), bytes);
+  comm::broadcast(detail::impl(out)->mutable_data<char>(), static_cast<int64_t>(bytes),
+                  static_cast<int>(node.attrs.ints[0]));
   return out;
 }
 
@@ -244,7 +246,7 @@ AbstractValue infer_rank(const Node& node, std::span<const AbstractValue* const>
 }
 Array evaluate_rank(const Node& node, std::span<const Array>) {
   Array out = detail::allocate(node.type);
-  *static_cast<int32_t*>(out.impl()->buffer->data()) = comm::world().rank;
+  *static_cast<int32_t*>(detail::impl(out)->buffer->data()) = comm::world().rank;
   return out;
 }
 

@@ -147,23 +147,24 @@ std::string describe_scan(const Node& node) {
 std::string describe_element(const Node& node) { return "result=" + std::to_string(node.attrs.ints[0]); }
 
 bool truthy(const Array& value) {
-  const detail::ArrayImpl& impl = *value.impl();
+  const detail::ArrayImpl& impl = *detail::impl(value);
   return detail::dispatch(impl.type.dtype, [&]<class T>() { return impl.data<T>()[0] != T(0); });
 }
 
 int64_t integer_value(const Array& value) {
-  const detail::ArrayImpl& impl = *value.impl();
+  const detail::ArrayImpl& impl = *detail::impl(value);
   return detail::dispatch(impl.type.dtype, [&]<class T>() { return static_cast<int64_t>(impl.data<T>()[0]); });
 }
 
 // Row t of x, as an array of its own.
 Array row_of(const Array& x, int64_t t) {
-  AbstractValue type = x.impl()->type;
+  AbstractValue type = detail::impl(x)->type;
   type.shape.erase(type.shape.begin());
   Array row = detail::allocate(type);
   size_t bytes = type.bytes();
   if (bytes)
-    std::memcpy(row.impl()->mutable_data<char>(), x.impl()->data<char>() + static_cast<size_t>(t) * bytes, bytes);
+    std::memcpy(detail::impl(row)->mutable_data<char>(), detail::impl(x)->data<char>() + static_cast<size_t>(t) * bytes,
+                bytes);
   return row;
 }
 
@@ -172,7 +173,8 @@ Array row_of(const Array& x, int64_t t) {
 std::vector<char> made_by_loop(std::span<const Array> carry, std::span<const Array> operands, size_t extra) {
   std::vector<char> owned(carry.size() + extra, 1);
   for (size_t k = 0; k < carry.size(); ++k)
-    for (const Array& operand : operands) owned[k] = owned[k] && operand.impl()->buffer != carry[k].impl()->buffer;
+    for (const Array& operand : operands)
+      owned[k] = owned[k] && detail::impl(operand)->buffer != detail::impl(carry[k])->buffer;
   return owned;
 }
 
@@ -219,10 +221,10 @@ std::vector<Array> run_scan(const Node& node, std::span<const Array> operands, B
     std::vector<Array> out = run_body(0, arguments, captures, owned);
     for (size_t k = 0; k < carries; ++k) results[k] = std::move(out[k]);
     for (size_t k = carries; k < types.size(); ++k) {
-      size_t bytes = out[k].impl()->type.bytes();
+      size_t bytes = detail::impl(out[k])->type.bytes();
       if (bytes)
-        std::memcpy(results[k].impl()->mutable_data<char>() + static_cast<size_t>(t) * bytes,
-                    out[k].impl()->data<char>(), bytes);
+        std::memcpy(detail::impl(results[k])->mutable_data<char>() + static_cast<size_t>(t) * bytes,
+                    detail::impl(out[k])->data<char>(), bytes);
     }
   }
   return results;
@@ -246,7 +248,7 @@ std::vector<Array> apply_control(const Node& node, std::span<const Array> operan
     for (const Array& operand : operands) recorded.inputs.push_back(trace->value_of(operand, name, node.where));
     recorded.type = types[0];
     std::vector<Array> results{trace->record(std::move(recorded), owner)};
-    auto control = static_cast<ValueId>(results[0].impl()->value);
+    auto control = static_cast<ValueId>(detail::impl(results[0])->value);
     for (size_t k = 1; k < types.size(); ++k) {
       Node element;
       element.op = Primitive::element;
@@ -261,7 +263,7 @@ std::vector<Array> apply_control(const Node& node, std::span<const Array> operan
     return results;
   }
   for (const Array& operand : operands)
-    if (operand.impl()->trace) detail::raise_leaked(*operand.impl(), name, node.where);
+    if (detail::impl(operand)->trace) detail::raise_leaked(*detail::impl(operand), name, node.where);
   auto replay_body = [&](size_t b, std::span<const Array> arguments, std::span<const Array> captures,
                          std::span<const char>) { return apply_graph(*node.bodies[b], arguments, captures); };
   return run_control(node, operands, replay_body);
@@ -330,7 +332,7 @@ void register_control_rules(RuleTable& table) {
 
 namespace detail {
 
-std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& leading, std::vector<TracedBody> bodies,
+std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& leading, std::vector<TracedGraph> bodies,
                                 std::vector<int64_t> ints, Location where) {
   ir::Node node;
   node.op = kind == ControlKind::while_loop ? ir::Primitive::while_loop
@@ -338,10 +340,10 @@ std::vector<Array> control_flow(ControlKind kind, const std::vector<Array>& lead
                                             : ir::Primitive::scan;
   node.where = where;
   std::vector<Array> operands = leading;
-  for (TracedBody& body : bodies) {
+  for (TracedGraph& body : bodies) {
     operands.insert(operands.end(), body.captured.begin(), body.captured.end());
     ints.push_back(static_cast<int64_t>(body.captured.size()));
-    node.bodies.push_back(body.graph);
+    node.bodies.push_back(shared_ir(body.graph));
   }
   node.attrs.ints = std::move(ints);
   const char* name = ir::primitive_name(node.op).data();

@@ -11,7 +11,7 @@
 namespace kiln::detail {
 
 namespace {
-const AbstractValue& type_of(const Array& leaf) { return leaf.impl()->type; }
+const AbstractValue& type_of(const Array& leaf) { return detail::impl(leaf)->type; }
 
 std::string described(const TreeShape& shape) {
   std::string text = shape.structure;
@@ -103,9 +103,9 @@ int64_t scan_length(const TreeShape& xs, std::optional<int64_t> length, Location
 
 Array row_placeholder(const Array& x) {
   auto impl = std::make_shared<ArrayImpl>();
-  impl->type = x.impl()->type;
+  impl->type = detail::impl(x)->type;
   impl->type.shape.erase(impl->type.shape.begin());
-  return Array(std::move(impl));
+  return detail::wrap(std::move(impl));
 }
 
 std::pair<Array, Array> loop_bounds(const Array& lo, const Array& hi, Location where) {

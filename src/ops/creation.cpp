@@ -32,7 +32,7 @@ AbstractValue infer_literal(const Node& node, std::span<const AbstractValue* con
 Array evaluate_literal(const Node& node, std::span<const Array>) {
   Array result = detail::allocate(node.type);
   detail::dispatch(node.type.dtype, [&]<class T>() {
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     if constexpr (detail::is_floating_element<T>) out[0] = static_cast<T>(node.attrs.scalar.as_double());
     else out[0] = static_cast<T>(node.attrs.scalar.as_int());
   });
@@ -61,7 +61,7 @@ Array evaluate_iota(const Node& node, std::span<const Array>) {
   for (size_t a = static_cast<size_t>(axis) + 1; a < shape.size(); ++a) inner *= shape[a];
   int64_t extent = shape[static_cast<size_t>(axis)];
   detail::dispatch(node.type.dtype, [&]<class T>() {
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for (int64_t i = 0, n = node.type.size(); i < n; ++i) out[i] = static_cast<T>((i / inner) % extent);
   });
   return result;

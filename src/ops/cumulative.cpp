@@ -33,13 +33,13 @@ AbstractValue infer_cumulative(const Node& node, std::span<const AbstractValue* 
 }
 
 Array evaluate_cumulative(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
   bool maximum = node.op == Primitive::cummax;
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     split.each_line([&](int64_t o, int64_t i) {
       int64_t base = o * split.extent * split.inner + i;
       for (int64_t j = 0; j < split.extent; ++j) {
@@ -58,13 +58,13 @@ Array evaluate_cumulative(const Node& node, std::span<const Array> inputs) {
 }
 
 Array evaluate_cumprod(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
   bool reverse = node.attrs.ints[1] != 0;
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     split.each_line([&](int64_t o, int64_t i) {
       int64_t base = o * split.extent * split.inner + i;
       T running = T(1);

@@ -29,7 +29,7 @@
 namespace kiln::ops {
 namespace {
 
-const Shape& shape_of(const Array& x) { return x.impl()->type.shape; }
+const Shape& shape_of(const Array& x) { return detail::impl(x)->type.shape; }
 int64_t rank_of(const Array& x) { return static_cast<int64_t>(shape_of(x).size()); }
 
 /// indices.shape[:-1] + x.shape[k:], checking what gather and scatter share.
@@ -82,7 +82,7 @@ AbstractValue infer_scatter(const Node& node, std::span<const AbstractValue* con
 /// The window index in x (x.shape[:k] flattened) of each position, or -1
 /// where a coordinate lies outside its axis and `clamp` is off.
 std::vector<int64_t> window_positions(const Array& indices, const Shape& x_shape, bool clamp) {
-  const detail::ArrayImpl& impl = *indices.impl();
+  const detail::ArrayImpl& impl = *detail::impl(indices);
   auto k = static_cast<size_t>(impl.type.shape.back());
   int64_t count = shape_size(Shape(impl.type.shape.begin(), impl.type.shape.end() - 1));
   std::vector<int64_t> result(static_cast<size_t>(count), 0);
@@ -110,7 +110,7 @@ std::vector<int64_t> window_positions(const Array& indices, const Shape& x_shape
 int64_t window_size(const Shape& x_shape, int64_t k) { return shape_size(Shape(x_shape.begin() + k, x_shape.end())); }
 
 Array evaluate_gather(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   if (node.type.size() == 0) return result;
   int64_t k = shape_of(inputs[1]).back();
@@ -118,7 +118,7 @@ Array evaluate_gather(const Node& node, std::span<const Array> inputs) {
   std::vector<int64_t> positions = window_positions(inputs[1], x.type.shape, true);
   size_t bytes = static_cast<size_t>(window) * dtype_size(x.type.dtype);
   const auto* in = static_cast<const char*>(x.buffer->data());
-  auto* out = static_cast<char*>(result.impl()->buffer->data());
+  auto* out = static_cast<char*>(detail::impl(result)->buffer->data());
   for (size_t b = 0; b < positions.size(); ++b)
     std::memcpy(out + b * bytes, in + static_cast<size_t>(positions[b]) * bytes, bytes);
   return result;
@@ -151,18 +151,18 @@ T combine(ScatterMode mode, T old, T update) {
 }
 
 Array evaluate_scatter(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
-  const detail::ArrayImpl& updates = *inputs[2].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
+  const detail::ArrayImpl& updates = *detail::impl(inputs[2]);
   Array result = detail::allocate(node.type);
   if (node.type.size() == 0) return result;
-  std::memcpy(result.impl()->buffer->data(), x.buffer->data(), x.type.bytes());
+  std::memcpy(detail::impl(result)->buffer->data(), x.buffer->data(), x.type.bytes());
   int64_t k = shape_of(inputs[1]).back();
   int64_t window = window_size(x.type.shape, k);
   std::vector<int64_t> positions = window_positions(inputs[1], x.type.shape, false);
   auto mode = static_cast<ScatterMode>(node.attrs.ints[0]);
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* from = updates.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for (size_t b = 0; b < positions.size(); ++b) {
       if (positions[b] < 0) continue;
       T* target = out + positions[b] * window;
@@ -185,7 +185,7 @@ std::string describe_scatter(const Node& node) {
 // goes back to the clamped position it read, and a dropped update gets none.
 
 Array zeros_typed(const Array& like) {
-  const AbstractValue& type = like.impl()->type;
+  const AbstractValue& type = detail::impl(like)->type;
   return broadcast_to_shape(detail::literal(0, type.dtype, type.weak, Location::current()), type.shape,
                             Location::current());
 }

@@ -83,7 +83,7 @@ AbstractValue infer_scatter_add(const Node& node, std::span<const AbstractValue*
 
 /// The indices as int64, each wrapped once if negative and clamped into [0, extent).
 std::vector<int64_t> normalized_indices(const Array& indices, int64_t extent) {
-  const detail::ArrayImpl& impl = *indices.impl();
+  const detail::ArrayImpl& impl = *detail::impl(indices);
   std::vector<int64_t> result(static_cast<size_t>(impl.type.size()));
   auto normalize = [&](int64_t index) {
     if (index < 0) index += extent;
@@ -110,7 +110,7 @@ AxisView view_around(const Shape& shape, int64_t axis) {
 }
 
 Array evaluate_take(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   AxisView view = view_around(x.type.shape, node.attrs.ints[0]);
   Array result = detail::allocate(node.type);
   if (node.type.size() == 0) return result;
@@ -118,7 +118,7 @@ Array evaluate_take(const Node& node, std::span<const Array> inputs) {
   auto count = static_cast<int64_t>(indices.size());
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for (int64_t o = 0; o < view.outer; ++o)
       for (int64_t j = 0; j < count; ++j) {
         const T* row = in + (o * view.extent + indices[static_cast<size_t>(j)]) * view.inner;
@@ -138,19 +138,19 @@ T accumulate(T a, T b) {
 }
 
 Array evaluate_scatter_add(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
-  const detail::ArrayImpl& updates = *inputs[2].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
+  const detail::ArrayImpl& updates = *detail::impl(inputs[2]);
   AxisView view = view_around(x.type.shape, node.attrs.ints[0]);
   Array result = detail::allocate(node.type);
   if (node.type.size() == 0) return result;
-  std::memcpy(result.impl()->buffer->data(), x.buffer->data(),
+  std::memcpy(detail::impl(result)->buffer->data(), x.buffer->data(),
               static_cast<size_t>(x.type.size()) * dtype_size(x.type.dtype));
   if (updates.type.size() == 0) return result;
   std::vector<int64_t> indices = normalized_indices(inputs[1], view.extent);
   auto count = static_cast<int64_t>(indices.size());
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* from = updates.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for (int64_t o = 0; o < view.outer; ++o)
       for (int64_t j = 0; j < count; ++j) {
         T* row = out + (o * view.extent + indices[static_cast<size_t>(j)]) * view.inner;
@@ -207,7 +207,7 @@ AbstractValue infer_dynamic_update_slice(const Node& node, std::span<const Abstr
 }
 
 int64_t read_start(const Array& start) {
-  const detail::ArrayImpl& impl = *start.impl();
+  const detail::ArrayImpl& impl = *detail::impl(start);
   return impl.type.dtype == DType::i32 ? impl.data<int32_t>()[0] : impl.data<int64_t>()[0];
 }
 
@@ -245,28 +245,28 @@ void for_each_in_window(const Shape& shape, const Shape& window, const std::vect
 }
 
 Array evaluate_dynamic_slice(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   std::vector<int64_t> starts = clamped_starts(inputs.subspan(1), x.type.shape, node.type.shape);
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for_each_in_window(x.type.shape, node.type.shape, starts, [&](int64_t i, int64_t source) { out[i] = in[source]; });
   });
   return result;
 }
 
 Array evaluate_dynamic_update_slice(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
-  const detail::ArrayImpl& update = *inputs[1].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
+  const detail::ArrayImpl& update = *detail::impl(inputs[1]);
   Array result = detail::allocate(node.type);
   if (node.type.size() == 0) return result;
-  std::memcpy(result.impl()->buffer->data(), x.buffer->data(),
+  std::memcpy(detail::impl(result)->buffer->data(), x.buffer->data(),
               static_cast<size_t>(x.type.size()) * dtype_size(x.type.dtype));
   std::vector<int64_t> starts = clamped_starts(inputs.subspan(2), x.type.shape, update.type.shape);
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = update.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for_each_in_window(x.type.shape, update.type.shape, starts,
                        [&](int64_t i, int64_t target) { out[target] = in[i]; });
   });
@@ -284,7 +284,7 @@ std::string describe_dynamic_slice(const Node& node) { return "sizes=" + shape_s
 
 /// Zeros of `like`'s type (weak flag included), as a graph-friendly broadcast.
 Array zeros_of(const Array& like, Location where) {
-  const AbstractValue& type = like.impl()->type;
+  const AbstractValue& type = detail::impl(like)->type;
   return broadcast_to_shape(detail::literal(0, type.dtype, type.weak, where), type.shape, where);
 }
 
@@ -349,7 +349,7 @@ std::vector<Array> vjp_dynamic_update_slice(const Node& node, std::span<const Ar
   result[0] = detail::apply(Primitive::dynamic_update_slice,
                             with_operands({cotangent, zeros_of(inputs[1], node.where)}, starts), {}, node.where);
   ir::Attributes window;
-  window.shape = inputs[1].impl()->type.shape;
+  window.shape = detail::impl(inputs[1])->type.shape;
   result[1] =
       detail::apply(Primitive::dynamic_slice, with_operands({cotangent}, starts), std::move(window), node.where);
   return result;

@@ -17,8 +17,8 @@ namespace kiln::ops {
 
 namespace {
 
-const Shape& shape_of(const Array& x) { return x.impl()->type.shape; }
-DType dtype_of(const Array& x) { return x.impl()->type.dtype; }
+const Shape& shape_of(const Array& x) { return detail::impl(x)->type.shape; }
+DType dtype_of(const Array& x) { return detail::impl(x)->type.dtype; }
 
 Array number(int64_t value, DType dtype) { return detail::literal(value, dtype, false, Location::current()); }
 

@@ -108,11 +108,11 @@ AbstractValue infer_slogdet(const Node& node, std::span<const AbstractValue* con
 }
 
 Array evaluate_cholesky(const Node&, std::span<const Array> inputs) {
-  const AbstractValue& type = inputs[0].impl()->type;
+  const AbstractValue& type = detail::impl(inputs[0])->type;
   Array result = detail::allocate(type);
   int64_t n = rows(type), size = n * n;
   auto run = [&]<class T>(T* out, auto potrf) {
-    std::copy(inputs[0].impl()->data<T>(), inputs[0].impl()->data<T>() + type.size(), out);
+    std::copy(detail::impl(inputs[0])->data<T>(), detail::impl(inputs[0])->data<T>() + type.size(), out);
     each_matrix(type, [&](int64_t m) {
       T* a = out + m * size;
       // Row-major lower is column-major upper: LAPACK reads and writes the
@@ -122,8 +122,8 @@ Array evaluate_cholesky(const Node&, std::span<const Array> inputs) {
         for (int64_t j = i + 1; j < n; ++j) a[i * n + j] = 0;
     });
   };
-  if (type.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &LAPACKE_dpotrf);
-  else run(result.impl()->mutable_data<float>(), &LAPACKE_spotrf);
+  if (type.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &LAPACKE_dpotrf);
+  else run(detail::impl(result)->mutable_data<float>(), &LAPACKE_spotrf);
   return result;
 }
 
@@ -132,23 +132,23 @@ bool transposed(const Node& node) { return node.attrs.ints.at(1) != 0; }
 bool unit_diagonal(const Node& node) { return node.attrs.ints.at(2) != 0; }
 
 Array evaluate_triangular_solve(const Node& node, std::span<const Array> inputs) {
-  const AbstractValue &a = inputs[0].impl()->type, &b = inputs[1].impl()->type;
+  const AbstractValue &a = detail::impl(inputs[0])->type, &b = detail::impl(inputs[1])->type;
   Array result = detail::allocate(b);
   int64_t n = rows(a), k = columns(b);
   auto uplo = lower(node) ? CblasLower : CblasUpper;
   auto trans = transposed(node) ? CblasTrans : CblasNoTrans;
   auto diag = unit_diagonal(node) ? CblasUnit : CblasNonUnit;
   auto run = [&]<class T>(T* out, auto trsm) {
-    std::copy(inputs[1].impl()->data<T>(), inputs[1].impl()->data<T>() + b.size(), out);
-    const T* matrices = inputs[0].impl()->data<T>();
+    std::copy(detail::impl(inputs[1])->data<T>(), detail::impl(inputs[1])->data<T>() + b.size(), out);
+    const T* matrices = detail::impl(inputs[0])->data<T>();
     if (n == 0 || k == 0) return;
     each_matrix(a, [&](int64_t m) {
       trsm(CblasRowMajor, CblasLeft, uplo, trans, diag, static_cast<int>(n), static_cast<int>(k), T(1),
            matrices + m * n * n, static_cast<int>(n), out + m * n * k, static_cast<int>(k));
     });
   };
-  if (a.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &cblas_dtrsm);
-  else run(result.impl()->mutable_data<float>(), &cblas_strsm);
+  if (a.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &cblas_dtrsm);
+  else run(detail::impl(result)->mutable_data<float>(), &cblas_strsm);
   return result;
 }
 
@@ -156,7 +156,7 @@ Array evaluate_triangular_solve(const Node& node, std::span<const Array> inputs)
 // solves with the transpose of that factorization; only b (n x k, usually
 // narrow) is transposed into column-major order and back.
 Array evaluate_solve(const Node&, std::span<const Array> inputs) {
-  const AbstractValue &a = inputs[0].impl()->type, &b = inputs[1].impl()->type;
+  const AbstractValue &a = detail::impl(inputs[0])->type, &b = detail::impl(inputs[1])->type;
   Array result = detail::allocate(b);
   int64_t n = rows(a), k = columns(b);
   std::vector<lapack_int> pivots(static_cast<size_t>(n));
@@ -164,8 +164,8 @@ Array evaluate_solve(const Node&, std::span<const Array> inputs) {
     std::vector<T> lu(static_cast<size_t>(n * n)), columns_of_b(static_cast<size_t>(n * k));
     if (n == 0 || k == 0) return;
     each_matrix(a, [&](int64_t m) {
-      const T* matrix = inputs[0].impl()->data<T>() + m * n * n;
-      const T* right = inputs[1].impl()->data<T>() + m * n * k;
+      const T* matrix = detail::impl(inputs[0])->data<T>() + m * n * n;
+      const T* right = detail::impl(inputs[1])->data<T>() + m * n * k;
       T* x = out + m * n * k;
       std::copy(matrix, matrix + n * n, lu.begin());
       for (int64_t i = 0; i < n; ++i)
@@ -176,20 +176,20 @@ Array evaluate_solve(const Node&, std::span<const Array> inputs) {
         for (int64_t j = 0; j < k; ++j) x[i * k + j] = columns_of_b[static_cast<size_t>(j * n + i)];
     });
   };
-  if (a.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &LAPACKE_dgetrf, &LAPACKE_dgetrs);
-  else run(result.impl()->mutable_data<float>(), &LAPACKE_sgetrf, &LAPACKE_sgetrs);
+  if (a.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &LAPACKE_dgetrf, &LAPACKE_dgetrs);
+  else run(detail::impl(result)->mutable_data<float>(), &LAPACKE_sgetrf, &LAPACKE_sgetrs);
   return result;
 }
 
 Array evaluate_slogdet(const Node& node, std::span<const Array> inputs) {
-  const AbstractValue& a = inputs[0].impl()->type;
+  const AbstractValue& a = detail::impl(inputs[0])->type;
   Array result = detail::allocate(node.type);
   int64_t n = rows(a);
   std::vector<lapack_int> pivots(static_cast<size_t>(n));
   auto run = [&]<class T>(T* out, auto getrf) {
     std::vector<T> lu(static_cast<size_t>(n * n));
     each_matrix(a, [&](int64_t m) {
-      const T* matrix = inputs[0].impl()->data<T>() + m * n * n;
+      const T* matrix = detail::impl(inputs[0])->data<T>() + m * n * n;
       std::copy(matrix, matrix + n * n, lu.begin());
       T sign = 1, log_magnitude = 0;
       // det a = det a^T: factor the column-major view, with no transposed copy.
@@ -210,8 +210,8 @@ Array evaluate_slogdet(const Node& node, std::span<const Array> inputs) {
       out[2 * m + 1] = log_magnitude;
     });
   };
-  if (a.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &LAPACKE_dgetrf);
-  else run(result.impl()->mutable_data<float>(), &LAPACKE_sgetrf);
+  if (a.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &LAPACKE_dgetrf);
+  else run(detail::impl(result)->mutable_data<float>(), &LAPACKE_sgetrf);
   return result;
 }
 

@@ -70,7 +70,7 @@ AbstractValue infer_qr(const Node& node, std::span<const AbstractValue* const> i
 }
 
 Array evaluate_qr(const Node& node, std::span<const Array> inputs) {
-  const AbstractValue& type = inputs[0].impl()->type;
+  const AbstractValue& type = detail::impl(inputs[0])->type;
   QrBlocks blocks = qr_blocks(type.shape, complete(node));
   int64_t m = blocks.e.m, n = blocks.e.n, k = blocks.e.k;
   int64_t q_columns = blocks.q_columns, width = std::max<int64_t>({n, q_columns, 1});
@@ -80,7 +80,7 @@ Array evaluate_qr(const Node& node, std::span<const Array> inputs) {
     // row-major interface transposes, as the factorization must.
     std::vector<T> work(static_cast<size_t>(m * width)), tau(static_cast<size_t>(std::max<int64_t>(k, 1)));
     each_matrix(type, [&](int64_t index) {
-      const T* a = inputs[0].impl()->data<T>() + index * m * n;
+      const T* a = detail::impl(inputs[0])->data<T>() + index * m * n;
       T* q = out + index * (m * q_columns + q_columns * n);
       T* r = q + m * q_columns;
       std::fill(r, r + q_columns * n, T(0));
@@ -103,8 +103,8 @@ Array evaluate_qr(const Node& node, std::span<const Array> inputs) {
         std::copy(work.data() + i * width, work.data() + i * width + q_columns, q + i * q_columns);
     });
   };
-  if (type.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &LAPACKE_dgeqrf, &LAPACKE_dorgqr);
-  else run(result.impl()->mutable_data<float>(), &LAPACKE_sgeqrf, &LAPACKE_sorgqr);
+  if (type.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &LAPACKE_dgeqrf, &LAPACKE_dorgqr);
+  else run(detail::impl(result)->mutable_data<float>(), &LAPACKE_sgeqrf, &LAPACKE_sorgqr);
   return result;
 }
 
@@ -215,7 +215,7 @@ AbstractValue infer_svd(const Node& node, std::span<const AbstractValue* const> 
 }
 
 Array evaluate_svd(const Node& node, std::span<const Array> inputs) {
-  const AbstractValue& type = inputs[0].impl()->type;
+  const AbstractValue& type = detail::impl(inputs[0])->type;
   SvdBlocks blocks = svd_blocks(node, type.shape);
   int64_t m = blocks.e.m, n = blocks.e.n, k = blocks.e.k;
   int64_t u_size = blocks.vectors ? m * blocks.u_columns : 0, vh_size = blocks.vectors ? blocks.vh_rows * n : 0;
@@ -225,7 +225,7 @@ Array evaluate_svd(const Node& node, std::span<const Array> inputs) {
   auto run = [&]<class T>(T* out, auto gesdd) {
     std::vector<T> work(static_cast<size_t>(m * n));
     each_matrix(type, [&](int64_t index) {
-      const T* a = inputs[0].impl()->data<T>() + index * m * n;
+      const T* a = detail::impl(inputs[0])->data<T>() + index * m * n;
       T* u = out + index * packed;
       T* s = u + u_size;
       T* vh = s + k;
@@ -243,8 +243,8 @@ Array evaluate_svd(const Node& node, std::span<const Array> inputs) {
       if (info != 0) fill_nan(u, packed);
     });
   };
-  if (type.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &LAPACKE_dgesdd);
-  else run(result.impl()->mutable_data<float>(), &LAPACKE_sgesdd);
+  if (type.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &LAPACKE_dgesdd);
+  else run(detail::impl(result)->mutable_data<float>(), &LAPACKE_sgesdd);
   return result;
 }
 
@@ -348,7 +348,7 @@ AbstractValue infer_eigh(const Node& node, std::span<const AbstractValue* const>
 }
 
 Array evaluate_eigh(const Node& node, std::span<const Array> inputs) {
-  const AbstractValue& type = inputs[0].impl()->type;
+  const AbstractValue& type = detail::impl(inputs[0])->type;
   int64_t n = columns(type), packed = n + n * n;
   Array result = detail::allocate(packed_type(type, packed));
   // Row-major lower is column-major upper: LAPACK reads the named triangle
@@ -356,7 +356,7 @@ Array evaluate_eigh(const Node& node, std::span<const Array> inputs) {
   char triangle = reads_lower(node) ? 'U' : 'L';
   auto run = [&]<class T>(T* out, auto syevd) {
     each_matrix(type, [&](int64_t index) {
-      const T* a = inputs[0].impl()->data<T>() + index * n * n;
+      const T* a = detail::impl(inputs[0])->data<T>() + index * n * n;
       T* w = out + index * packed;
       T* vectors = w + n;
       if (n == 0) return;
@@ -366,8 +366,8 @@ Array evaluate_eigh(const Node& node, std::span<const Array> inputs) {
         for (int64_t j = i + 1; j < n; ++j) std::swap(vectors[i * n + j], vectors[j * n + i]);
     });
   };
-  if (type.dtype == DType::f64) run(result.impl()->mutable_data<double>(), &LAPACKE_dsyevd);
-  else run(result.impl()->mutable_data<float>(), &LAPACKE_ssyevd);
+  if (type.dtype == DType::f64) run(detail::impl(result)->mutable_data<double>(), &LAPACKE_dsyevd);
+  else run(detail::impl(result)->mutable_data<float>(), &LAPACKE_ssyevd);
   return result;
 }
 

@@ -54,8 +54,8 @@ A multiply_add(A acc, A x, A y) {
 }
 
 Array evaluate_matmul(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& a = *inputs[0].impl();
-  const detail::ArrayImpl& b = *inputs[1].impl();
+  const detail::ArrayImpl& a = *detail::impl(inputs[0]);
+  const detail::ArrayImpl& b = *detail::impl(inputs[1]);
   Array result = detail::allocate(node.type);
   const Shape& a_shape = a.type.shape;
   size_t rank = a_shape.size();
@@ -66,7 +66,7 @@ Array evaluate_matmul(const Node& node, std::span<const Array> inputs) {
     using A = Accumulator<T>;
     const T* lhs = a.data<T>();
     const T* rhs = b.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     // Row by row, in i-p-j order so both operands are read contiguously.
     std::vector<A> row(static_cast<size_t>(n));
     for (int64_t s = 0; s < batch; ++s) {
@@ -150,8 +150,8 @@ Array batch_matmul(const Node& node, std::span<const Array> inputs, std::span<co
   const Array& a = inputs[0];
   const Array& b = inputs[1];
   if (batched[0] && batched[1]) return product(a, b, node.where);
-  const Shape& a_shape = a.impl()->type.shape;
-  const Shape& b_shape = b.impl()->type.shape;
+  const Shape& a_shape = detail::impl(a)->type.shape;
+  const Shape& b_shape = detail::impl(b)->type.shape;
   auto rank = static_cast<int64_t>((batched[0] ? b_shape : a_shape).size());  // of one lane
   std::vector<int64_t> lanes_before_matrix(static_cast<size_t>(rank + 1));
   // Axes [B, dims..., r, c] -> [dims..., B, r, c] and back.

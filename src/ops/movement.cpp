@@ -57,14 +57,14 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
 /// transpose (permuted strides), slice (scaled strides) and reverse (negated
 /// strides) are all such gathers; their shape rules keep every offset in range.
 Array strided_gather(const Array& x, const AbstractValue& type, int64_t base, const std::vector<int64_t>& steps) {
-  const detail::ArrayImpl& source = *x.impl();
+  const detail::ArrayImpl& source = *detail::impl(x);
   Array result = detail::allocate(type);
   const Shape& shape = type.shape;
   size_t rank = shape.size();
   [[maybe_unused]] int64_t source_size = source.type.size();
   detail::dispatch(type.dtype, [&]<class T>() {
     const T* in = source.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     std::vector<int64_t> index(rank, 0);
     for (int64_t i = 0, n = type.size(); i < n; ++i) {
       int64_t offset = base;
@@ -120,7 +120,7 @@ Array evaluate_reshape(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
   // Row-major order is unchanged by a reshape: the bytes are the same.
   size_t bytes = static_cast<size_t>(node.type.size()) * dtype_size(node.type.dtype);
-  if (bytes) std::memcpy(result.impl()->buffer->data(), inputs[0].impl()->buffer->data(), bytes);
+  if (bytes) std::memcpy(detail::impl(result)->buffer->data(), detail::impl(inputs[0])->buffer->data(), bytes);
   return result;
 }
 
@@ -155,7 +155,7 @@ AbstractValue infer_transpose(const Node& node, std::span<const AbstractValue* c
 }
 
 Array evaluate_transpose(const Node& node, std::span<const Array> inputs) {
-  std::vector<int64_t> strides = row_major_strides(inputs[0].impl()->type.shape);
+  std::vector<int64_t> strides = row_major_strides(detail::impl(inputs[0])->type.shape);
   std::vector<int64_t> steps(strides.size());
   for (size_t a = 0; a < steps.size(); ++a) steps[a] = strides[static_cast<size_t>(node.attrs.ints[a])];
   return strided_gather(inputs[0], node.type, 0, steps);
@@ -191,7 +191,7 @@ AbstractValue infer_broadcast(const Node& node, std::span<const AbstractValue* c
 }
 
 Array evaluate_broadcast(const Node& node, std::span<const Array> inputs) {
-  const Shape& in_shape = inputs[0].impl()->type.shape;
+  const Shape& in_shape = detail::impl(inputs[0])->type.shape;
   std::vector<int64_t> strides = row_major_strides(in_shape);
   size_t offset = node.type.shape.size() - in_shape.size();
   // Leading new axes and stretched axes of extent 1 do not move in the input.
@@ -242,7 +242,7 @@ AbstractValue infer_slice(const Node& node, std::span<const AbstractValue* const
 }
 
 Array evaluate_slice(const Node& node, std::span<const Array> inputs) {
-  std::vector<int64_t> strides = row_major_strides(inputs[0].impl()->type.shape);
+  std::vector<int64_t> strides = row_major_strides(detail::impl(inputs[0])->type.shape);
   size_t rank = strides.size();
   int64_t base = 0;
   std::vector<int64_t> steps(rank);
@@ -349,11 +349,11 @@ Array evaluate_concatenate(const Node& node, std::span<const Array> inputs) {
   for (size_t a = 0; a < axis; ++a) outer *= shape[a];
   for (size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
   size_t element = dtype_size(node.type.dtype);
-  auto* out = static_cast<unsigned char*>(result.impl()->buffer->data());
+  auto* out = static_cast<unsigned char*>(detail::impl(result)->buffer->data());
   // Row-major: for each position before the axis, the inputs' blocks follow one another.
   for (int64_t o = 0; o < outer; ++o) {
     for (const Array& input : inputs) {
-      const detail::ArrayImpl& impl = *input.impl();
+      const detail::ArrayImpl& impl = *detail::impl(input);
       size_t block = static_cast<size_t>(impl.type.shape[axis] * inner) * element;
       if (block == 0) continue;
       std::memcpy(out, static_cast<const unsigned char*>(impl.buffer->data()) + static_cast<size_t>(o) * block, block);
@@ -412,7 +412,7 @@ AbstractValue infer_pad(const Node& node, std::span<const AbstractValue* const> 
 }
 
 Array evaluate_pad(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   const Shape& out_shape = node.type.shape;
   size_t rank = out_shape.size();
@@ -420,8 +420,8 @@ Array evaluate_pad(const Node& node, std::span<const Array> inputs) {
   int64_t base = 0;
   for (size_t a = 0; a < rank; ++a) base += node.attrs.ints[a] * out_strides[a];
   detail::dispatch(node.type.dtype, [&]<class T>() {
-    T* out = result.impl()->mutable_data<T>();
-    std::fill_n(out, node.type.size(), inputs[1].impl()->data<T>()[0]);
+    T* out = detail::impl(result)->mutable_data<T>();
+    std::fill_n(out, node.type.size(), detail::impl(inputs[1])->data<T>()[0]);
     const T* in = x.data<T>();
     // Scatter x's elements to their shifted positions in the result.
     std::vector<int64_t> index(rank, 0);
@@ -524,7 +524,7 @@ Array batch_transpose(const Node& node, std::span<const Array> inputs, std::span
 // Trailing-aligned broadcasting would align the batch axis with a target
 // axis: the operand first gets the target's rank after its batch axis.
 Array batch_broadcast(const Node& node, std::span<const Array> inputs, std::span<const char>, int64_t size) {
-  const Shape& x = inputs[0].impl()->type.shape;
+  const Shape& x = detail::impl(inputs[0])->type.shape;
   Shape aligned{size};
   aligned.insert(aligned.end(), node.attrs.shape.size() + 1 - x.size(), 1);
   aligned.insert(aligned.end(), x.begin() + 1, x.end());
@@ -557,7 +557,7 @@ Array batch_pad(const Node& node, std::span<const Array> inputs, std::span<const
   if (!batched[1]) return apply_node_to(node, std::vector<Array>{x, inputs[1]}, std::move(batched_ints));
   // A padding value per lane: pad with anything, then choose the lane's value
   // wherever a mask of the original elements, padded with false, says so.
-  const AbstractValue& type = x.impl()->type;
+  const AbstractValue& type = detail::impl(x)->type;
   Array filler = detail::literal(0, type.dtype, type.weak, node.where);
   Array padded = apply_node_to(node, std::vector<Array>{x, filler}, batched_ints);
   Array inside = broadcast_to(detail::literal(true, DType::bool_, false, node.where), type.shape);
@@ -805,7 +805,7 @@ Array concatenate(const std::vector<Array>& xs, int64_t axis, Location where) {
   axis = ops::normalize_axis(axis, rank, "concatenate", first.shape, where);
   ops::TypeClass target{first.dtype, first.weak};
   for (const Array& x : xs) {
-    const auto& type = x.impl()->type;
+    const auto& type = detail::impl(x)->type;
     for (int64_t a = 0; a < rank; ++a)
       if (a != axis && type.shape[static_cast<size_t>(a)] != first.shape[static_cast<size_t>(a)])
         detail::raise("concatenate",

@@ -70,7 +70,7 @@ AbstractValue infer_random(const Node& node, std::span<const AbstractValue* cons
 }
 
 ThreefryWords key_words(const Array& key) {
-  const int32_t* words = key.impl()->data<int32_t>();
+  const int32_t* words = detail::impl(key)->data<int32_t>();
   return {static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[1])};
 }
 
@@ -92,7 +92,7 @@ Array evaluate_random_bits(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
   int64_t n = node.type.size();
   std::vector<uint32_t> words = random_words(key_words(inputs[0]), n);
-  int32_t* out = result.impl()->mutable_data<int32_t>();
+  int32_t* out = detail::impl(result)->mutable_data<int32_t>();
   // uint32 -> int32 keeps the bit pattern (modular since C++20).
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(words[static_cast<size_t>(i)]);
   return result;
@@ -106,7 +106,7 @@ Array evaluate_random_uniform(const Node& node, std::span<const Array> inputs) {
   ThreefryWords key = key_words(inputs[0]);
   if (node.type.dtype == DType::f32) {
     std::vector<uint32_t> words = random_words(key, n);
-    float* out = result.impl()->mutable_data<float>();
+    float* out = detail::impl(result)->mutable_data<float>();
     for (int64_t i = 0; i < n; ++i) {
       uint32_t bits = (words[static_cast<size_t>(i)] >> 9) | 0x3F800000u;
       float value;
@@ -115,7 +115,7 @@ Array evaluate_random_uniform(const Node& node, std::span<const Array> inputs) {
     }
   } else {
     std::vector<uint32_t> words = random_words(key, 2 * n);
-    double* out = result.impl()->mutable_data<double>();
+    double* out = detail::impl(result)->mutable_data<double>();
     for (int64_t i = 0; i < n; ++i) {
       uint64_t word = (uint64_t{words[static_cast<size_t>(i)]} << 32) | words[static_cast<size_t>(n + i)];
       uint64_t bits = (word >> 12) | 0x3FF0000000000000u;

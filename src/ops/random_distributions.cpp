@@ -89,7 +89,7 @@ Array permutation(const Array& key, int64_t n, Location where) {
 
 Array permutation(const Array& key, const Array& x, int64_t axis, Location where) {
   if (x.ndim(where) == 0)
-    detail::raise("random.permutation", "cannot shuffle a 0-d array " + x.impl()->type.to_string(), where,
+    detail::raise("random.permutation", "cannot shuffle a 0-d array " + detail::impl(x)->type.to_string(), where,
                   "pass n for a permutation of 0..n-1, or an array of at least one dimension");
   int64_t n = x.shape(axis, where);
   return take(x, random_order(key, n, where), axis, where);
@@ -106,9 +106,10 @@ Array choice(const Array& key, int64_t n, Shape shape, bool replace, const std::
   if (p) {
     const Shape& p_shape = p->shape(where);
     if (p_shape != Shape{n})
-      detail::raise("random.choice",
-                    "p must be a vector of " + std::to_string(n) + " probabilities, got " + p->impl()->type.to_string(),
-                    where);
+      detail::raise(
+          "random.choice",
+          "p must be a vector of " + std::to_string(n) + " probabilities, got " + detail::impl(*p)->type.to_string(),
+          where);
   }
   if (!replace && count > n)
     detail::raise("random.choice",
@@ -139,8 +140,9 @@ Array choice(const Array& key, int64_t n, Shape shape, bool replace, const std::
 Array choice(const Array& key, const Array& a, Shape shape, bool replace, const std::optional<Array>& p,
              Location where) {
   if (a.ndim(where) == 0)
-    detail::raise("random.choice", "the population must have at least one dimension, got " + a.impl()->type.to_string(),
-                  where, "pass n to draw indices of 0..n-1");
+    detail::raise("random.choice",
+                  "the population must have at least one dimension, got " + detail::impl(a)->type.to_string(), where,
+                  "pass n to draw indices of 0..n-1");
   Array indices = choice(key, a.shape(0, where), shape, replace, p, where);
   return take(a, indices, 0, where);
 }
@@ -149,8 +151,8 @@ Array multivariate_normal(const Array& key, const Array& mean, const Array& cova
   const Shape& mean_shape = mean.shape(where);
   if (mean_shape.size() != 1 || covariance.shape(where) != Shape{mean_shape[0], mean_shape[0]})
     detail::raise("random.multivariate_normal",
-                  "needs a mean [d] and a covariance [d, d], got " + mean.impl()->type.to_string() + " and " +
-                      covariance.impl()->type.to_string(),
+                  "needs a mean [d] and a covariance [d, d], got " + detail::impl(mean)->type.to_string() + " and " +
+                      detail::impl(covariance)->type.to_string(),
                   where);
   // mean + z L^T with L L^T = covariance (Cholesky, as numpy.random's "cholesky" method).
   DType dtype = mean.dtype(where);

@@ -139,7 +139,7 @@ A reduce_combine(Reduction reduction, A acc, A value) {
 }
 
 Array evaluate_reduce(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   const Shape& shape = x.type.shape;
   size_t rank = shape.size();
@@ -169,7 +169,7 @@ Array evaluate_reduce(const Node& node, std::span<const Array> inputs) {
         index[a] = 0;
       }
     }
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for (size_t i = 0; i < accumulators.size(); ++i) out[i] = static_cast<T>(accumulators[i]);
   });
   return result;
@@ -187,10 +187,10 @@ bool displaces(Primitive op, T value, T best) {
 }
 
 Array evaluate_argument_reduce(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
-  int32_t* out = result.impl()->mutable_data<int32_t>();
+  int32_t* out = detail::impl(result)->mutable_data<int32_t>();
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
     for (int64_t o = 0; o < split.outer; ++o) {
@@ -207,14 +207,14 @@ Array evaluate_argument_reduce(const Node& node, std::span<const Array> inputs) 
 }
 
 Array evaluate_cumsum(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
   bool reverse = node.attrs.ints[1] != 0;
   detail::dispatch(x.type.dtype, [&]<class T>() {
     using A = Accumulator<T>;
     const T* in = x.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     for (int64_t o = 0; o < split.outer; ++o) {
       for (int64_t i = 0; i < split.inner; ++i) {
         int64_t base = o * split.extent * split.inner + i;

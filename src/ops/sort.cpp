@@ -67,12 +67,12 @@ struct Order {
 };
 
 Array evaluate_sort(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   AxisSplit lines = split_at(x.type.shape, node.attrs.ints[0]);
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
-    T* out = result.impl()->mutable_data<T>();
+    T* out = detail::impl(result)->mutable_data<T>();
     std::vector<T> line(static_cast<size_t>(lines.extent));
     Order<T> order{descending(node)};
     lines.each_line([&](int64_t o, int64_t i) {
@@ -92,7 +92,7 @@ Array evaluate_sort(const Node& node, std::span<const Array> inputs) {
 }
 
 Array evaluate_argsort(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
   AxisSplit lines = split_at(x.type.shape, node.attrs.ints[0]);
   int64_t k = node.attrs.ints[2];
@@ -108,7 +108,7 @@ Array evaluate_argsort(const Node& node, std::span<const Array> inputs) {
     };
     detail::dispatch(node.type.dtype, [&]<class I>() {
       if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
-        I* out = result.impl()->mutable_data<I>();
+        I* out = detail::impl(result)->mutable_data<I>();
         lines.each_line([&](int64_t o, int64_t i) {
           int64_t start = o * lines.extent * lines.inner + i;
           line.clear();
@@ -229,10 +229,10 @@ std::pair<Array, Array> top_k(const Array& x, int64_t k, Location where) {
   int64_t axis = sort_axis(x, -1, "top_k", where);
   int64_t extent = x.shape(axis);
   if (k < 0 || k > extent)
-    detail::raise(
-        "top_k",
-        "k=" + std::to_string(k) + " is outside [0, " + std::to_string(extent) + "] for " + x.impl()->type.to_string(),
-        where, "ask for at most as many elements as the last axis holds");
+    detail::raise("top_k",
+                  "k=" + std::to_string(k) + " is outside [0, " + std::to_string(extent) + "] for " +
+                      detail::impl(x)->type.to_string(),
+                  where, "ask for at most as many elements as the last axis holds");
   Array indices = ops::apply_argsort(x, axis, true, k, where);
   return {take_along_axis(x, indices, axis, where), indices};
 }
@@ -243,7 +243,7 @@ Array argpartition(const Array& x, int64_t kth, int64_t axis, Location where) {
   if (kth < -extent || kth >= extent)
     detail::raise("argpartition",
                   "kth=" + std::to_string(kth) + " is out of range for axis " + std::to_string(a) + " of " +
-                      x.impl()->type.to_string(),
+                      detail::impl(x)->type.to_string(),
                   where, "kth counts from 0, or from the end when negative");
   // The whole order is one valid partition for every kth (NumPy leaves the
   // order on either side unspecified).

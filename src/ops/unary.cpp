@@ -180,9 +180,9 @@ constexpr int cost(Primitive op) {
 
 template <Primitive op>
 Array evaluate(const Node& node, std::span<const Array> inputs) {
-  const detail::ArrayImpl& x = *inputs[0].impl();
+  const detail::ArrayImpl& x = *detail::impl(inputs[0]);
   Array result = detail::allocate(node.type);
-  detail::ArrayImpl& out = *result.impl();
+  detail::ArrayImpl& out = *detail::impl(result);
   int64_t n = x.type.size();
   detail::dispatch(x.type.dtype, [&]<class T>() {
     const T* in = x.data<T>();
@@ -217,7 +217,7 @@ std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Ar
     return {Array()};
   } else if constexpr (op == Primitive::convert) {
     // Only a floating input has a cotangent; it takes the input's dtype back.
-    const detail::AbstractValue& x = inputs[0].impl()->type;
+    const detail::AbstractValue& x = detail::impl(inputs[0])->type;
     if (!is_floating(x.dtype)) return {Array()};
     return {convert_to(cotangent, x.dtype, x.weak, node.where)};
   } else {

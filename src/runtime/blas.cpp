@@ -28,8 +28,8 @@ Array blas_matmul(const ir::Node& node, std::span<const Array> inputs) {
 
 Array blas_matmul(const ir::Node& node, const Array& a_array, bool transpose_a, const Array& b_array,
                   bool transpose_b) {
-  const detail::ArrayImpl& a = *a_array.impl();
-  const detail::ArrayImpl& b = *b_array.impl();
+  const detail::ArrayImpl& a = *detail::impl(a_array);
+  const detail::ArrayImpl& b = *detail::impl(b_array);
   Array result = detail::allocate(node.type);
   const Shape& shape = node.type.shape;
   size_t rank = shape.size();
@@ -38,10 +38,10 @@ Array blas_matmul(const ir::Node& node, const Array& a_array, bool transpose_a, 
   int64_t k = transpose_a ? shape_a[rank - 2] : shape_a[rank - 1];
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < rank; ++d) batch *= shape[d];
-  void* out = result.impl()->buffer->data();
+  void* out = detail::impl(result)->buffer->data();
   if (m * n == 0) return result;
   if (k == 0) {
-    std::memset(out, 0, result.impl()->buffer->bytes());
+    std::memset(out, 0, detail::impl(result)->buffer->bytes());
     return result;
   }
   // Row-major leading dimensions are the stored rows' lengths.

@@ -57,10 +57,10 @@ std::vector<char> StepProgram::overwritable_arguments(std::span<const Array> arg
   std::vector<char> overwritable(graph_->nodes.size(), 0);
   for (size_t k = 0; k < donated.size() && k < graph_->arguments.size(); ++k) {
     if (!donated[k]) continue;
-    const auto& buffer = arguments[k].impl()->buffer;
+    const auto& buffer = detail::impl(arguments[k])->buffer;
     bool shared = buffer.use_count() > 1;
-    for (size_t j = 0; j < arguments.size(); ++j) shared |= j != k && arguments[j].impl()->buffer == buffer;
-    for (const Array& capture : implicit_inputs) shared |= capture.impl()->buffer == buffer;
+    for (size_t j = 0; j < arguments.size(); ++j) shared |= j != k && detail::impl(arguments[j])->buffer == buffer;
+    for (const Array& capture : implicit_inputs) shared |= detail::impl(capture)->buffer == buffer;
     overwritable[static_cast<size_t>(graph_->arguments[k])] = !shared;
   }
   return overwritable;

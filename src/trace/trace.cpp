@@ -66,7 +66,7 @@ Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner
   impl->trace = owner;
   impl->value = static_cast<int32_t>(graph.nodes.size());
   graph.nodes.push_back(std::move(node));
-  return Array(std::move(impl));
+  return detail::wrap(std::move(impl));
 }
 
 // ---- TraceSession ---------------------------------------------------------------
@@ -118,7 +118,7 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
   ir::eliminate_dead_nodes(*graph);
   state_->graph = ir::Graph{};
   state_->graph.name = graph->name;
-  return Graph(std::move(graph));
+  return detail::wrap(std::move(graph));
 }
 
 std::vector<Array> TraceSession::captured() const { return state_->captured; }
@@ -129,5 +129,15 @@ void TraceSession::trace_at_shapes(std::vector<Shape> shapes) {
 }
 
 std::vector<std::pair<Shape, Location>> TraceSession::shape_reads() const { return state_->shape_reads; }
+
+// ---- for the templates of kiln/graph.h ------------------------------------------
+
+Array trace_argument(TraceSession& session, const Array& example) { return session.argument(example); }
+
+TracedGraph trace(const std::string& name, Location where, FunctionRef<std::vector<Array>(TraceSession&)> record) {
+  TraceSession session(name, where);
+  Graph graph = session.finish(record(session));
+  return {std::move(graph), session.captured()};
+}
 
 }  // namespace kiln::detail

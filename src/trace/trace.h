@@ -40,6 +40,33 @@ struct TraceState : TraceContext {
   bool made_within(const TraceContext* context) const;
 };
 
+/// An active trace on this thread (traces nest). Operations on its
+/// placeholders are recorded; concrete arrays they meet become implicit inputs.
+class TraceSession {
+ public:
+  TraceSession(std::string name, Location where);
+  ~TraceSession();
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+
+  /// A placeholder with the abstract value (dtype, shape, weak flag) of `example`.
+  Array argument(const Array& example);
+  /// Traces at other sizes: the k-th placeholder made takes shapes[k]
+  /// instead of its example's shape (same rank), and C++ reads of the
+  /// tracers' shapes are recorded.
+  void trace_at_shapes(std::vector<Shape> shapes);
+  /// The recorded shape reads: (the shape read, the line that read it).
+  std::vector<std::pair<Shape, Location>> shape_reads() const;
+  /// Ends the trace and returns its graph with `outputs` as results.
+  Graph finish(const std::vector<Array>& outputs);
+  /// The arrays lifted to implicit inputs, in the graph's order.
+  std::vector<Array> captured() const;
+
+ private:
+  std::shared_ptr<TraceState> state_;
+  std::vector<Shape> argument_shapes_;
+};
+
 /// The innermost active trace on this thread, or null.
 TraceState* current_trace();
 const std::shared_ptr<TraceState>& current_trace_shared();

@@ -22,7 +22,7 @@ namespace {
 // A rule that returns the wrong type would corrupt everything downstream;
 // the generated tests run every rule through this check.
 void check_rule_result(const ir::Node& node, const Array& result, int64_t size) {
-  const detail::AbstractValue& got = result.impl()->type;
+  const detail::AbstractValue& got = detail::impl(result)->type;
   Shape expected = node.type.shape;
   expected.insert(expected.begin(), size);
   if (got.shape != expected || got.dtype != node.type.dtype)

@@ -13,6 +13,7 @@
 #include "kiln/ops.h"
 #include "ops/apply.h"
 #include "ops/batching.h"
+#include "trace/trace.h"
 #include "transform/batching.h"
 
 namespace kiln::transform {
@@ -64,24 +65,24 @@ Flags joined(Flags a, const Flags& b) {
   return a;
 }
 
-detail::TracedBody trace_batched(const std::string& name, Location where, const Arrays& examples,
-                                 detail::FunctionRef<Arrays(const Arrays&)> fn) {
+detail::TracedGraph trace_batched(const std::string& name, Location where, const Arrays& examples,
+                                  detail::FunctionRef<Arrays(const Arrays&)> fn) {
   detail::TraceSession session(name, where);
   Arrays arguments;
   for (const Array& example : examples) arguments.push_back(session.argument(example));
   Graph graph = session.finish(fn(arguments));
-  return {graph.shared(), session.captured()};
+  return {std::move(graph), session.captured()};
 }
 
 /// Lane mask `predicate` ([B]) shaped to select between values like `like` ([B, ...]).
 Array lane_mask(const Array& predicate, const Array& like) {
-  Shape shape(like.impl()->type.shape.size(), 1);
-  shape[0] = predicate.impl()->type.shape[0];
+  Shape shape(detail::impl(like)->type.shape.size(), 1);
+  shape[0] = detail::impl(predicate)->type.shape[0];
   return reshape(predicate, shape);
 }
 
 Array truth(const Array& value) {
-  if (value.impl()->type.dtype == DType::bool_) return value;
+  if (detail::impl(value)->type.dtype == DType::bool_) return value;
   return not_equal(value, 0);
 }
 
@@ -125,7 +126,7 @@ Arrays batch_while(const ir::Node& node, std::span<const Batched> operands, int6
     for (size_t k = 0; k < n; ++k) next[k] = kiln::where(lane_mask(running, next[k]), next[k], carries[k]);
     return next;
   };
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_batched("while_loop condition (vmap)", where, init, condition_fn));
   bodies.push_back(trace_batched("while_loop body (vmap)", where, init, body_fn));
   Arrays results = detail::control_flow(detail::ControlKind::while_loop, init, std::move(bodies), {}, where);
@@ -164,7 +165,7 @@ Arrays batch_scan(const ir::Node& node, std::span<const Batched> operands, int64
   };
   Arrays examples = carries;
   for (const Array& x : xs) examples.push_back(detail::row_placeholder(x));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_batched("scan body (vmap)", where, examples, body_fn));
   Arrays all = carries;
   all.insert(all.end(), xs.begin(), xs.end());
@@ -189,7 +190,7 @@ Arrays batch_cond(const ir::Node& node, std::span<const Batched> operands, int64
   if (!operands[0].batched) {
     Flags flags = flags_of(branch_operands);
     Arrays examples = values_of(branch_operands);
-    std::vector<detail::TracedBody> bodies;
+    std::vector<detail::TracedGraph> bodies;
     for (size_t b = 0; b < branches; ++b) {
       std::vector<Batched> captures = branch_captures(b);
       auto branch_fn = [&](const Arrays& a) {

@@ -8,6 +8,7 @@
 #include "kiln/control.h"
 #include "ops/apply.h"
 #include "ops/control.h"
+#include "trace/trace.h"
 #include "transform/autodiff.h"
 
 namespace kiln::transform {
@@ -17,7 +18,7 @@ namespace {
 using detail::AbstractValue;
 using Arrays = std::vector<Array>;
 
-bool floating(const Array& value) { return is_floating(value.impl()->type.dtype); }
+bool floating(const Array& value) { return is_floating(detail::impl(value)->type.dtype); }
 
 Array zero_of(const AbstractValue& type, Location where) {
   Array zero = detail::literal(0, type.dtype, false, where);
@@ -28,7 +29,7 @@ Array or_zero(const Array& value, const AbstractValue& type, Location where) {
   return value.defined() ? value : zero_of(type, where);
 }
 Array or_zero(const Array& value, const Array& like, Location where) {
-  return or_zero(value, like.impl()->type, where);
+  return or_zero(value, detail::impl(like)->type, where);
 }
 
 std::vector<size_t> floating_positions(std::span<const Array> values) {
@@ -60,12 +61,12 @@ std::shared_ptr<const ir::Graph> closed(const ir::Graph& body) {
 
 using BodyFunction = detail::FunctionRef<Arrays(const Arrays&)>;
 
-detail::TracedBody trace_derivative(const std::string& name, Location where, const Arrays& examples, BodyFunction fn) {
+detail::TracedGraph trace_derivative(const std::string& name, Location where, const Arrays& examples, BodyFunction fn) {
   detail::TraceSession session(name, where);
   Arrays arguments;
   for (const Array& example : examples) arguments.push_back(session.argument(example));
   Graph graph = session.finish(fn(arguments));
-  return {graph.shared(), session.captured()};
+  return {std::move(graph), session.captured()};
 }
 
 Arrays slice(std::span<const Array> values, size_t begin, size_t count) {
@@ -142,7 +143,7 @@ struct ScanOperands {
 // traced on the carry and a row of each of `xs`.
 Arrays derivative_scan(const std::string& name, Location where, const Arrays& carry, const Arrays& xs,
                        BodyFunction body, int64_t length, bool reverse) {
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative(name, where, joined(carry, rows_of(xs)), body));
   return detail::control_flow(detail::ControlKind::scan, joined(carry, xs), std::move(bodies),
                               {static_cast<int64_t>(carry.size()), length, reverse ? 1 : 0}, where);
@@ -182,7 +183,7 @@ ControlJvp jvp_while(const ir::Node& node, std::span<const Array> operands, std:
     return forward_through(*body_graph, a, n, carried, body_captures,
                            tangents.subspan(body_begin, body_captures.size()), carried, where);
   };
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative("while_loop condition (jvp)", where, leading, condition_fn));
   bodies.push_back(trace_derivative("while_loop body (jvp)", where, leading, body_fn));
   Arrays results = detail::control_flow(detail::ControlKind::while_loop, leading, std::move(bodies), {}, where);
@@ -197,7 +198,7 @@ ControlJvp jvp_cond(const ir::Node& node, std::span<const Array> operands, std::
   const auto& [layout, m, types, moving, differentiable] = cond;
   Arrays examples = slice(operands, 1, m);
   for (size_t k : moving) examples.push_back(or_zero(tangents[1 + k], operands[1 + k], where));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   for (size_t b = 0; b < node.bodies.size(); ++b) {
     auto branch = closed(*node.bodies[b]);
     Arrays captures = layout.captures(node, b);
@@ -259,7 +260,7 @@ Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span
   if (moving.empty() && captured.empty()) return Arrays(operands.size());
   Arrays examples = joined(slice(operands, 1, m), all_captures);
   for (size_t r : differentiable) examples.push_back(or_zero(result_cotangents[r], types[r], where));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   for (size_t b = 0; b < node.bodies.size(); ++b) {
     auto branch = closed(*node.bodies[b]);
     size_t begin = layout.capture_begin(node, b) - layout.leading, count = ir::body_capture_count(node, b);
@@ -274,7 +275,7 @@ Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span
       for (size_t c : captured) {
         bool mine = c >= begin && c < begin + count;
         result.push_back(mine ? or_zero(input_cotangents[m + c - begin], a[m + c], where)
-                              : zero_of(a[m + c].impl()->type, where));
+                              : zero_of(detail::impl(a[m + c])->type, where));
       }
       return result;
     };
@@ -298,7 +299,7 @@ Arrays vjp_scan(const ir::Node& node, std::span<const Array> operands, std::span
   // Carry: the carries' cotangents, then the captures' accumulated over the steps.
   Arrays carry;
   for (size_t k : carried) carry.push_back(or_zero(result_cotangents[k], operands[k], where));
-  for (size_t c : captured) carry.push_back(zero_of(captures[c].impl()->type, where));
+  for (size_t c : captured) carry.push_back(zero_of(detail::impl(captures[c])->type, where));
   // Scanned: the saved input carries, the scanned arrays, the outputs' cotangents.
   Arrays xs = joined(Arrays(residuals.begin(), residuals.end()), slice(operands, n, m));
   for (size_t r : stacked) xs.push_back(or_zero(result_cotangents[n + r], types[n + r], where));
@@ -350,7 +351,7 @@ void replay_scan(const ir::Node& node, std::span<const Array> operands, std::vec
     return joined(ops::apply_graph(*node.bodies[0], a, captures), slice(a, 0, n));
   };
   Arrays examples = joined(slice(operands, 0, n), rows_of(slice(operands, n, leading - n)));
-  std::vector<detail::TracedBody> bodies;
+  std::vector<detail::TracedGraph> bodies;
   bodies.push_back(trace_derivative("scan body (saving carries)", where, examples, body_fn));
   Arrays all =
       detail::control_flow(detail::ControlKind::scan, slice(operands, 0, leading), std::move(bodies),

@@ -32,9 +32,9 @@ void raise_aux_mismatch(const std::string& name, bool has_aux, Location where) {
 std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunction& traced,
                                                                 const std::vector<char>& wanted,
                                                                 const std::string& name, Location where) {
-  const ir::Graph& graph = traced.graph->ir();
+  const ir::Graph& graph = detail::ir_of(*traced.graph);
   for (size_t k = 0; k < traced.leaves.size(); ++k) {
-    const AbstractValue& type = traced.leaves[k].impl()->type;
+    const AbstractValue& type = detail::impl(traced.leaves[k])->type;
     if (wanted[k] && !is_floating(type.dtype))
       raise(name,
             "argument " + std::to_string(traced.leaf_argument[k]) + " has a " + type.to_string() +
@@ -60,7 +60,7 @@ std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunc
 
 std::shared_ptr<ReplayState> replay_graph(const TracedFunction& traced, std::vector<Array>& outputs) {
   auto state = std::make_shared<ReplayState>();
-  state->graph = traced.graph->shared();
+  state->graph = detail::shared_ir(*traced.graph);
   state->replay = transform::replay(*state->graph, traced.leaves, implicit_inputs(traced));
   outputs = state->replay.outputs();
   state->leaves = traced.leaves;
@@ -84,21 +84,21 @@ std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>&
   }
   std::vector<Array> cotangents = transform::backward(state.replay, output_cotangents);
   for (size_t k = 0; k < cotangents.size(); ++k)
-    if (!cotangents[k].defined() && is_floating(state.leaves[k].impl()->type.dtype))
+    if (!cotangents[k].defined() && is_floating(detail::impl(state.leaves[k])->type.dtype))
       cotangents[k] = zeros_like(state.leaves[k]);
   return cotangents;
 }
 
 std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<Array>& tangents,
                                 std::vector<Array>& outputs, Location where) {
-  const ir::Graph& graph = traced.graph->ir();
+  const ir::Graph& graph = detail::ir_of(*traced.graph);
   if (tangents.size() != traced.leaves.size())
     raise("jvp",
           "got " + std::to_string(tangents.size()) + " tangent arrays for " + std::to_string(traced.leaves.size()) +
               " primal arrays",
           where, "pass tangents with the primals' structure");
   for (size_t k = 0; k < tangents.size(); ++k) {
-    const AbstractValue& primal = traced.leaves[k].impl()->type;
+    const AbstractValue& primal = detail::impl(traced.leaves[k])->type;
     const AbstractValue& tangent = impl_of(tangents[k], "jvp", where).type;
     // An integer primal's tangent is zero, but a wrong one is still a mistake worth naming.
     if (tangent.shape != primal.shape || tangent.dtype != primal.dtype)

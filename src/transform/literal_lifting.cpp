@@ -103,7 +103,7 @@ std::vector<Array> lifted_inputs(const LiftedGraph& lifted) {
   for (size_t i = 0; i < lifted.values.size(); ++i) {
     Array value = detail::allocate(detail::AbstractValue{lifted.dtypes[i], false, {}});
     detail::dispatch(lifted.dtypes[i], [&]<class T>() {
-      T* out = value.impl()->mutable_data<T>();
+      T* out = detail::impl(value)->mutable_data<T>();
       if constexpr (detail::is_floating_element<T>) out[0] = static_cast<T>(lifted.values[i].as_double());
       else out[0] = static_cast<T>(lifted.values[i].as_int());
     });

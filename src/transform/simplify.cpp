@@ -54,8 +54,8 @@ bool is_literal(const Nodes& nodes, ValueId id, double value, bool negative) {
   const Node* literal = literal_behind(nodes, id);
   if (!literal) return false;
   Array held = literal_array(*literal);
-  double element =
-      detail::dispatch(literal->type.dtype, [&]<class T>() { return static_cast<double>(held.impl()->data<T>()[0]); });
+  double element = detail::dispatch(literal->type.dtype,
+                                    [&]<class T>() { return static_cast<double>(detail::impl(held)->data<T>()[0]); });
   return element == value && std::signbit(element) == negative;
 }
 
@@ -105,7 +105,7 @@ bool fold(const Nodes& nodes, Node& node) {
   literal.attrs.dtype = node.type.dtype;
   if (node.type.weak) literal.attrs.ints = {1};
   literal.attrs.scalar =
-      detail::dispatch(node.type.dtype, [&]<class T>() { return Scalar(result.impl()->data<T>()[0]); });
+      detail::dispatch(node.type.dtype, [&]<class T>() { return Scalar(detail::impl(result)->data<T>()[0]); });
   node = std::move(literal);
   return true;
 }

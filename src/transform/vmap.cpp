@@ -12,10 +12,23 @@ namespace kiln::detail {
 
 namespace {
 
+/// The array leaves of a vmap call, from the arguments to the traced lane.
+struct VmapLeaves {
+  std::vector<Array> arrays;             // as passed
+  std::vector<size_t> argument;          // which argument each belongs to
+  std::vector<size_t> leaf_in_argument;  // its position among that argument's leaves
+  std::vector<size_t> argument_leaves;   // leaves per argument
+  // Filled by prepare_vmap:
+  std::vector<char> batched;
+  std::vector<Array> lanes_first;  // batched leaves with the batch axis moved first
+  std::vector<Array> examples;     // one lane's abstract value, for the trace
+  int64_t size = 0;
+};
+
 std::string leaf_text(const VmapLeaves& leaves, size_t k) {
   std::string text = "argument " + std::to_string(leaves.argument[k]);
   if (leaves.argument_leaves[leaves.argument[k]] > 1) text += " leaf " + std::to_string(leaves.leaf_in_argument[k]);
-  return text + " (" + leaves.arrays[k].impl()->type.to_string() + ")";
+  return text + " (" + detail::impl(leaves.arrays[k])->type.to_string() + ")";
 }
 
 /// `axis` of an array of `rank` dimensions made non-negative, or an error.
@@ -29,8 +42,6 @@ int64_t checked_axis(int axis, int64_t rank, const std::string& what, const std:
   return axis < 0 ? axis + rank : axis;
 }
 
-}  // namespace
-
 void add_vmap_argument(VmapLeaves& leaves, std::vector<Array> arrays) {
   size_t argument = leaves.argument_leaves.size();
   for (size_t k = 0; k < arrays.size(); ++k) {
@@ -41,6 +52,9 @@ void add_vmap_argument(VmapLeaves& leaves, std::vector<Array> arrays) {
   leaves.argument_leaves.push_back(arrays.size());
 }
 
+/// Checks in_axes against the arguments, finds the batch size and moves each
+/// batch axis first. Throws kiln::Error naming the argument, the leaf and the
+/// sizes for every mismatch.
 void prepare_vmap(VmapLeaves& leaves, const InAxes& in_axes, const std::string& name, Location where) {
   size_t arity = leaves.argument_leaves.size();
   if (in_axes.per_argument() && in_axes.size() != arity)
@@ -87,6 +101,8 @@ void prepare_vmap(VmapLeaves& leaves, const InAxes& in_axes, const std::string& 
           "batch at least one array argument, so that vmap knows the number of lanes");
 }
 
+/// Replays the lane's graph over the batch and places each output's batch
+/// axis where out_axes says.
 std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& captures, const VmapLeaves& leaves,
                                const BatchAxes& out_axes, const std::string& name, Location where) {
   std::vector<transform::Batched> arguments, unbatched_captures;
@@ -94,7 +110,7 @@ std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& cap
     arguments.push_back({leaves.lanes_first[k], leaves.batched[k] != 0});
   for (const Array& capture : captures) unbatched_captures.push_back({capture, false});
   std::vector<transform::Batched> outputs =
-      transform::batch_graph(graph.ir(), arguments, unbatched_captures, leaves.size);
+      transform::batch_graph(detail::ir_of(graph), arguments, unbatched_captures, leaves.size);
   if (out_axes.is_per_leaf() && out_axes.leaves().size() != outputs.size())
     raise(name,
           "out_axes lists " + std::to_string(out_axes.leaves().size()) + " axes for a result with " +
@@ -103,7 +119,7 @@ std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& cap
   std::vector<Array> result;
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::optional<int> axis = out_axes.leaf(k);
-    const AbstractValue& lane = graph.ir().nodes[static_cast<size_t>(graph.ir().outputs[k])].type;
+    const AbstractValue& lane = detail::ir_of(graph).nodes[static_cast<size_t>(detail::ir_of(graph).outputs[k])].type;
     std::string what = "result leaf " + std::to_string(k) + " (" + lane.to_string() + " per lane)";
     if (!axis) {
       if (outputs[k].batched)
@@ -117,6 +133,23 @@ std::vector<Array> finish_vmap(const Graph& graph, const std::vector<Array>& cap
     result.push_back(a == 0 ? value : moveaxis(value, 0, a, where));
   }
   return result;
+}
+
+}  // namespace
+
+std::vector<Array> vmap_leaves(const std::vector<std::vector<Array>>& argument_leaves, const InAxes& in_axes,
+                               const BatchAxes& out_axes, const std::string& name, Location where,
+                               FunctionRef<std::vector<Array>(const std::vector<Array>& placeholders)> lane) {
+  VmapLeaves leaves;
+  for (const std::vector<Array>& arrays : argument_leaves) add_vmap_argument(leaves, arrays);
+  prepare_vmap(leaves, in_axes, name, where);
+  auto record = [&](TraceSession& session) {
+    std::vector<Array> placeholders;
+    for (const Array& example : leaves.examples) placeholders.push_back(trace_argument(session, example));
+    return lane(placeholders);
+  };
+  TracedGraph traced = trace(name, where, record);
+  return finish_vmap(traced.graph, traced.captured, leaves, out_axes, name, where);
 }
 
 Array basis(const Shape& shape, DType dtype, Location where) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/plan.h"
 #include "core/array_impl.h"
 
@@ -81,7 +82,7 @@ std::string compare_arrays(const Array& compiled, const Array& reference, const 
 }
 
 std::string describe_plan(const Graph& graph) {
-  return llvm_backend::describe(graph.ir(), llvm_backend::plan_graph(graph.ir()));
+  return llvm_backend::describe(detail::ir_of(graph), llvm_backend::plan_graph(detail::ir_of(graph)));
 }
 
 DumpDirectory::DumpDirectory() {
@@ -161,7 +162,7 @@ std::string run_differential(const DifferentialCase& test, const std::vector<Tol
   }
   if (failure.empty()) {
     try {
-      auto executable = backend.compile(test.graph.shared());
+      auto executable = backend.compile(detail::shared_ir(test.graph));
       std::tie(got, donated_got) = run_with_and_without_donation(*executable, test.arguments, test.captures);
     } catch (const std::exception& error) {
       failure = std::string("the ") + std::string(backend.name()) + " backend threw: " + error.what();

@@ -13,6 +13,7 @@
 
 #include "cache/backend_choice.h"
 #include "runtime/executable.h"
+#include "trace/trace.h"
 
 namespace kiln::testing {
 

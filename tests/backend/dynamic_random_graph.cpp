@@ -14,9 +14,11 @@
 #include <span>
 #include <stdexcept>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ir/symbolic.h"
 #include "random_graph_generator.h"
+#include "trace/trace.h"
 #include "transform/symbolic_fit.h"
 #include "transform/verify.h"
 
@@ -1626,7 +1628,7 @@ DynamicRandomGraph DynamicGenerator::run() {
       throw std::logic_error("the dynamic random graph (seed " + std::to_string(seed_) + ") fails to trace at " +
                              sizes_text(points[traces.size()]) + ": " + error.what() + "\nrecipe:\n" + recipe_.str());
     }
-    for (const Graph& graph : traces) graphs.push_back(&graph.ir());
+    for (const Graph& graph : traces) graphs.push_back(&detail::ir_of(graph));
     fit = transform::fit_symbols(graphs, hints_);
     if (!fit.graph) {
       failures += "the fit at hints " + sizes_text(hints_) + " failed: " + fit.failure + "\n";
@@ -1640,7 +1642,7 @@ DynamicRandomGraph DynamicGenerator::run() {
     result.failure = failures;
     return result;
   }
-  result.graph.emplace(fit.graph);
+  result.graph = detail::wrap(fit.graph);
   // The symbolic graph must accept each run's sizes (as jit checks before
   // reusing it), and be the function traced there (checked when running).
   for (DynamicRun& run : result.runs) {
@@ -1667,7 +1669,7 @@ std::string check_dynamic_random_graph(const DynamicRandomGraph& graph, const ru
   if (failure.empty() && graph.graph) {
     std::shared_ptr<const runtime::Executable> executable;
     try {
-      executable = backend.compile(graph.graph->shared());
+      executable = backend.compile(detail::shared_ir(*graph.graph));
     } catch (const std::exception& error) {
       failure = std::string("the ") + std::string(backend.name()) + " backend threw compiling: " + error.what() + "\n";
     }

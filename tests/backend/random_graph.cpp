@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "random_graph_generator.h"
+#include "trace/trace.h"
 
 namespace kiln::testing {
 namespace generator {

@@ -70,7 +70,9 @@ class Marker {
 
 }  // namespace
 
-Graph mark_symbols(const Graph& graph, const SymbolMarks& marks) { return Graph(Marker(marks).mark(graph.ir())); }
+Graph mark_symbols(const Graph& graph, const SymbolMarks& marks) {
+  return detail::wrap(Marker(marks).mark(detail::ir_of(graph)));
+}
 
 SymbolMarks marks_of_s0(int64_t hint, const std::vector<int64_t>& factors) {
   SymbolMarks marks;

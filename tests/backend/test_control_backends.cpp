@@ -84,7 +84,7 @@ TEST(ControlBackends, LiteralsLiftedOutOfNestedBodiesBecomeInputs) {
   };
   Array xs = array({1.0f, -2.0f, 0.5f});
   auto test = trace_case("nested", fn, xs);
-  const ir::Graph& graph = test.graph.ir();
+  const ir::Graph& graph = detail::ir_of(test.graph);
   std::vector<Scalar> values = graph.literal_values();
   std::vector<bool> lift(values.size(), false);
   size_t three = static_cast<size_t>(std::find(values.begin(), values.end(), Scalar(3.0f)) - values.begin());
@@ -118,7 +118,7 @@ TEST(ControlBackends, SimplifyWorksInsideBodiesAndKeepsTheirInputs) {
         0, 3, [](const Array&, const Array& v) { return (v + 0.0f) * 1.0f - (-(-v)) + v; }, x);
   };
   auto test = trace_case("simplify", fn, array({1.0f, 2.0f}));
-  auto simplified = std::make_shared<ir::Graph>(test.graph.ir());
+  auto simplified = std::make_shared<ir::Graph>(detail::ir_of(test.graph));
   transform::simplify(*simplified);
   transform::verify(*simplified);
   const ir::Node* loop = nullptr;

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backend/interp/interpreter.h"
 #include "cache/backend_choice.h"
 #include "differential.h"
 #include "support/numpy_oracle.h"
@@ -993,7 +994,7 @@ TEST_F(Differential, OneExecutableRunningOnManyThreads) {
       },
       x, y);
   std::vector<Array> expected = detail::interpret(test.graph, test.arguments, test.captures);
-  auto executable = cache::default_backend().compile(test.graph.shared());
+  auto executable = cache::default_backend().compile(detail::shared_ir(test.graph));
   std::vector<std::string> failures(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < failures.size(); ++t) {

@@ -31,8 +31,8 @@ TEST(DynamicRandomGraphs, OneExecutableMatchesTheInterpreterAtEverySizeOn150Func
     // Not vacuous: every function is fitted to a graph that is symbolic.
     EXPECT_TRUE(graph.graph) << "seed " << seed << ": " << graph.failure;
     if (graph.graph) {
-      EXPECT_GT(graph.graph->ir().symbols, 0) << "seed " << seed << "\n" << graph.recipe;
-      two_symbols += graph.graph->ir().symbols == 2;
+      EXPECT_GT(detail::ir_of(*graph.graph).symbols, 0) << "seed " << seed << "\n" << graph.recipe;
+      two_symbols += detail::ir_of(*graph.graph).symbols == 2;
     }
     for (const DynamicRun& run : graph.runs)
       for (int64_t size : run.sizes) large_sizes += size > 100;
@@ -67,7 +67,7 @@ TEST(DynamicRandomGraphs, TheSameSeedGivesTheSameFunction) {
     DynamicRandomGraph first = make_dynamic_random_graph(seed), second = make_dynamic_random_graph(seed);
     EXPECT_EQ(first.recipe, second.recipe);
     ASSERT_TRUE(first.graph && second.graph);
-    EXPECT_TRUE(first.graph->ir().structurally_equal(second.graph->ir()));
+    EXPECT_TRUE(detail::ir_of(*first.graph).structurally_equal(detail::ir_of(*second.graph)));
     ASSERT_EQ(first.runs.size(), second.runs.size());
     for (size_t r = 0; r < first.runs.size(); ++r) {
       EXPECT_EQ(first.runs[r].sizes, second.runs[r].sizes);

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
 #include "differential.h"
 
@@ -59,7 +60,7 @@ const char* dtype_text() {
 // ---- running one graph both ways --------------------------------------------------------
 
 std::vector<Array> run_compiled(const Graph& graph, const std::vector<Array>& arguments) {
-  auto executable = llvm_backend::llvm_backend().compile(graph.shared());
+  auto executable = llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
   return executable->run(arguments, {});
 }
 
@@ -564,7 +565,7 @@ TEST(MathAccuracy, Pow) {
 // the generated assembly (the backend reads KILN_DUMP on every compile).
 std::string compiled_assembly(const Graph& graph) {
   testing::DumpDirectory dump;
-  llvm_backend::llvm_backend().compile(graph.shared());
+  llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
   std::string assembly;
   for (const std::filesystem::path& path : dump.files(".s")) {
     std::ifstream file(path);

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/standalone.h"
@@ -43,8 +44,8 @@ std::string bitwise_difference(const Array& got, const Array& expected, bool any
     return "got " + name_of(got.dtype()) + shape_string(got.shape()) + ", expected " + name_of(expected.dtype()) +
            shape_string(expected.shape());
   size_t element = dtype_size(got.dtype());
-  auto* a = static_cast<const unsigned char*>(got.impl()->buffer->data());
-  auto* b = static_cast<const unsigned char*>(expected.impl()->buffer->data());
+  auto* a = static_cast<const unsigned char*>(detail::impl(got)->buffer->data());
+  auto* b = static_cast<const unsigned char*>(detail::impl(expected)->buffer->data());
   std::vector<double> g, e;
   for (int64_t i = 0; i < got.size(); ++i) {
     if (std::memcmp(a + i * element, b + i * element, element) == 0) continue;
@@ -66,7 +67,7 @@ using testing::primitive;
 /// them away, e.g. 0-d movements), in two calls splitting its parallel range,
 /// and compares it with the node's reference kernel. Returns the mismatches.
 std::string run_kernels_directly(const Graph& graph, const Arrays& arguments, bool any_nan) {
-  const ir::Graph& ir = graph.ir();
+  const ir::Graph& ir = detail::ir_of(graph);
   std::string failures;
   for (size_t i = 0; i < ir.nodes.size(); ++i) {
     const ir::Node& node = ir.nodes[i];
@@ -81,8 +82,8 @@ std::string run_kernels_directly(const Graph& graph, const Arrays& arguments, bo
     plan.kernels.push_back({llvm_backend::Kernel::Kind::standalone, id, {id}, node.inputs});
     llvm_backend::CompiledKernel kernel = llvm_backend::compile_kernels(ir, plan, "direct", "")[0];
     Array result = detail::allocate(node.type);
-    std::vector<char*> buffers{nullptr, static_cast<char*>(result.impl()->buffer->data())};
-    for (const Array& input : inputs) buffers.push_back(static_cast<char*>(input.impl()->buffer->data()));
+    std::vector<char*> buffers{nullptr, static_cast<char*>(detail::impl(result)->buffer->data())};
+    for (const Array& input : inputs) buffers.push_back(static_cast<char*>(detail::impl(input)->buffer->data()));
     int64_t middle = kernel.range / 2;
     kernel.function(buffers.data(), 0, middle);
     kernel.function(buffers.data(), middle, kernel.range);
@@ -183,13 +184,14 @@ class Standalone : public ::testing::Test {
     ASSERT_EQ(cache::default_backend().name(), "llvm");
     Graph graph = make_graph(
         "standalone", [&](const Arrays& xs) { return Arrays(fn(xs)); }, arguments);
-    llvm_backend::Plan plan = llvm_backend::plan_graph(graph.ir());
+    llvm_backend::Plan plan = llvm_backend::plan_graph(detail::ir_of(graph));
     for (const llvm_backend::Step& step : plan.steps)
       EXPECT_NE(step.kind, llvm_backend::Step::Kind::reference)
-          << "reference step for " << ir::primitive_name(graph.ir().nodes[static_cast<size_t>(step.value)].op) << "\n"
+          << "reference step for " << ir::primitive_name(detail::ir_of(graph).nodes[static_cast<size_t>(step.value)].op)
+          << "\n"
           << graph.to_string();
     Arrays expected = detail::interpret(graph, arguments, {});
-    Arrays got = cache::default_backend().compile(graph.shared())->run(arguments, {});
+    Arrays got = cache::default_backend().compile(detail::shared_ir(graph))->run(arguments, {});
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) {
       std::string difference = bitwise_difference(got[i], expected[i], any_nan);
@@ -549,7 +551,7 @@ TEST_F(Standalone, IntegerAndBoolMatmulWrapLikeTheReference) {
       Graph graph = make_graph(
           "matmul", [](const Array& a, const Array& b) { return matmul(a, b); }, operands[0], operands[1]);
       Arrays expected = detail::interpret(graph, operands, {});
-      Arrays got = cache::default_backend().compile(graph.shared())->run(operands, {});
+      Arrays got = cache::default_backend().compile(detail::shared_ir(graph))->run(operands, {});
       EXPECT_EQ(bitwise_difference(got[0], expected[0]), "") << context;
       // The plan may still send it to the reference kernel: run the native one directly.
       EXPECT_EQ(run_kernels_directly(graph, operands, false), "") << context;
@@ -562,7 +564,7 @@ TEST_F(Standalone, IntegerMatmulIsPlannedAsANativeKernel) {
   Graph graph = make_graph(
       "matmul", [](const Array& a, const Array& b) { return matmul(a, b); }, data({3, 4}, DType::i32),
       data({4, 5}, DType::i32));
-  llvm_backend::Plan plan = llvm_backend::plan_graph(graph.ir());
+  llvm_backend::Plan plan = llvm_backend::plan_graph(detail::ir_of(graph));
   bool reference = false;
   for (const llvm_backend::Step& step : plan.steps)
     reference = reference || step.kind == llvm_backend::Step::Kind::reference;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
 #include "differential.h"
 #include "symbolic_marking.h"
@@ -103,8 +104,9 @@ Graph traced_symbolic(const Check& check, int64_t at = hint) {
 // executable at every size (run_every_size).
 std::string run_check(const Check& check) {
   Graph symbolic = traced_symbolic(check);
-  if (symbolic.ir().symbols == 0) return "nothing was marked symbolic";
-  return run_every_size(check, symbolic, [&] { return llvm_backend::llvm_backend().compile(symbolic.shared()); });
+  if (detail::ir_of(symbolic).symbols == 0) return "nothing was marked symbolic";
+  return run_every_size(check, symbolic,
+                        [&] { return llvm_backend::llvm_backend().compile(detail::shared_ir(symbolic)); });
 }
 
 Tolerance float_ulps(double count) { return ulps(count, DType::f32); }
@@ -364,16 +366,17 @@ Graph fitted(const Check& check, int64_t at) {
   std::vector<const ir::Graph*> graphs;
   for (const std::vector<int64_t>& point : transform::probe_points({at}))
     traces.push_back(trace_case(check.name, check.function, check.arguments(point[0])).graph);
-  for (const Graph& trace : traces) graphs.push_back(&trace.ir());
+  for (const Graph& trace : traces) graphs.push_back(&detail::ir_of(trace));
   transform::FitResult fit = transform::fit_symbols(graphs, {at});
   EXPECT_TRUE(fit.graph) << fit.failure;
-  return fit.graph ? Graph(fit.graph) : traces[0];
+  return fit.graph ? detail::wrap(fit.graph) : traces[0];
 }
 
 std::string run_fitted(const Check& check, int64_t at) {
   Graph symbolic = fitted(check, at);
-  if (symbolic.ir().symbols == 0) return "nothing was fitted symbolic";
-  return run_every_size(check, symbolic, [&] { return llvm_backend::llvm_backend().compile(symbolic.shared()); });
+  if (detail::ir_of(symbolic).symbols == 0) return "nothing was fitted symbolic";
+  return run_every_size(check, symbolic,
+                        [&] { return llvm_backend::llvm_backend().compile(detail::shared_ir(symbolic)); });
 }
 
 TEST(SymbolicNative, SizesThatAreZeroOrOneAtTheHintsAndMoreElsewhere) {
@@ -497,12 +500,12 @@ TEST(SymbolicNative, SavedCodeLoadsForTheGraphTracedAtOtherSizes) {
   // Neither the plan nor what is saved depends on the sizes traced at.
   EXPECT_EQ(describe_plan(at_hint), describe_plan(at_other_hint));
   const runtime::Backend& backend = llvm_backend::llvm_backend();
-  std::string saved = backend.save(*backend.compile(at_hint.shared()));
+  std::string saved = backend.save(*backend.compile(detail::shared_ir(at_hint)));
   ASSERT_FALSE(saved.empty());
   bool linked_only = false;
   auto load = [&] {
     size_t compiled = llvm_backend::modules_compiled();
-    std::shared_ptr<const runtime::Executable> loaded = backend.load(at_other_hint.shared(), saved);
+    std::shared_ptr<const runtime::Executable> loaded = backend.load(detail::shared_ir(at_other_hint), saved);
     linked_only = llvm_backend::modules_compiled() == compiled;
     return loaded;
   };
@@ -516,7 +519,7 @@ TEST(SymbolicNative, CallsAtManySizesFromManyThreads) {
                 return Arguments{normal({n, 16}, 47)};
               }};
   Graph symbolic = traced_symbolic(check);
-  auto executable = llvm_backend::llvm_backend().compile(symbolic.shared());
+  auto executable = llvm_backend::llvm_backend().compile(detail::shared_ir(symbolic));
   // More sizes than the executable keeps instances for, each thread its own order.
   std::vector<int64_t> sizes;
   for (int64_t n = 2; n < 40; ++n) sizes.push_back(n);

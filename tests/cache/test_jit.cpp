@@ -9,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include "backend/interp/interpreter.h"
 #include "backend/llvm/kernel_cache.h"
 #include "cache/backend_choice.h"
 #include "support/errors.h"

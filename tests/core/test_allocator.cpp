@@ -337,11 +337,11 @@ TEST(Allocator, ArraysReuseStorageOfFreedArrays) {
   const void* first_data = nullptr;
   {
     Array first = allocate(type);
-    first_data = first.impl()->buffer->data();
+    first_data = detail::impl(first)->buffer->data();
   }
   allocator::Stats before = allocator::stats();
   Array second = allocate(type);
-  EXPECT_EQ(second.impl()->buffer->data(), first_data);
+  EXPECT_EQ(detail::impl(second)->buffer->data(), first_data);
   EXPECT_EQ(allocator::stats().hits - before.hits, 1u);
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "backend/interp/interpreter.h"
 #include "core/dispatch.h"
 
 namespace kiln::testing {

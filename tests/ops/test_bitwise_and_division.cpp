@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/interp/interpreter.h"
 #include "dtype_families.h"
 
 namespace kiln::testing {

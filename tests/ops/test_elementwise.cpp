@@ -11,6 +11,7 @@
 #include <sstream>
 #include <variant>
 
+#include "backend/interp/interpreter.h"
 #include "ops/elementwise.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
@@ -320,7 +321,7 @@ TEST(Indexing, TracedGraphsKeepNumberStartsAsLiteralsAndPrintAttributes) {
                               scatter_add(a, rows, full({1, 3}, 1), 0)};
   };
   Graph graph = make_graph("f", fn, x);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
   std::string text = graph.to_string();
   for (const char* part :
        {"dynamic_slice", "sizes=[1,2]", "take", "axis=1", "dynamic_update_slice", "scatter_add", "test_indexing.cpp:"})

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "backend/interp/interpreter.h"
 #include "support/errors.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"

@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
@@ -149,7 +150,7 @@ TEST(MatmulTrace, InterpretedGraphEqualsEager) {
       return std::vector<Array>{matmul(x, y), matmul(x, z), matmul(z, y), matmul(z, z)};
     };
     Graph graph = make_graph("products", fn, a, b, v);
-    transform::verify(graph.ir());
+    transform::verify(detail::ir_of(graph));
     std::vector<Array> traced = detail::interpret(graph, {a, b, v}, {});
     std::vector<Array> eager = fn(a, b, v);
     ASSERT_EQ(traced.size(), eager.size());
@@ -166,7 +167,7 @@ TEST(MatmulTrace, EveryNodeCarriesTheCallersLine) {
   int line = __LINE__ + 1;
   auto fn = [](const Array& x, const Array& y) { return matmul(x, y); };
   Graph graph = make_graph("vector_product", fn, ones({3}, DType::i32), ones({2, 3, 4}));
-  for (const ir::Node& node : graph.ir().nodes)
+  for (const ir::Node& node : detail::ir_of(graph).nodes)
     if (node.op != ir::Primitive::input)
       EXPECT_EQ(node.where.line(), static_cast<uint_least32_t>(line)) << ir::primitive_name(node.op);
   EXPECT_NE(graph.to_string().find("matmul"), std::string::npos);

@@ -399,7 +399,7 @@ TEST(Movement, PrintedIrDescribesAttributes) {
        {"reshape[shape=[3,2]]", "transpose[perm=[1,0]]", "slice[start=[0,1] stop=[2,3] step=[1,2]]",
         "reverse[axes=[0]]", "pad[lo=[1,0] hi=[0,2]]", "concatenate[axis=1]"})
     EXPECT_NE(text.find(expected), std::string::npos) << "missing " << expected << " in\n" << text;
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
 }
 
 // ---- Errors -------------------------------------------------------------------------

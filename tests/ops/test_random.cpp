@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ops/threefry.h"
 #include "support/errors.h"
@@ -113,7 +114,7 @@ TEST(Random, SameKeySameNumbersEagerAndTraced) {
   std::vector<Array> first = draw(key);
   std::vector<Array> second = draw(random::key(1234));
   Graph graph = make_graph("draw", draw, key);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
   std::vector<Array> traced = detail::interpret(graph, {key}, {});
   ASSERT_EQ(traced.size(), first.size());
   for (size_t i = 0; i < first.size(); ++i) {

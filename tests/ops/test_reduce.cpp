@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ops/apply.h"
 #include "support/errors.h"
@@ -388,7 +389,7 @@ TEST(ReduceTrace, InterpretedGraphEqualsEager) {
   for (DType dtype : all_dtypes) {
     Array x = random.uniform({2, 3, 4}, dtype);
     Graph graph = make_graph("reductions", every_reduction, x);
-    transform::verify(graph.ir());
+    transform::verify(detail::ir_of(graph));
     std::vector<Array> traced = detail::interpret(graph, {x}, {});
     std::vector<Array> eager = every_reduction(x);
     ASSERT_EQ(traced.size(), eager.size());
@@ -411,7 +412,7 @@ TEST(ReduceTrace, EveryNodeCarriesTheCallersLine) {
   };
   Graph graph = make_graph("composites", fn, x);
   std::string text = graph.to_string();
-  for (const ir::Node& node : graph.ir().nodes)
+  for (const ir::Node& node : detail::ir_of(graph).nodes)
     if (node.op != ir::Primitive::input)
       EXPECT_EQ(node.where.line(), static_cast<uint_least32_t>(line)) << ir::primitive_name(node.op);
   EXPECT_NE(text.find("reduce_max[axes=[1]]"), std::string::npos) << text;

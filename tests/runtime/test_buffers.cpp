@@ -14,7 +14,7 @@
 namespace kiln {
 namespace {
 
-const void* data_of(const Array& array) { return array.impl()->buffer->data(); }
+const void* data_of(const Array& array) { return detail::impl(array)->buffer->data(); }
 
 TEST(Buffers, DonatedArgumentHoldsTheOutput) {
   auto step = jit([](const Array& params, const Array& grads) { return params - grads * 0.5f; },

@@ -28,7 +28,7 @@ int NumpyOracle::add(const std::string& expression, const std::vector<Array>& in
   std::string names;
   for (const Array& input : inputs) {
     auto same = std::find_if(saved_.begin(), saved_.end(),
-                             [&](const auto& saved) { return saved.first.impl() == input.impl(); });
+                             [&](const auto& saved) { return detail::impl(saved.first) == detail::impl(input); });
     std::string name;
     if (same != saved_.end()) {
       name = same->second;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "transform/verify.h"
 
@@ -113,7 +114,7 @@ template <class F, class... Args>
 Array eager_and_traced(const std::string& context, F fn, const Args&... args) {
   Array eager = fn(args...);
   Graph graph = make_graph("eager_and_traced", fn, args...);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
   std::vector<Array> leaves;
   (
       [&] {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
 #include "support/golden.h"
@@ -39,7 +40,7 @@ TEST(Trace, PrintsGraphWithSourceLines) {
       "}\n",
       base);
   EXPECT_EQ(graph.to_string(), expected);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
 }
 
 TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
@@ -49,7 +50,7 @@ TEST(Trace, CapturedArrayIsAnImplicitInputNotAConstant) {
       "lookup", [&](const Array& v) { return v + table; }, x);
   EXPECT_EQ(graph.num_arguments(), 1u);
   EXPECT_EQ(graph.num_captures(), 1u);
-  for (const auto& node : graph.ir().nodes) EXPECT_NE(node.op, ir::Primitive::literal);
+  for (const auto& node : detail::ir_of(graph).nodes) EXPECT_NE(node.op, ir::Primitive::literal);
   // New data for the capture changes the result without a new graph.
   EXPECT_EQ(detail::interpret(graph, {x}, {table})[0].to_vector<double>(), (std::vector<double>{11, 22}));
   EXPECT_EQ(detail::interpret(graph, {x}, {array({1.0, 1.0})})[0].to_vector<double>(), (std::vector<double>{2, 3}));
@@ -73,7 +74,7 @@ TEST(Trace, EagerMatchesInterpreter) {
   Array x = array({-1.5, 0.25, 2.0, 3.5}, {2, 2});
   auto fn = [](const Array& v) { return where(v > 0, sqrt(v) * 3 + exp(-v), sigmoid(v) - v * v); };
   Graph graph = make_graph("mixed", fn, x);
-  transform::verify(graph.ir());
+  transform::verify(detail::ir_of(graph));
   EXPECT_EQ(detail::interpret(graph, {x}, {})[0].to_vector<double>(), fn(x).to_vector<double>());
 }
 
@@ -178,7 +179,7 @@ TEST(Trace, StructuredArgumentsAndResults) {
       },
       batch);
   EXPECT_EQ(graph.num_arguments(), 2u);
-  EXPECT_EQ(graph.ir().outputs.size(), 2u);
+  EXPECT_EQ(detail::ir_of(graph).outputs.size(), 2u);
   auto outputs = detail::interpret(graph, {batch["x"], batch["y"]}, {});
   EXPECT_EQ(outputs[1].to_vector<float>(), (std::vector<float>{3, 8}));
 }

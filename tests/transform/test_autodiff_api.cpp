@@ -77,9 +77,9 @@ TEST(AutodiffApi, ComposesWithJitBothWays) {
   EXPECT_TRUE(testing::all_close(g3.w, g1.w, 1e-12, 1e-12, "value_and_grad(jit)"));
   // Forward and backward are one graph: its outputs are the value and both gradients.
   Graph graph = jitted.lower(layer, inputs);
-  EXPECT_EQ(graph.ir().outputs.size(), 3u);
+  EXPECT_EQ(detail::ir_of(graph).outputs.size(), 3u);
   int matmuls = 0;
-  for (const auto& node : graph.ir().nodes) matmuls += node.op == ir::Primitive::matmul;
+  for (const auto& node : detail::ir_of(graph).nodes) matmuls += node.op == ir::Primitive::matmul;
   EXPECT_EQ(matmuls, 2) << graph;  // x @ w forward, x^T @ ct backward (no gradient for x is asked)
 }
 
@@ -104,7 +104,8 @@ TEST(AutodiffApi, CapturedArraysAreConstantsAndStayInputs) {
   auto g = jit(grad(f));
   Graph graph = g.lower(array({1.0, 1.0}));
   EXPECT_EQ(graph.num_captures(), 1u) << graph;
-  for (const auto& node : graph.ir().nodes) EXPECT_TRUE(node.op != ir::Primitive::literal || node.type.shape.empty());
+  for (const auto& node : detail::ir_of(graph).nodes)
+    EXPECT_TRUE(node.op != ir::Primitive::literal || node.type.shape.empty());
   scale = array({5.0, 6.0});
   EXPECT_EQ(g(array({1.0, 1.0})).to_vector<double>(), (std::vector<double>{5, 6}));  // never stale
 }

@@ -56,8 +56,8 @@ void expect_same_signature(const ir::Graph& before, const ir::Graph& after) {
 std::string bitwise_difference(const std::vector<Array>& expected, const std::vector<Array>& actual) {
   if (expected.size() != actual.size()) return "different numbers of outputs";
   for (size_t k = 0; k < expected.size(); ++k) {
-    const auto& a = *expected[k].impl();
-    const auto& b = *actual[k].impl();
+    const auto& a = *detail::impl(expected[k]);
+    const auto& b = *detail::impl(actual[k]);
     if (!(a.type == b.type))
       return "output " + std::to_string(k) + ": " + a.type.to_string() + " vs " + b.type.to_string();
     size_t bytes = static_cast<size_t>(a.type.size()) * dtype_size(a.type.dtype);
@@ -82,10 +82,10 @@ void expect_same_results(const ir::Graph& before, const ir::Graph& after, const 
 void check_golden(const Graph& graph, const std::string& before, const std::string& after,
                   const std::vector<Array>& arguments, const std::vector<Array>& captures = {}) {
   EXPECT_EQ(graph.to_string(), before);
-  ir::Graph result = simplified(graph.ir());
+  ir::Graph result = simplified(detail::ir_of(graph));
   EXPECT_EQ(ops::graph_text(result), after);
-  expect_same_signature(graph.ir(), result);
-  expect_same_results(graph.ir(), result, arguments, captures);
+  expect_same_signature(detail::ir_of(graph), result);
+  expect_same_results(detail::ir_of(graph), result, arguments, captures);
   EXPECT_EQ(ops::graph_text(simplified(result)), ops::graph_text(result));
 }
 
@@ -484,12 +484,12 @@ TEST(Simplify, SimplifiedGraphsRunOnEveryBackend) {
     return std::vector<Array>{v * 1.0, table / 1.0, c, v + v, v + v, v * c};
   };
   Graph graph = make_graph("edges", fn, x);
-  auto result = std::make_shared<ir::Graph>(simplified(graph.ir()));
+  auto result = std::make_shared<ir::Graph>(simplified(detail::ir_of(graph)));
   ASSERT_EQ(result->outputs[0], result->arguments[0]);
   ASSERT_EQ(result->outputs[1], result->captures[0]);
   ASSERT_EQ(result->nodes[static_cast<size_t>(result->outputs[2])].op, Primitive::literal);
   ASSERT_EQ(result->outputs[3], result->outputs[4]);
-  std::vector<Array> expected = interp::run(graph.ir(), std::vector<Array>{x}, std::vector<Array>{table});
+  std::vector<Array> expected = interp::run(detail::ir_of(graph), std::vector<Array>{x}, std::vector<Array>{table});
   for (const runtime::Backend* backend : {&cache::default_backend(), &interp::interpreter_backend()}) {
     auto executable = backend->compile(result);
     EXPECT_EQ(bitwise_difference(expected, executable->run(std::vector<Array>{x}, std::vector<Array>{table})), "")
@@ -608,17 +608,17 @@ TEST(Simplify, RandomGraphsKeepTheirResultsBitForBit) {
     std::vector<Array> captures;
     if (graph.num_captures()) captures.push_back(table);
 
-    ir::Graph result = simplified(graph.ir());
-    expect_same_signature(graph.ir(), result);
-    expect_same_results(graph.ir(), result, {x, y}, captures);
+    ir::Graph result = simplified(detail::ir_of(graph));
+    expect_same_signature(detail::ir_of(graph), result);
+    expect_same_results(detail::ir_of(graph), result, {x, y}, captures);
     std::string once = ops::graph_text(result);
     ir::Graph twice = simplified(result);
     EXPECT_EQ(ops::graph_text(twice), once);
     EXPECT_TRUE(twice.structurally_equal(result) && twice.same_literals(result));
-    EXPECT_EQ(ops::graph_text(simplified(graph.ir())), once);  // deterministic
+    EXPECT_EQ(ops::graph_text(simplified(detail::ir_of(graph))), once);  // deterministic
 
-    removed += graph.ir().nodes.size() - result.nodes.size();
-    folded += foldable_nodes(graph.ir());
+    removed += detail::ir_of(graph).nodes.size() - result.nodes.size();
+    folded += foldable_nodes(detail::ir_of(graph));
     EXPECT_EQ(foldable_nodes(result), 0u);
   }
   // The rules must actually fire on these graphs for the test to mean anything.
@@ -638,7 +638,7 @@ namespace {
 TEST(Verifier, RunsAfterEveryTransformInTheTestBuild) {
   Graph graph = make_graph(
       "f", [](const Array& x) { return exp(x) + 1.0f; }, array({1.0f, 2.0f}));
-  ir::Graph broken = graph.ir();
+  ir::Graph broken = detail::ir_of(graph);
   broken.nodes.back().type.shape = {3};  // add of f32[2] operands claims f32[3]
   EXPECT_THROW(transform::verify(broken), std::logic_error);
 #ifdef KILN_VERIFY

@@ -16,10 +16,10 @@ namespace {
 TEST(Verifier, RejectsBrokenGraphs) {
   Graph graph = make_graph(
       "ok", [](const Array& v) { return exp(v) + 1; }, array({1.0f}));
-  ir::Graph broken = graph.ir();
+  ir::Graph broken = detail::ir_of(graph);
   broken.nodes[1].inputs = {5};  // used before defined
   EXPECT_THROW(transform::verify(broken), std::logic_error);
-  broken = graph.ir();
+  broken = detail::ir_of(graph);
   broken.nodes[1].type.dtype = DType::i32;  // disagrees with its rule
   EXPECT_THROW(transform::verify(broken), std::logic_error);
 }
@@ -29,8 +29,8 @@ TEST(Verifier, ChecksBodiesAgainstTheirNode) {
     return while_loop([](const Array& v) { return sum(v) < 10.0f; }, [](const Array& v) { return v + 1.0f; }, x);
   };
   Graph graph = make_graph("loop", fn, zeros({2}));
-  transform::verify(graph.ir());
-  ir::Graph broken = graph.ir();
+  transform::verify(detail::ir_of(graph));
+  ir::Graph broken = detail::ir_of(graph);
   for (ir::Node& node : broken.nodes) {
     if (!ir::is_control(node.op)) continue;
     auto body = std::make_shared<ir::Graph>(*node.bodies[1]);

@@ -142,7 +142,7 @@ TEST(Vmap, CapturedArraysStayInputs) {
   EXPECT_EQ(graph.num_captures(), 1u) << graph;
   // One matmul for the whole batch, not one per lane.
   size_t matmuls = 0;
-  for (const ir::Node& node : graph.ir().nodes) matmuls += node.op == ir::Primitive::matmul;
+  for (const ir::Node& node : detail::ir_of(graph).nodes) matmuls += node.op == ir::Primitive::matmul;
   EXPECT_EQ(matmuls, 1u) << graph;
   EXPECT_TRUE(all_close(batched(x), matmul(x, w), tight, tight, "captured"));
 }

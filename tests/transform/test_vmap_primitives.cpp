@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 
+#include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "ops/apply.h"
 #include "ops/collective.h"

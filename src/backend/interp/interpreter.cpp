@@ -114,5 +114,5 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
 
 std::vector<kiln::Array> kiln::detail::interpret(const Graph& graph, const std::vector<Array>& arguments,
                                                  const std::vector<Array>& captures) {
-  return interp::run(graph.ir(), arguments, captures);
+  return interp::run(detail::ir_of(graph), arguments, captures);
 }

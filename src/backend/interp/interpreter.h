@@ -42,3 +42,9 @@ class Program {
 };
 
 }  // namespace kiln::interp
+
+namespace kiln::detail {
+/// Runs a traced graph with the reference interpreter.
+std::vector<Array> interpret(const Graph& graph, const std::vector<Array>& arguments,
+                             const std::vector<Array>& captures);
+}  // namespace kiln::detail

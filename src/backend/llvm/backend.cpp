@@ -320,7 +320,7 @@ class CompiledGraph final : public runtime::Executable {
     combine.attrs.ints = {0};
     combine.type.shape = {};
     Array partial = detail::allocate(detail::AbstractValue{.dtype = node.type.dtype, .shape = {slices}});
-    char* slots = static_cast<char*>(partial.impl()->buffer->data());
+    char* slots = static_cast<char*>(detail::impl(partial)->buffer->data());
     size_t slot_bytes = dtype_size(node.type.dtype);
     runtime::parallel_for(slices, range / slices, [&](int64_t first, int64_t last) {
       std::vector<char*> buffers = pointers;
@@ -330,15 +330,15 @@ class CompiledGraph final : public runtime::Executable {
       }
     });
     Array combined = ops::rules(node.op).evaluate(combine, {&partial, 1});
-    std::memcpy(result.impl()->buffer->data(), combined.impl()->buffer->data(), slot_bytes);
+    std::memcpy(detail::impl(result)->buffer->data(), detail::impl(combined)->buffer->data(), slot_bytes);
   }
 
   // A reshape shares its input's memory.
   static Array view_of(const ir::Node& node, const std::vector<Array>& values) {
     auto impl = std::make_shared<detail::ArrayImpl>();
     impl->type = node.type;
-    impl->buffer = values[static_cast<size_t>(node.inputs[0])].impl()->buffer;
-    return Array(std::move(impl));
+    impl->buffer = detail::impl(values[static_cast<size_t>(node.inputs[0])])->buffer;
+    return detail::wrap(std::move(impl));
   }
 
   // Allocates a kernel step's outputs (or writes in place) and lists the
@@ -359,16 +359,16 @@ class CompiledGraph final : public runtime::Executable {
     if (!result.defined()) result = detail::allocate(node.type);
     pointers.clear();
     pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(constants.data())));
-    pointers.push_back(static_cast<char*>(result.impl()->buffer->data()));
+    pointers.push_back(static_cast<char*>(detail::impl(result)->buffer->data()));
     for (ir::ValueId extra : kernel.extra_roots) {
       Array& slot = values[static_cast<size_t>(extra)];
       const ir::Node& extra_node = graph.nodes[static_cast<size_t>(extra)];
       slot = in_place(kernel, extra, extra_node, values, overwritable, s, group, taken);
       if (!slot.defined()) slot = detail::allocate(extra_node.type);
-      pointers.push_back(static_cast<char*>(slot.impl()->buffer->data()));
+      pointers.push_back(static_cast<char*>(detail::impl(slot)->buffer->data()));
     }
     for (ir::ValueId leaf : kernel.leaves)
-      pointers.push_back(static_cast<char*>(values[static_cast<size_t>(leaf)].impl()->buffer->data()));
+      pointers.push_back(static_cast<char*>(detail::impl(values[static_cast<size_t>(leaf)])->buffer->data()));
   }
 
   // Runs a row group: every output is allocated first, then each thread takes
@@ -432,19 +432,20 @@ class CompiledGraph final : public runtime::Executable {
           group && (producer < static_cast<int>(group->first_step) || producer >= static_cast<int>(group->end_step));
       if (outside_group && read_by_another_kernel(*group, position, leaf)) continue;
       const Array& value = values[id];
-      const detail::ArrayImpl& impl = *value.impl();
+      const detail::ArrayImpl& impl = *detail::impl(value);
       if (impl.type.dtype != node.type.dtype || impl.type.shape != node.type.shape) continue;
       // Equal at this call's sizes is not enough: read at the index written means equal at every size.
       if (symbolic() && !same_shape(*graph_, graph_->nodes[id], graph_->nodes[static_cast<size_t>(output)])) continue;
       if (program_.last_reading_step(leaf) != static_cast<int>(position) || !impl.buffer) continue;
       bool argument = graph_->nodes[id].op == ir::Primitive::input;
-      bool owned = argument ? overwritable[id] != 0 : value.impl().use_count() == 1 && impl.buffer.use_count() == 1;
+      bool owned =
+          argument ? overwritable[id] != 0 : detail::impl(value).use_count() == 1 && impl.buffer.use_count() == 1;
       if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes) continue;
       taken.push_back(leaf);
       auto written = std::make_shared<detail::ArrayImpl>();
       written->type = node.type;
       written->buffer = impl.buffer;
-      return Array(std::move(written));
+      return detail::wrap(std::move(written));
     }
     return Array();
   }

@@ -473,16 +473,16 @@ std::vector<Array> NativeLoop::run(std::span<const Array> operands) const {
   auto* base = static_cast<char*>(arena.data());
   for (size_t k = 0; k < layout.carries; ++k)
     if (size_t bytes = layout.result_types[k].bytes())
-      std::memcpy(base + layout.carry_offsets[k], operands[k].impl()->data<char>(), bytes);
+      std::memcpy(base + layout.carry_offsets[k], detail::impl(operands[k])->data<char>(), bytes);
   std::vector<Array> results(layout.result_types.size());
   std::vector<char*> table{base};
   for (const TableEntry& entry : layout.table) {
     switch (entry.kind) {
-      case TableEntry::Kind::operand: table.push_back(operands[entry.index].impl()->mutable_data<char>()); break;
-      case TableEntry::Kind::constant: table.push_back(entry.constant.impl()->mutable_data<char>()); break;
+      case TableEntry::Kind::operand: table.push_back(detail::impl(operands[entry.index])->mutable_data<char>()); break;
+      case TableEntry::Kind::constant: table.push_back(detail::impl(entry.constant)->mutable_data<char>()); break;
       case TableEntry::Kind::result:
         results[entry.index] = detail::allocate(layout.result_types[entry.index]);
-        table.push_back(results[entry.index].impl()->mutable_data<char>());
+        table.push_back(detail::impl(results[entry.index])->mutable_data<char>());
         break;
     }
   }
@@ -490,7 +490,7 @@ std::vector<Array> NativeLoop::run(std::span<const Array> operands) const {
   for (size_t k = 0; k < layout.carries; ++k) {
     results[k] = detail::allocate(layout.result_types[k]);
     if (size_t bytes = layout.result_types[k].bytes())
-      std::memcpy(results[k].impl()->mutable_data<char>(), base + layout.carry_offsets[k], bytes);
+      std::memcpy(detail::impl(results[k])->mutable_data<char>(), base + layout.carry_offsets[k], bytes);
   }
   return results;
 }
