@@ -60,7 +60,7 @@ void clear_caches() {
 }
 
 template <class F, class... Args>
-void time_compiles(CompileTimes& times, const F& fn, std::vector<std::pair<int, int>> dims, const Args&... args) {
+void time_compiles(CompileTimes& times, const F& fn, std::vector<kiln::DynamicDim> dims, const Args&... args) {
   clear_caches();
   auto fixed = kiln::jit(fn, {.automatic_dynamic = false});
   times.static_seconds.push_back(seconds_of([&] { fixed(args...); }));

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -65,7 +66,10 @@ class FunctionRef;
 template <class R, class... A>
 class FunctionRef<R(A...)> {
  public:
+  // Constrained so that copying a FunctionRef copies it rather than
+  // wrapping a reference to the (possibly temporary) copy source.
   template <class F>
+    requires(!std::is_same_v<std::remove_cv_t<F>, FunctionRef>)
   FunctionRef(F& fn)
       : object_(&fn),
         call_([](void* object, A... args) -> R { return (*static_cast<F*>(object))(std::forward<A>(args)...); }) {}

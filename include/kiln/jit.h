@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -35,6 +36,19 @@ enum class Captures {
 /// What a recompilation storm does.
 enum class OnStorm { Warn, Error, Generalize };
 
+/// An array leaf's dimension compiled shape-generic: one executable serves
+/// every size of it in [min, max]. Leaves count the array leaves of all
+/// arguments, in order, from 0. Where the function is valid for a known range
+/// of sizes (a sequence no longer than a positional table), the bounds say so:
+/// probing traces the function inside them only, and a size outside them
+/// compiles on its own. (torch._dynamo.mark_dynamic(min=, max=) is the same.)
+struct DynamicDim {
+  int leaf = 0;
+  int dim = 0;
+  int64_t min = 2;  // sizes 0 and 1 always compile on their own (broadcasting treats them differently)
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+
 struct JitOptions {
   std::string name;                 // default: the call site, file:line
   std::vector<int> donate_argnums;  // arguments whose arrays the call consumes
@@ -42,10 +56,9 @@ struct JitOptions {
   int verify_every = 0;  // with Constant: re-trace every N-th hit, warn on a stale capture
   int recompile_limit = 8;
   OnStorm on_storm = OnStorm::Warn;
-  // (array leaf, dimension) pairs compiled shape-generic: one executable for
-  // every size >= 2 of each (leaves count the array leaves of all arguments,
-  // in order, from 0).
-  std::vector<std::pair<int, int>> dynamic_dims;
+  // Dimensions compiled shape-generic: {{leaf, dim}} for every size >= 2,
+  // {{leaf, dim, min, max}} for sizes in [min, max].
+  std::vector<DynamicDim> dynamic_dims;
   // A dimension whose size alone changed between two calls is compiled
   // dynamic on the second compile (and explained); false compiles each size.
   bool automatic_dynamic = true;

@@ -9,19 +9,27 @@ namespace {
 // How many evicted signatures and keys explanations remember.
 constexpr size_t evicted_memory = 4096;
 
-template <class Map>
-std::shared_ptr<Entry> find(const Map& map, const std::string& key) {
-  auto found = map.find(key);
-  return found == map.end() ? nullptr : found->second;
-}
 }  // namespace
 
 std::shared_ptr<Entry> FunctionEntries::by_signature(const std::string& signature) const {
-  return find(by_signature_, signature);
+  auto found = by_signature_.find(signature);
+  return found == by_signature_.end() ? nullptr : found->second;
 }
 
-std::shared_ptr<Entry> FunctionEntries::by_symbolic_signature(const std::string& signature) const {
-  return find(by_symbolic_, signature);
+std::shared_ptr<Entry> FunctionEntries::by_symbolic_signature(const std::string& signature,
+                                                              const std::vector<int64_t>& values) const {
+  auto [begin, end] = by_symbolic_.equal_range(signature);
+  for (auto it = begin; it != end; ++it) {
+    const std::vector<SizeRange>& ranges = it->second->ranges;
+    bool holds = true;
+    for (size_t i = 0; i < ranges.size() && i < values.size(); ++i) holds = holds && ranges[i].contains(values[i]);
+    if (holds) return it->second;
+  }
+  return nullptr;
+}
+
+bool FunctionEntries::has_symbolic_signature(const std::string& signature) const {
+  return by_symbolic_.count(signature) > 0;
 }
 
 std::shared_ptr<Entry> FunctionEntries::by_graph(uint64_t key, const ir::Graph& graph) const {
@@ -37,7 +45,7 @@ void FunctionEntries::insert(const std::shared_ptr<Entry>& entry, bool by_signat
   entries_.push_front(entry);
   // A pending symbolic entry has no graph yet: it is found by its signature alone.
   if (entry->lifted.graph) by_graph_.emplace(entry->executable_key, entry);
-  if (entry->symbolic) by_symbolic_[entry->signature] = entry;
+  if (entry->symbolic) by_symbolic_.emplace(entry->signature, entry);
   else if (by_signature) by_signature_[entry->signature] = entry;
   size_t limit = std::max<size_t>(1, cache_limits().per_function);
   while (entries_.size() > limit) {
@@ -54,7 +62,8 @@ void FunctionEntries::settle(const std::shared_ptr<Entry>& pending) {
 }
 
 void FunctionEntries::alias(const std::string& signature, const std::shared_ptr<Entry>& entry, bool symbolic) {
-  (symbolic ? by_symbolic_ : by_signature_)[signature] = entry;
+  if (symbolic) by_symbolic_.emplace(signature, entry);
+  else by_signature_[signature] = entry;
 }
 
 void FunctionEntries::forget_signature(const std::string& signature) { by_signature_.erase(signature); }

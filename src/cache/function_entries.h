@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cache/dynamic_dims.h"
 #include "kiln/jit.h"
 #include "runtime/executable.h"
 #include "transform/literal_lifting.h"
@@ -36,7 +37,8 @@ struct Entry {
   std::shared_ptr<const void> skeleton;
   int64_t hits = 0;
   bool symbolic = false;
-  bool settled = false;  // a pending entry whose compile ended (replaced or dropped)
+  std::vector<SizeRange> ranges;  // a symbolic entry's: per symbol, the sizes its fit holds for
+  bool settled = false;           // a pending entry whose compile ended (replaced or dropped)
 
   bool pending() const { return !executable; }
 };
@@ -44,7 +46,11 @@ struct Entry {
 class FunctionEntries {
  public:
   std::shared_ptr<Entry> by_signature(const std::string& signature) const;
-  std::shared_ptr<Entry> by_symbolic_signature(const std::string& signature) const;
+  /// The symbolic entry with this signature whose ranges hold the symbols'
+  /// `values` (a pending one holds every value until its fit is known).
+  std::shared_ptr<Entry> by_symbolic_signature(const std::string& signature, const std::vector<int64_t>& values) const;
+  /// Whether a symbolic entry has this signature, whatever its ranges.
+  bool has_symbolic_signature(const std::string& signature) const;
   /// The entry whose compiled graph is `graph` (same structure and literals).
   std::shared_ptr<Entry> by_graph(uint64_t key, const ir::Graph& graph) const;
 
@@ -74,7 +80,7 @@ class FunctionEntries {
 
   std::list<std::shared_ptr<Entry>> entries_;  // most recently used first
   std::unordered_map<std::string, std::shared_ptr<Entry>> by_signature_;
-  std::unordered_map<std::string, std::shared_ptr<Entry>> by_symbolic_;
+  std::unordered_multimap<std::string, std::shared_ptr<Entry>> by_symbolic_;
   std::unordered_multimap<uint64_t, std::shared_ptr<Entry>> by_graph_;
   std::unordered_set<std::string> evicted_;  // signatures and graph keys, for explanations
   std::deque<std::string> evicted_order_;

@@ -54,8 +54,9 @@ JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
     : options_(std::move(options)),
       stateful_(stateful),
       where_(where),
-      name_(options_.name.empty() ? location_string(where) : options_.name) {
-  for (auto [leaf, dim] : options_.dynamic_dims) dynamic_.insert({leaf, dim});
+      name_(options_.name.empty() ? location_string(where) : options_.name),
+      bounds_(cache::bounds_of(options_.dynamic_dims)) {
+  for (const DynamicDim& marked : options_.dynamic_dims) dynamic_.insert({marked.leaf, marked.dim});
   // Options kiln does not implement yet are refused rather than ignored.
   if (options_.device != "cpu")
     raise("jit", "'" + name_ + "' asks for device '" + options_.device + "'; only \"cpu\" is available", where,
@@ -131,9 +132,9 @@ std::shared_ptr<Entry> JitFunction::find_by_signature(std::unique_lock<std::mute
 }
 
 std::shared_ptr<Entry> JitFunction::find_symbolic(const CallArguments& arguments) const {
-  cache::SymbolAssignment symbols = cache::assign_symbols(arguments, dynamic_);
+  cache::SymbolAssignment symbols = cache::assign_symbols(arguments, dynamic_, bounds_);
   if (symbols.empty()) return nullptr;
-  return entries_.by_symbolic_signature(cache::symbolic_signature(arguments, symbols));
+  return entries_.by_symbolic_signature(cache::symbolic_signature(arguments, symbols), symbols.hints);
 }
 
 JitFunction::Traced JitFunction::run_trace(Trace trace, const std::vector<Shape>* shapes,
@@ -252,10 +253,14 @@ JitFunction::Miss JitFunction::decide_miss(const CallArguments& arguments, const
     marks_checked_ = true;
   }
   cache::DynamicPlan plan = cache::plan_dynamic(options_, arguments, miss.description, miss.explained.closest.get(),
-                                                miss.compile_number, dynamic_, specialized_);
+                                                miss.compile_number, dynamic_, specialized_, bounds_);
   dynamic_ = std::move(plan.dynamic);
   if (!plan.explanation.empty()) miss.explanation += (miss.explanation.empty() ? "" : "; ") + plan.explanation;
   miss.symbols = std::move(plan.symbols);
+  if (!miss.symbols.empty() && entries_.has_symbolic_signature(cache::symbolic_signature(arguments, miss.symbols)))
+    miss.explanation += std::string(miss.explanation.empty() ? "" : "; ") +
+                        "these sizes are outside those the symbolic entry was fitted and checked for: fitting again "
+                        "around them";
 
   // Concurrent calls this compile will serve find the pending entry and wait.
   miss.pending = std::make_shared<Entry>();
@@ -271,44 +276,6 @@ JitFunction::Miss JitFunction::decide_miss(const CallArguments& arguments, const
   }
   entries_.insert(miss.pending, by_signature);
   return miss;
-}
-
-cache::ProbeResult JitFunction::probe(const CallArguments& arguments, const cache::SymbolAssignment& symbols,
-                                      Trace trace) {
-  auto trace_at = [&](const std::vector<Shape>& shapes) {
-    cache::ProbeTrace probe;
-    probe.graph = detail::shared_ir(run_trace(trace, &shapes, &probe.reads).graph);
-    return probe;
-  };
-  return cache::probe(arguments, symbols, trace_at);
-}
-
-void JitFunction::generalize(const CallArguments& arguments, Trace trace, Candidate& candidate, Miss& miss) {
-  cache::SymbolAssignment symbols = miss.symbols;
-  while (!symbols.empty()) {
-    cache::ProbeResult probed = probe(arguments, symbols, trace);
-    cache::ProbeConclusion conclusion =
-        cache::conclude_probe(probed, options_, name_, arguments, miss.description, symbols, !miss.explanation.empty());
-    if (!conclusion.error.empty()) raise("jit", conclusion.error, where_, conclusion.hint);
-    miss.explanation += conclusion.explanation;
-    if (probed.graph) {
-      if (miss.hint.empty()) miss.hint = conclusion.hint;
-      candidate = Candidate{probed.graph, probed.graph->structure_hash(), {}, 0};
-      candidate.lift({});
-      miss.symbolic = true;
-      miss.signature = cache::symbolic_signature(arguments, symbols);
-      return;
-    }
-    miss.hint = conclusion.hint;
-    std::lock_guard lock(mutex_);
-    for (cache::DynamicDim dim : conclusion.specialize) {
-      specialized_[dim] = conclusion.reason;
-      dynamic_.erase(dim);
-    }
-    // Symbols not to blame stay dynamic: probe again without the guarded ones.
-    cache::SymbolAssignment rest = cache::assign_symbols(arguments, dynamic_);
-    symbols = rest.hints.size() < symbols.hints.size() ? std::move(rest) : cache::SymbolAssignment{};
-  }
 }
 
 void JitFunction::finish_decision(Candidate& candidate, Miss& miss) {
@@ -342,6 +309,7 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
   cache::check_ranks_agree(name_, *candidate.traced, where_);
   auto entry = std::make_shared<Entry>();
   entry->symbolic = miss.symbolic;
+  entry->ranges = std::move(miss.ranges);
   entry->signature = miss.symbolic ? miss.signature : arguments.signature;
   entry->description = std::move(miss.description);
   entry->traced = candidate.traced;
@@ -364,9 +332,11 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
     }
     entries_.settle(miss.pending);
     // Another miss may have made an entry for this graph meanwhile (a symbolic
-    // graph equal to a known one): keep one entry.
+    // graph equal to a known one): keep one entry. A refit of a symbolic
+    // graph on other sizes (the two sides of a gap) keeps its own ranges.
     std::shared_ptr<Entry> raced = entries_.by_graph(entry->executable_key, *entry->lifted.graph);
-    if (!raced) entries_.insert(entry, by_signature);
+    bool other_ranges = raced && entry->symbolic && raced->symbolic && raced->ranges != entry->ranges;
+    if (!raced || other_ranges) entries_.insert(entry, by_signature);
     else if (entry->symbolic == raced->symbolic && (entry->symbolic || by_signature))
       entries_.alias(entry->signature, raced, entry->symbolic);
     settled_.notify_all();

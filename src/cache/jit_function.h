@@ -4,7 +4,8 @@
 //   cache/miss_policy.h       what a miss does: explain, lift, generalize, storm
 //   cache/dynamic_probe.h     traces at other sizes, fitted to symbols
 //   this file                 the steps of a call, in order, and their locking
-//                             (jit_function.cpp; what it reports: jit_reports.cpp)
+//                             (jit_function.cpp; a dynamic compile's: jit_generalize.cpp;
+//                             what it reports: jit_reports.cpp)
 //
 // Locking, stated once: `mutex_` guards every member below it. Tracing,
 // probing, compiling and running happen with it released; each step of a
@@ -71,9 +72,10 @@ class JitFunction {
     cache::Explanation explained;
     std::string explanation, hint;  // grow as the miss is decided
     int64_t compile_number = 0;
-    cache::SymbolAssignment symbols;  // to probe; empty for a static compile
-    bool symbolic = false;            // the candidate is the fitted symbolic graph
-    std::string signature;            // of the entry to make (symbolic or not)
+    cache::SymbolAssignment symbols;       // to probe; empty for a static compile
+    bool symbolic = false;                 // the candidate is the fitted symbolic graph
+    std::string signature;                 // of the entry to make (symbolic or not)
+    std::vector<cache::SizeRange> ranges;  // the symbolic graph's, per symbol
     std::shared_ptr<cache::Entry> pending;
     cache::StormVerdict storm;
   };
@@ -115,20 +117,24 @@ class JitFunction {
   bool signature_mode() const;
   /// Locked. The symbolic entry serving this call's sizes, if any.
   std::shared_ptr<cache::Entry> find_symbolic(const CallArguments& arguments) const;
+  /// Unlocked (locks for the failed sizes it reads and adds).
   cache::ProbeResult probe(const CallArguments& arguments, const cache::SymbolAssignment& symbols, Trace trace);
 
   const JitOptions options_;
   const bool stateful_;
   const Location where_;
   const std::string name_;
+  const cache::DimBounds bounds_;  // of the marked dimensions
 
   mutable std::mutex mutex_;
   std::condition_variable settled_;  // a pending entry settled
   cache::FunctionEntries entries_;
-  std::set<cache::DynamicDim> dynamic_;                   // marked and automatic
-  std::map<cache::DynamicDim, std::string> specialized_;  // out of dynamic_ for good, and why
+  std::set<cache::LeafDim> dynamic_;                   // marked and automatic
+  std::map<cache::LeafDim, std::string> specialized_;  // out of dynamic_ for good, and why
   bool marks_checked_ = false;
   std::map<uint64_t, std::vector<bool>> lifted_sites_;  // traced structure -> lifted literal ordinals
+  // Symbolic signature -> sizes where a probe's trace failed: they bound later fits.
+  std::map<std::string, std::vector<std::vector<int64_t>>> failed_sizes_;
   CacheStats stats_;
   std::string last_explanation_;
   bool storm_reported_ = false;

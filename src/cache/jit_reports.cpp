@@ -108,9 +108,9 @@ Graph JitFunction::lower(CallArguments& arguments, Trace trace) {
   // With marked dynamic dimensions, the graph a call compiles: in symbols.
   if (!options_.dynamic_dims.empty()) {
     cache::check_dynamic_dims(options_.dynamic_dims, arguments, name_, where_);
-    std::set<cache::DynamicDim> marked;
-    for (auto [leaf, dim] : options_.dynamic_dims) marked.insert({leaf, dim});
-    cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked);
+    std::set<cache::LeafDim> marked;
+    for (const DynamicDim& dim : options_.dynamic_dims) marked.insert({dim.leaf, dim.dim});
+    cache::SymbolAssignment symbols = cache::assign_symbols(arguments, marked, bounds_);
     if (!symbols.empty())
       if (cache::ProbeResult probed = probe(arguments, symbols, trace); probed.graph) return detail::wrap(probed.graph);
   }

@@ -1,6 +1,8 @@
 // What a miss does (see the header).
 #include "cache/miss_policy.h"
 
+#include <algorithm>
+
 #include "cache/explain.h"
 #include "core/array_impl.h"
 #include "core/error_format.h"
@@ -13,7 +15,7 @@ namespace {
 // the inlined copy of the latter, wrongly.
 std::string symbol_name(int symbol) { return std::string("s").append(std::to_string(symbol)); }
 
-int64_t size_of(const detail::CallArguments& arguments, DynamicDim dim) {
+int64_t size_of(const detail::CallArguments& arguments, LeafDim dim) {
   return detail::impl(arguments.arrays[static_cast<size_t>(dim.leaf)])->type.shape[static_cast<size_t>(dim.dim)];
 }
 
@@ -31,10 +33,13 @@ std::string symbol_names(const std::vector<int>& which, const SymbolAssignment& 
   return text;
 }
 
-bool marked(const JitOptions& options, DynamicDim dim) {
-  for (auto [leaf, d] : options.dynamic_dims)
-    if (leaf == dim.leaf && d == dim.dim) return true;
-  return false;
+// " in 2..130" where a symbol's fit holds for some sizes only.
+std::string ranges_text(const std::vector<SizeRange>& ranges) {
+  std::string text;
+  for (size_t i = 0; i < ranges.size(); ++i)
+    if (ranges[i].bounded() || ranges[i].min > 2)
+      text += std::string(text.empty() ? "" : ",") + " " + symbol_name(static_cast<int>(i)) + " in " + ranges[i].text();
+  return text.empty() ? text : " (for" + text + ")";
 }
 
 }  // namespace
@@ -97,13 +102,14 @@ Lifting lift_churning_literals(const Entry* closest, const ir::Graph& traced, ui
 
 DynamicPlan plan_dynamic(const JitOptions& options, const detail::CallArguments& arguments,
                          const detail::SignatureDescription& description, const Entry* closest, int64_t compile_number,
-                         const std::set<DynamicDim>& dynamic, const std::map<DynamicDim, std::string>& specialized) {
+                         const std::set<LeafDim>& dynamic, const std::map<LeafDim, std::string>& specialized,
+                         const DimBounds& bounds) {
   DynamicPlan plan{dynamic, {}, {}};
-  std::set<DynamicDim> explained;
+  std::set<LeafDim> explained;
   bool automatic = options.automatic_dynamic ||
                    (options.on_storm == OnStorm::Generalize && compile_number > options.recompile_limit);
   if (automatic && closest) {
-    for (DynamicDim dim : size_only_changes(closest->description, description)) {
+    for (LeafDim dim : size_only_changes(closest->description, description)) {
       if (auto guarded = specialized.find(dim); guarded != specialized.end()) {
         plan.explanation = append(
             plan.explanation, dim_name(description, dim) + " stays static (guarded on its size): " + guarded->second);
@@ -121,17 +127,16 @@ DynamicPlan plan_dynamic(const JitOptions& options, const detail::CallArguments&
                         : " becomes dynamic (automatic dynamic: its size changed)"));
     }
   }
-  plan.symbols = assign_symbols(arguments, plan.dynamic);
-  for (DynamicDim dim : plan.symbols.specialized_by_size)
-    if (!explained.count(dim))
-      plan.explanation = append(plan.explanation, dim_name(description, dim) + " is dynamic but " +
-                                                      std::to_string(size_of(arguments, dim)) +
-                                                      " here: sizes 0 and 1 are specialized (broadcasting treats "
-                                                      "them differently)");
+  plan.symbols = assign_symbols(arguments, plan.dynamic, bounds);
+  for (const StaticHere& here : plan.symbols.static_here)
+    if (!explained.count(here.dim))
+      plan.explanation =
+          append(plan.explanation, dim_name(description, here.dim) + " is dynamic but " +
+                                       std::to_string(size_of(arguments, here.dim)) + " here: " + here.why);
   return plan;
 }
 
-ProbeConclusion conclude_probe(const ProbeResult& probed, const JitOptions& options, const std::string& function,
+ProbeConclusion conclude_probe(const ProbeResult& probed, const DimBounds& marked, const std::string& function,
                                const detail::CallArguments& arguments, const detail::SignatureDescription& description,
                                const SymbolAssignment& symbols, bool explained_before) {
   ProbeConclusion conclusion;
@@ -142,7 +147,7 @@ ProbeConclusion conclude_probe(const ProbeResult& probed, const JitOptions& opti
     std::vector<int> all(symbols.hints.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     conclusion.explanation = separator + "compiled for every size of " + symbol_names(all, symbols, description) +
-                             ": arguments " + symbolic_arguments(arguments, symbols);
+                             ranges_text(probed.ranges) + ": arguments " + symbolic_arguments(arguments, symbols, description);
     if (!lines.empty())
       conclusion.explanation +=
           " (" + lines + " read" + (probed.reads.size() == 1 ? "s" : "") +
@@ -152,28 +157,35 @@ ProbeConclusion conclude_probe(const ProbeResult& probed, const JitOptions& opti
     return conclusion;
   }
   std::string culprits = symbol_names(probed.culprits, symbols, description);
-  // Marked dimensions that cannot be unified with the rest of the function are the user's error.
-  bool marked_culprit = false;
-  for (int symbol : probed.culprits)
-    marked_culprit = marked_culprit || marked(options, symbols.first_dim_of_symbol[static_cast<size_t>(symbol)]);
-  if (probed.trace_failed && marked_culprit) {
-    conclusion.error = "'" + function + "': the dynamic dimensions " + culprits +
-                       " cannot be unified with the rest of the function: with arguments " +
-                       symbolic_arguments(arguments, symbols) + ", " + probed.failure;
-    conclusion.hint =
-        "a dimension that must equal a dynamic one is dynamic too: mark it in dynamic_dims (equal sizes share one "
-        "symbol), or leave these dimensions static";
-    return conclusion;
-  }
-  // Otherwise the dimensions to blame are guarded on their size: compiled
-  // static, now and later (a C++ read shaped the trace, or a rule holds at
-  // some sizes only).
-  conclusion.reason = probed.failure + (lines.empty() ? "" : " (" + lines + " reads the size in C++)");
   for (int symbol : probed.culprits)
     for (size_t leaf = 0; leaf < symbols.symbol_of.size(); ++leaf)
       for (size_t d = 0; d < symbols.symbol_of[leaf].size(); ++d)
         if (symbols.symbol_of[leaf][d] == symbol)
-          conclusion.specialize.push_back({static_cast<int>(leaf), static_cast<int>(d)});
+          conclusion.drop.push_back({static_cast<int>(leaf), static_cast<int>(d)});
+  bool marked_culprit =
+      std::any_of(conclusion.drop.begin(), conclusion.drop.end(), [&](LeafDim dim) { return marked.count(dim) > 0; });
+  if (probed.trace_failed && marked_culprit && !probed.no_room) {
+    // Marked dimensions that cannot be unified with the rest of the function are the user's error.
+    conclusion.error = "'" + function + "': the dynamic dimensions " + culprits +
+                       " cannot be unified with the rest of the function: with arguments " +
+                       symbolic_arguments(arguments, symbols, description) + ", " + probed.failure;
+    conclusion.hint =
+        "a dimension that must equal a dynamic one is dynamic too: mark it in dynamic_dims (equal sizes share one "
+        "symbol), bound it to where the function is valid ({leaf, dim, min, max}), or leave these dimensions static";
+    return conclusion;
+  }
+  conclusion.reason = probed.failure + (lines.empty() ? "" : " (" + lines + " reads the size in C++)");
+  if (probed.trace_failed) {
+    // No size near this one could be traced: this size compiles on its own,
+    // and a later size fits again where the function is valid.
+    conclusion.explanation =
+        separator + culprits + " compiled for this size only (later sizes fit again): " + conclusion.reason;
+    conclusion.hint = "bound the dimension to the sizes the function is valid for (dynamic_dims {leaf, dim, min, max})";
+    return conclusion;
+  }
+  // The traces differ in their operations (a C++ read shaped the trace): the
+  // dimensions to blame are guarded on their size, now and later.
+  conclusion.guard = true;
   conclusion.explanation =
       separator + culprits + " compiled for this size only, and guarded on it: " + conclusion.reason;
   conclusion.hint =

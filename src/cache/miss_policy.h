@@ -44,26 +44,31 @@ Lifting lift_churning_literals(const Entry* closest, const ir::Graph& traced, ui
 /// size alone changed from the closest entry (automatic dynamic, or a storm
 /// under OnStorm::Generalize), less those guarded on their size for good.
 struct DynamicPlan {
-  std::set<DynamicDim> dynamic;
+  std::set<LeafDim> dynamic;
   SymbolAssignment symbols;  // of this call under `dynamic`
   std::string explanation;   // to append: what became dynamic, what stays static
 };
 DynamicPlan plan_dynamic(const JitOptions& options, const detail::CallArguments& arguments,
                          const detail::SignatureDescription& description, const Entry* closest, int64_t compile_number,
-                         const std::set<DynamicDim>& dynamic, const std::map<DynamicDim, std::string>& specialized);
+                         const std::set<LeafDim>& dynamic, const std::map<LeafDim, std::string>& specialized,
+                         const DimBounds& bounds);
 
-/// What a probe's outcome means: the fitted graph serves every size, or the
-/// symbols to blame are guarded on their size (the rest are probed again),
-/// or a marked dimension cannot be unified with the function (the user's
-/// error: `error` holds the message).
+/// What a probe's outcome means: the fitted graph serves the sizes it was
+/// checked for; or no size near this call's could be traced for the symbols
+/// to blame, which then compile for this size only and stay dynamic (a later
+/// size fits again); or the traces differ in their operations (C++ read the
+/// size), and the symbols to blame are guarded on their size for good; or a
+/// marked dimension cannot be unified with the function (the user's error:
+/// `error` holds the message). The other symbols are probed again.
 struct ProbeConclusion {
-  std::string explanation;             // to append
-  std::string hint;                    // replaces the miss's hint when it has none, or when specializing
-  std::vector<DynamicDim> specialize;  // guarded on their size from now on
-  std::string reason;                  // why, for later explanations
-  std::string error;                   // non-empty: raise it
+  std::string explanation;    // to append
+  std::string hint;           // replaces the miss's hint when it has none, or when a symbol is dropped
+  std::vector<LeafDim> drop;  // out of this compile's symbols
+  bool guard = false;         // and guarded on their size from now on
+  std::string reason;         // why, for later explanations
+  std::string error;          // non-empty: raise it
 };
-ProbeConclusion conclude_probe(const ProbeResult& probed, const JitOptions& options, const std::string& function,
+ProbeConclusion conclude_probe(const ProbeResult& probed, const DimBounds& marked, const std::string& function,
                                const detail::CallArguments& arguments, const detail::SignatureDescription& description,
                                const SymbolAssignment& symbols, bool explained_before);
 

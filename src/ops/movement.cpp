@@ -759,18 +759,15 @@ Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> sto
   bool whole = true;
   for (size_t a = 0; a < rank; ++a) {
     int64_t extent = type.shape[a];
-    auto resolve = [&](const std::vector<int64_t>& values, int64_t fallback, const char* what) {
+    // NumPy's rule: a negative bound counts from the end, and a bound past
+    // either end clamps to it (x[:200] of 128 rows is all 128).
+    auto resolve = [&](const std::vector<int64_t>& values, int64_t fallback) {
       if (a >= values.size()) return fallback;
       int64_t value = values[a];
-      if (value < -extent || value > extent)
-        detail::raise("slice",
-                      "static index out of range: " + std::string(what) + " " + std::to_string(value) + " for axis " +
-                          std::to_string(a) + " of " + type.to_string(),
-                      where, "valid values are -" + std::to_string(extent) + " to " + std::to_string(extent));
-      return value < 0 ? value + extent : value;
+      return std::clamp(value < 0 ? value + extent : value, int64_t{0}, extent);
     };
-    int64_t begin = resolve(start, 0, "start");
-    int64_t end = resolve(stop, extent, "stop");
+    int64_t begin = resolve(start, 0);
+    int64_t end = resolve(stop, extent);
     int64_t stride = a < step.size() ? step[a] : 1;
     if (stride <= 0)
       detail::raise("slice",
@@ -784,7 +781,10 @@ Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> sto
     ints[2 * rank + a] = stride;
     whole = whole && begin == 0 && end == extent && (stride == 1 || extent <= 1);
   }
-  if (whole) return x;
+  // While tracing, a slice that happens to take everything stays a node: at
+  // other sizes of a dynamic dimension it does not (a positional table's
+  // rows sliced to the length of the sequence), and the traces must agree.
+  if (whole && !detail::tracing_active()) return x;
   return ops::apply_with_ints(Primitive::slice, std::span<const Array>(&x, 1), std::move(ints), where);
 }
 

@@ -203,6 +203,8 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
   if (op == Primitive::convert) return same_as(nodes, node, node.inputs[0]);
   if (op == Primitive::reshape || op == Primitive::broadcast) return rewrite_reshape_or_broadcast(nodes, node);
   if (op == Primitive::transpose) return rewrite_transpose(nodes, node);
+  // A slice whose result has its operand's type takes every element.
+  if (op == Primitive::slice) return same_as(nodes, node, node.inputs[0]);
   return {};
 }
 

@@ -15,16 +15,17 @@ using ir::DimExpr;
 using ir::Graph;
 using ir::Node;
 
-// Check points: each symbol moved by a different odd amount, so that no two
-// symbols move together and a square or a division shows.
-constexpr int64_t check_offsets[][2] = {{3, 2}, {8, 5}};
+// Check point candidates: symbol i moves by a + b*i, first above the call's
+// sizes, then below, then further out.
+constexpr int64_t check_tiers[][2] = {{3, 2}, {8, 5}, {16, 9}, {32, 17}, {64, 33}};
 
 size_t grid_size(size_t symbols) { return size_t{1} << symbols; }
 
-// The polynomial through the grid values (n + bit), in Newton's form: the
-// coefficient of prod_{i in S} (s_i - n_i) is the alternating sum of the
-// values over the subsets of S.
-DimExpr newton_polynomial(const std::vector<int64_t>& grid, const std::vector<int64_t>& hints) {
+// The polynomial through the grid values (n + d * bit), in Newton's form:
+// the coefficient of prod_{i in S} d_i (s_i - n_i) is the alternating sum of
+// the values over the subsets of S (d_i = +-1, so d_i is its own inverse).
+DimExpr newton_polynomial(const std::vector<int64_t>& grid, const std::vector<int64_t>& hints,
+                          const std::vector<int64_t>& steps) {
   size_t symbols = hints.size();
   DimExpr total;
   for (size_t subset = 0; subset < grid_size(symbols); ++subset) {
@@ -37,7 +38,8 @@ DimExpr newton_polynomial(const std::vector<int64_t>& grid, const std::vector<in
     if (coefficient == 0) continue;
     DimExpr term = DimExpr::constant(coefficient);
     for (size_t i = 0; i < symbols; ++i)
-      if (subset >> i & 1) term = term * (DimExpr::symbol(static_cast<int>(i)) + DimExpr::constant(-hints[i]));
+      if (subset >> i & 1)
+        term = term * ((DimExpr::symbol(static_cast<int>(i)) + DimExpr::constant(-hints[i])) * steps[i]);
     total = total + term;
   }
   return total;
@@ -46,6 +48,7 @@ DimExpr newton_polynomial(const std::vector<int64_t>& grid, const std::vector<in
 struct Fitter {
   const std::vector<std::vector<int64_t>>& points;
   const std::vector<int64_t>& hints;
+  const std::vector<int64_t>& steps;
   FitResult& result;
 
   bool fail(const Node& node, const std::string& why, const std::vector<int64_t>& values) {
@@ -63,7 +66,7 @@ struct Fitter {
   // The polynomial the values follow at every point, if any.
   std::optional<DimExpr> fit_integers(const std::vector<int64_t>& values) {
     std::vector<int64_t> grid(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(grid_size(hints.size())));
-    DimExpr polynomial = newton_polynomial(grid, hints);
+    DimExpr polynomial = newton_polynomial(grid, hints, steps);
     for (size_t p = 0; p < points.size(); ++p)
       if (polynomial.evaluate(points[p]) != values[p]) return std::nullopt;
     return polynomial;
@@ -203,26 +206,42 @@ struct Fitter {
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> probe_points(const std::vector<int64_t>& hints) {
-  std::vector<std::vector<int64_t>> points;
+std::vector<std::vector<int64_t>> ProbeGrid::points() const {
+  std::vector<std::vector<int64_t>> all;
   for (size_t subset = 0; subset < grid_size(hints.size()); ++subset) {
     std::vector<int64_t> point = hints;
-    for (size_t i = 0; i < hints.size(); ++i) point[i] += static_cast<int64_t>(subset >> i & 1);
-    points.push_back(std::move(point));
+    for (size_t i = 0; i < hints.size(); ++i) point[i] += (subset >> i & 1) ? steps[i] : 0;
+    all.push_back(std::move(point));
   }
-  for (const auto& offsets : check_offsets) {
-    std::vector<int64_t> point = hints;
-    for (size_t i = 0; i < hints.size(); ++i) point[i] += offsets[0] + offsets[1] * static_cast<int64_t>(i);
-    points.push_back(std::move(point));
-  }
-  return points;
+  all.insert(all.end(), checks.begin(), checks.end());
+  return all;
 }
 
-FitResult fit_symbols(const std::vector<const ir::Graph*>& traces, const std::vector<int64_t>& hints) {
+std::vector<int64_t> check_offsets(size_t k, size_t symbols) {
+  if (k >= 2 * std::size(check_tiers)) return {};
+  const auto& tier = check_tiers[k / 2];
+  int64_t side = k % 2 ? -1 : 1;
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i < symbols; ++i) offsets.push_back(side * (tier[0] + tier[1] * static_cast<int64_t>(i)));
+  return offsets;
+}
+
+ProbeGrid probe_grid(const std::vector<int64_t>& hints) {
+  ProbeGrid grid{hints, std::vector<int64_t>(hints.size(), 1), {}};
+  for (size_t k : {size_t{0}, size_t{2}}) {
+    std::vector<int64_t> point = hints, offsets = check_offsets(k, hints.size());
+    for (size_t i = 0; i < hints.size(); ++i) point[i] += offsets[i];
+    grid.checks.push_back(std::move(point));
+  }
+  return grid;
+}
+
+FitResult fit_symbols(const std::vector<const ir::Graph*>& traces, const ProbeGrid& grid) {
   FitResult result;
-  std::vector<std::vector<int64_t>> points = probe_points(hints);
+  std::vector<std::vector<int64_t>> points = grid.points();
+  const std::vector<int64_t>& hints = grid.hints;
   auto graph = std::make_shared<Graph>(*traces[0]);
-  Fitter fitter{points, hints, result};
+  Fitter fitter{points, hints, grid.steps, result};
   if (!fitter.fit_graph(traces, *graph)) return result;
   result.graph = std::move(graph);
   return result;

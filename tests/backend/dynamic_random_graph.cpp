@@ -1618,7 +1618,8 @@ DynamicRandomGraph DynamicGenerator::run() {
   for (int attempt = 0; attempt < 3 && !fit.graph; ++attempt) {
     if (attempt > 0)
       for (int64_t& hint : hints_) hint += integer(3, 30);
-    std::vector<std::vector<int64_t>> points = transform::probe_points(hints_);
+    transform::ProbeGrid grid = transform::probe_grid(hints_);
+    std::vector<std::vector<int64_t>> points = grid.points();
     std::vector<Graph> traces;
     std::vector<const ir::Graph*> graphs;
     try {
@@ -1629,7 +1630,7 @@ DynamicRandomGraph DynamicGenerator::run() {
                              sizes_text(points[traces.size()]) + ": " + error.what() + "\nrecipe:\n" + recipe_.str());
     }
     for (const Graph& graph : traces) graphs.push_back(&detail::ir_of(graph));
-    fit = transform::fit_symbols(graphs, hints_);
+    fit = transform::fit_symbols(graphs, grid);
     if (!fit.graph) {
       failures += "the fit at hints " + sizes_text(hints_) + " failed: " + fit.failure + "\n";
       if (attempt == 2) failures += "--- trace at those hints\n" + traces[0].to_string();

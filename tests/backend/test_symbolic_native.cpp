@@ -364,10 +364,11 @@ TEST(SymbolicNative, AttentionOverADynamicSequence) {
 Graph fitted(const Check& check, int64_t at) {
   std::vector<Graph> traces;
   std::vector<const ir::Graph*> graphs;
-  for (const std::vector<int64_t>& point : transform::probe_points({at}))
+  transform::ProbeGrid grid = transform::probe_grid({at});
+  for (const std::vector<int64_t>& point : grid.points())
     traces.push_back(trace_case(check.name, check.function, check.arguments(point[0])).graph);
   for (const Graph& trace : traces) graphs.push_back(&detail::ir_of(trace));
-  transform::FitResult fit = transform::fit_symbols(graphs, {at});
+  transform::FitResult fit = transform::fit_symbols(graphs, grid);
   EXPECT_TRUE(fit.graph) << fit.failure;
   return fit.graph ? detail::wrap(fit.graph) : traces[0];
 }

@@ -60,7 +60,7 @@ TEST(Errors, DtypeNotAllowed) {
 }
 
 TEST(Errors, StaticIndexOutOfRange) {
-  expect_error([] { slice(a23, {0, 0}, {3, 1}); }, {{"[slice]", "[2,3]"}, __LINE__});
+  expect_error([] { slice(a23, {0, 0, 0}, {}); }, {{"[slice]", "[2,3]"}, __LINE__});
   expect_error([] { dynamic_slice(a23, {0, 0}, {3, 1}); }, {{"[dynamic_slice]", "[2,3]"}, __LINE__});
   expect_error([] { pad(a23, {0}, {1, 1}); }, {{"[pad]", "[2,3]"}, __LINE__});
 }
