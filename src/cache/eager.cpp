@@ -2,14 +2,14 @@
 // into a tiny graph and looked up in the process-wide graph cache, so each
 // (operation, dtypes, shapes) compiles once — and elementwise kernels, whose
 // code does not depend on the shape, once per operation and dtypes. The ops
-// layer calls this through the hook installed here (ops/apply.h).
+// layer calls this through the hook installed here (ops/common/apply.h).
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
 
 #include "cache/graph_cache.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 
 namespace kiln::detail {
 

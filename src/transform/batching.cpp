@@ -2,9 +2,9 @@
 #include "transform/batching.h"
 
 #include "core/error_format.h"
-#include "ops/apply.h"
-#include "ops/control.h"
-#include "ops/rules.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
+#include "ops/control/control.h"
 
 namespace kiln::transform {
 

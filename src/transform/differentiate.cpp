@@ -4,7 +4,7 @@
 
 #include "core/error_format.h"
 #include "kiln/grad.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 #include "transform/autodiff.h"
 
 namespace kiln::detail {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <variant>
 
-#include "ops/elementwise.h"
+#include "ops/common/promotion.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 

@@ -15,7 +15,7 @@
 #include <set>
 
 #include "ir/graph.h"
-#include "ops/threefry.h"
+#include "ops/random/threefry.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 #include "transform/verify.h"

@@ -12,9 +12,9 @@
 #include <set>
 
 #include "ir/graph.h"
-#include "ops/apply.h"
-#include "ops/collective.h"
-#include "ops/rules.h"
+#include "ops/collective/collective.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
 #include "support/numpy_oracle.h"
 #include "support/primitive.h"
 
