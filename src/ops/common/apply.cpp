@@ -16,13 +16,11 @@ namespace {
 constexpr size_t max_inline_inputs = 8;
 
 std::atomic<const EagerCompiler*> installed_compiler{nullptr};
-thread_local const Location* scoped_location = nullptr;
 
 // The inputs as pointers, so callers holding arrays need not copy them (each
 // Array copy is an atomic reference count update, a cost tracing feels).
 Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, ir::Attributes attrs, Location where) {
-  if (scoped_location) [[unlikely]]
-    where = *scoped_location;
+  where = scoped_location(where);
   const char* name = ir::primitive_name(op).data();
   const AbstractValue* small[max_inline_inputs];
   std::vector<const AbstractValue*> large;
@@ -92,9 +90,6 @@ Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes att
   const Array* pointers[] = {&a, &b};
   return apply_inputs(op, pointers, 2, std::move(attrs), where);
 }
-
-LocationScope::LocationScope(Location where) : where_(where), previous_(scoped_location) { scoped_location = &where_; }
-LocationScope::~LocationScope() { scoped_location = previous_; }
 
 void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }
 

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <span>
 
+#include "core/location_scope.h"
 #include "ir/graph.h"
 #include "kiln/jit.h"
 
@@ -21,23 +22,6 @@ Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes att
 /// A 0-d array holding a C++ number: a literal node while tracing (it keeps
 /// `where`), a concrete array otherwise. The value is rounded to `dtype`.
 Array literal(Scalar value, DType dtype, bool weak, Location where);
-
-/// While a derivative rule runs (the autodiff passes open the scope), the
-/// operations it records take the location of the node being differentiated —
-/// the user's line — instead of the rule's own, so rules read like the math
-/// (`seed * (1 - y) * (1 + y)`) without passing a location to every operand.
-/// Scopes nest.
-class LocationScope {
- public:
-  explicit LocationScope(Location where);
-  ~LocationScope();
-  LocationScope(const LocationScope&) = delete;
-  LocationScope& operator=(const LocationScope&) = delete;
-
- private:
-  Location where_;
-  const Location* previous_;
-};
 
 /// Eager operations on large arrays run compiled kernels (faster than the
 /// reference kernels, and fused where an operation is a small graph) once a

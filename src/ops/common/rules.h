@@ -112,6 +112,18 @@ std::vector<std::string> rule_problems(const PrimitiveRules& row);
 
 using RuleTable = std::array<PrimitiveRules, ir::primitive_count>;
 
+/// Fills the rows of `family`'s primitives (as primitives.def lists them),
+/// each from `row`, a generic lambda []<Primitive op>() -> PrimitiveRules:
+/// a family whose rows are one template instantiates it for its own
+/// primitives only.
+template <ir::Family family, class Row>
+void register_family(RuleTable& table, Row row) {
+#define KILN_PRIMITIVE(name, member_of)          \
+  if constexpr (ir::Family::member_of == family) \
+    table[static_cast<size_t>(Primitive::name)] = row.template operator()<Primitive::name>();
+#include "ir/primitives.def"
+}
+
 const PrimitiveRules& rules(Primitive op);
 
 // One per family; the registry calls each once.

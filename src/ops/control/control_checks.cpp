@@ -6,6 +6,7 @@
 
 #include "core/array_impl.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "kiln/control.h"
 
 namespace kiln::detail {
@@ -63,8 +64,8 @@ void require_selector(const char* operation, const std::string& what, const Abst
 
 Array predicate_index(const Array& predicate, Location where) {
   require_selector("cond", "the predicate", impl_of(predicate, "cond", where).type, where);
-  // Any nonzero integer is true.
-  return astype(not_equal(Operand(predicate, where), Operand(0, where)), DType::i32, where);
+  OperationScope at("cond", where);
+  return astype(predicate != 0, DType::i32);  // any nonzero integer is true
 }
 
 Array branch_index(const char* operation, const Array& index, size_t branches, Location where) {
@@ -73,9 +74,8 @@ Array branch_index(const char* operation, const Array& index, size_t branches, L
   require_selector(operation, "the branch index", type, where);
   if (type.dtype == DType::bool_) return astype(index, DType::i32, where);
   // Clamped before narrowing, so a huge i64 index cannot wrap into range.
-  Array at_least_zero = maximum(Operand(index, where), Operand(0, where));
-  Array clamped = minimum(Operand(at_least_zero, where), Operand(static_cast<int64_t>(branches - 1), where));
-  return astype(clamped, DType::i32, where);
+  OperationScope at(operation, where);
+  return astype(minimum(maximum(index, 0), static_cast<int64_t>(branches - 1)), DType::i32);
 }
 
 int64_t scan_length(const TreeShape& xs, std::optional<int64_t> length, Location where) {

@@ -5,6 +5,7 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "ops/common/apply.h"
 #include "ops/common/promotion.h"
 
@@ -133,31 +134,44 @@ void register_creation_rules(RuleTable& table) {
 
 }  // namespace ops
 
-Array full(Shape shape, Scalar value, std::optional<DType> dtype, Location where) {
-  ops::check_shape(shape, "full", where);
+using detail::OperationScope;
+
+namespace {
+
+// full and the creators built on it; `operation` is the one the user called,
+// which a shape too large for memory names.
+Array filled(const char* operation, Shape shape, Scalar value, std::optional<DType> dtype, Location where) {
+  OperationScope at(operation, where);
+  ops::check_shape(shape, operation, where);
   DType type = dtype.value_or(ops::default_dtype(value));
   return ops::broadcast_to_shape(detail::literal(value, type, false, where), shape, where);
 }
 
-Array zeros(Shape shape, DType dtype, Location where) { return full(std::move(shape), 0, dtype, where); }
-Array ones(Shape shape, DType dtype, Location where) { return full(std::move(shape), 1, dtype, where); }
+}  // namespace
+
+Array full(Shape shape, Scalar value, std::optional<DType> dtype, Location where) {
+  return filled("full", std::move(shape), value, dtype, where);
+}
+Array zeros(Shape shape, DType dtype, Location where) { return filled("zeros", std::move(shape), 0, dtype, where); }
+Array ones(Shape shape, DType dtype, Location where) { return filled("ones", std::move(shape), 1, dtype, where); }
 
 Array zeros_like(const Array& x, Location where) {
   const auto& type = detail::impl_of(x, "zeros_like", where).type;
-  return full(type.shape, 0, type.dtype, where);
+  return filled("zeros_like", type.shape, 0, type.dtype, where);
 }
 Array ones_like(const Array& x, Location where) {
   const auto& type = detail::impl_of(x, "ones_like", where).type;
-  return full(type.shape, 1, type.dtype, where);
+  return filled("ones_like", type.shape, 1, type.dtype, where);
 }
 Array full_like(const Array& x, Scalar value, Location where) {
   const auto& type = detail::impl_of(x, "full_like", where).type;
-  return full(type.shape, value, type.dtype, where);
+  return filled("full_like", type.shape, value, type.dtype, where);
 }
 
 Array arange(Scalar stop, Location where) { return arange(0, stop, 1, std::nullopt, where); }
 
 Array arange(Scalar start, Scalar stop, Scalar step, std::optional<DType> dtype, Location where) {
+  OperationScope at("arange", where);
   bool any_float = start.kind() == Scalar::Kind::floating || stop.kind() == Scalar::Kind::floating ||
                    step.kind() == Scalar::Kind::floating;
   DType type = dtype.value_or(any_float ? DType::f32 : DType::i32);
@@ -166,37 +180,29 @@ Array arange(Scalar start, Scalar stop, Scalar step, std::optional<DType> dtype,
   double count = std::ceil((stop.as_double() - start.as_double()) / step.as_double());
   if (!(count < 9.0e15)) detail::raise("arange", "too many elements: " + std::to_string(count), where);
   auto n = static_cast<int64_t>(std::max(0.0, count));
-  if (!any_float && is_integer(type)) {
-    Array index = ops::iota(type, {n}, 0, where);
-    return add(Operand(mul(Operand(index, where), Operand(step.as_int(), where)), where),
-               Operand(start.as_int(), where));
-  }
+  if (!any_float && is_integer(type)) return ops::iota(type, {n}, 0, where) * step.as_int() + start.as_int();
   // start + i * step, computed in f64 then rounded once, as NumPy does.
-  Array index = ops::iota(DType::f64, {n}, 0, where);
-  Array values = add(Operand(mul(Operand(index, where), Operand(step.as_double(), where)), where),
-                     Operand(start.as_double(), where));
-  return astype(values, type, where);
+  return astype(ops::iota(DType::f64, {n}, 0, where) * step.as_double() + start.as_double(), type);
 }
 
 Array eye(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype, Location where) {
+  OperationScope at("eye", where);
   int64_t columns = m.value_or(n);
   ops::check_shape({n, columns}, "eye", where);
   Array rows = ops::iota(DType::i64, {n, columns}, 0, where);
   Array cols = ops::iota(DType::i64, {n, columns}, 1, where);
-  return astype(equal(Operand(add(Operand(rows, where), Operand(k, where)), where), Operand(cols, where)), dtype,
-                where);
+  return astype(rows + k == cols, dtype);
 }
 
 Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtype, Location where) {
+  OperationScope at("linspace", where);
   if (num < 0) detail::raise("linspace", "num must be >= 0, got " + std::to_string(num), where);
   double divisor = static_cast<double>(endpoint ? num - 1 : num);
   double step = divisor > 0 ? (stop - start) / divisor : 0.0;
   Array index = ops::iota(DType::f64, {num}, 0, where);
-  Array values = add(Operand(mul(Operand(index, where), Operand(step, where)), where), Operand(start, where));
-  if (endpoint && num > 1)
-    values = kiln::where(Operand(equal(Operand(index, where), Operand(static_cast<double>(num - 1), where)), where),
-                         Operand(stop, where), Operand(values, where));
-  return astype(values, dtype, where);
+  Array values = index * step + start;
+  if (endpoint && num > 1) values = kiln::where(index == static_cast<double>(num - 1), stop, values);
+  return astype(values, dtype);
 }
 
 }  // namespace kiln

@@ -404,16 +404,10 @@ PrimitiveRules row() {
   return rules;
 }
 
-template <ir::Family family, Primitive op>
-void register_row(RuleTable& table) {
-  if constexpr (family == ir::Family::binary) table[static_cast<size_t>(op)] = row<op>();
-}
-
 }  // namespace
 
 void register_binary_rules(RuleTable& table) {
-#define KILN_PRIMITIVE(name, family) register_row<ir::Family::family, Primitive::name>(table);
-#include "ir/primitives.def"
+  register_family<ir::Family::binary>(table, []<Primitive op>() { return row<op>(); });
 }
 
 }  // namespace ops
@@ -468,6 +462,11 @@ Array where(Operand cond, Operand x, Operand y) {
                        where);
 }
 
-Array clip(Operand x, Operand lo, Operand hi) { return minimum(Operand(maximum(x, lo), x.where()), hi); }
+// At x == lo or x == hi the derivative is split between x and the bound
+// (maximum's and minimum's at a tie), as JAX's clip does.
+Array clip(Operand x, Operand lo, Operand hi) {
+  detail::OperationScope at("clip", x.where());
+  return minimum(maximum(x, lo), hi);
+}
 
 }  // namespace kiln

@@ -141,11 +141,6 @@ PrimitiveRules row() {
           .lower = &lower<op>};
 }
 
-template <ir::Family family, Primitive op>
-void register_row(RuleTable& table) {
-  if constexpr (family == ir::Family::bitwise) table[static_cast<size_t>(op)] = row<op>();
-}
-
 // The dtype is checked before promotion, so the error names the operands the
 // user wrote.
 Array bitwise_binary(Primitive op, const Operand& a, const Operand& b) {
@@ -163,8 +158,7 @@ Array bitwise_binary(Primitive op, const Operand& a, const Operand& b) {
 }  // namespace
 
 void register_bitwise_rules(RuleTable& table) {
-#define KILN_PRIMITIVE(name, family) register_row<ir::Family::family, Primitive::name>(table);
-#include "ir/primitives.def"
+  register_family<ir::Family::bitwise>(table, []<Primitive op>() { return row<op>(); });
 }
 
 }  // namespace ops

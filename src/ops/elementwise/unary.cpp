@@ -252,11 +252,6 @@ PrimitiveRules row() {
   return rules;
 }
 
-template <ir::Family family, Primitive op>
-void register_row(RuleTable& table) {
-  if constexpr (family == ir::Family::unary) table[static_cast<size_t>(op)] = row<op>();
-}
-
 Array unary(Primitive op, const Array& x, Location where) {
   const auto& type = detail::impl_of(x, ir::primitive_name(op).data(), where).type;
   Array operand = x;
@@ -275,8 +270,7 @@ Array unary(Primitive op, const Array& x, Location where) {
 }  // namespace
 
 void register_unary_rules(RuleTable& table) {
-#define KILN_PRIMITIVE(name, family) register_row<ir::Family::family, Primitive::name>(table);
-#include "ir/primitives.def"
+  register_family<ir::Family::unary>(table, []<Primitive op>() { return row<op>(); });
 }
 
 }  // namespace ops
@@ -307,13 +301,15 @@ Array round(const Array& x, Location where) { return ops::unary(Primitive::round
 Array logical_not(const Array& x, Location where) { return ops::unary(Primitive::logical_not, x, where); }
 Array isnan(const Array& x, Location where) { return ops::unary(Primitive::is_nan, x, where); }
 Array stop_gradient(const Array& x, Location where) { return ops::unary(Primitive::stop_gradient, x, where); }
-Array square(const Array& x, Location where) { return mul(Operand(x, where), Operand(x, where)); }
+Array square(const Array& x, Location where) {
+  detail::OperationScope at("square", where);
+  return x * x;
+}
 // A select rather than maximum(x, 0): its derivative at 0 is 0 (as JAX's relu),
 // where maximum would split a tie; NaN still propagates as in NumPy.
 Array relu(const Array& x, Location where) {
-  Array keep =
-      logical_or(Operand(greater(Operand(x, where), Operand(0, where)), where), Operand(isnan(x, where), where));
-  return kiln::where(Operand(keep, where), Operand(x, where), Operand(0, where));
+  detail::OperationScope at("relu", where);
+  return kiln::where(logical_or(x > 0, isnan(x)), x, 0);
 }
 
 Array astype(const Array& x, DType dtype, Location where) { return ops::convert_to(x, dtype, false, where); }

@@ -159,22 +159,27 @@ Array gather_arrays(const Array& view, const std::vector<Index>& entries, const 
   return reshape(gathered, result, where);
 }
 
-}  // namespace
-
-Array index(const Array& x, const std::vector<Index>& indices, Location where) {
-  const detail::AbstractValue& type = detail::impl_of(x, "index", where).type;
-  std::vector<Index> entries = expand_entries(type, indices, where);
-  std::vector<int64_t> start(static_cast<size_t>(type.ndim())), stop = type.shape, step(start.size(), 1);
-  std::vector<int64_t> flipped;
-  Shape result;
-  std::optional<std::pair<int64_t, Array>> gather_axis;  // the first index array's axis and indices
+/// The integers and slices of a view as one strided slice and flips, with
+/// what the rest of the view needs; index arrays are left to a gather.
+struct ViewPlan {
+  std::vector<int64_t> start, stop, step, flipped;
+  Shape result;                 // the view's shape: slices, new axes and index arrays' shapes where they stand
+  std::vector<int64_t> counts;  // each entry's extent: a slice's count, 1 for a new axis
+  std::optional<std::pair<int64_t, Array>> first_array;  // the first index array's axis and indices
   int64_t array_count = 0;
-  std::vector<int64_t> counts(entries.size(), 1);  // each slice's extent; 1 for a new axis
+};
+
+ViewPlan plan_view(const detail::AbstractValue& type, const std::vector<Index>& entries, Location where) {
+  ViewPlan plan;
+  plan.start.assign(static_cast<size_t>(type.ndim()), 0);
+  plan.stop = type.shape;
+  plan.step.assign(plan.start.size(), 1);
+  plan.counts.assign(entries.size(), 1);
   int64_t axis = 0;
   for (size_t k = 0; k < entries.size(); ++k) {
     const Index& entry = entries[k];
     if (entry.kind() == Index::Kind::new_axis) {
-      result.push_back(1);
+      plan.result.push_back(1);
       continue;
     }
     auto a = static_cast<size_t>(axis);
@@ -186,8 +191,8 @@ Array index(const Array& x, const std::vector<Index>& indices, Location where) {
                "index " + std::to_string(entry.integer()) + " is out of bounds for axis " + std::to_string(axis) +
                    " with size " + std::to_string(n),
                "integers count from 0, or from the end when negative", where);
-      start[a] = i;
-      stop[a] = i + 1;
+      plan.start[a] = i;
+      plan.stop[a] = i + 1;
     } else if (entry.kind() == Index::Kind::slice) {
       const Slice& s = entry.slice();
       if (s.step == 0)
@@ -197,50 +202,70 @@ Array index(const Array& x, const std::vector<Index>& indices, Location where) {
       // A negative step walks from `first` down: take the same elements
       // upward from the last one, then flip the axis.
       int64_t lowest = s.step > 0 ? first : first + (count - 1) * s.step;
-      start[a] = count == 0 ? 0 : lowest;
-      stop[a] = count == 0 ? 0 : lowest + (count - 1) * magnitude + 1;
-      step[a] = magnitude;
-      if (s.step < 0 && count > 1) flipped.push_back(axis);
-      result.push_back(count);
-      counts[k] = count;
+      plan.start[a] = count == 0 ? 0 : lowest;
+      plan.stop[a] = count == 0 ? 0 : lowest + (count - 1) * magnitude + 1;
+      plan.step[a] = magnitude;
+      if (s.step < 0 && count > 1) plan.flipped.push_back(axis);
+      plan.result.push_back(count);
+      plan.counts[k] = count;
     } else {
-      if (array_count++ == 0) gather_axis = std::pair{axis, entry.array()};
+      if (plan.array_count++ == 0) plan.first_array = std::pair{axis, entry.array()};
       const Shape& shape = entry.array().shape(where);
-      result.insert(result.end(), shape.begin(), shape.end());
+      plan.result.insert(plan.result.end(), shape.begin(), shape.end());
     }
     ++axis;
   }
-  Array view = slice(x, start, stop, step, where);
-  if (!flipped.empty()) view = flip(view, Axes(flipped), where);
-  if (!gather_axis) return reshape(view, result, where);
-  // With an index array, NumPy counts the integers as index arrays too: if
-  // any of them stands apart from the others (another entry between), the
-  // gathered dimensions go first instead of in place.
+  return plan;
+}
+
+// With an index array, NumPy counts the integers as index arrays too: if any
+// of them stands apart from the others (another entry between), the gathered
+// dimensions go first instead of in place.
+bool advanced_together(const std::vector<Index>& entries) {
   std::vector<size_t> advanced;
   for (size_t k = 0; k < entries.size(); ++k)
     if (is_advanced(entries[k])) advanced.push_back(k);
-  bool together = advanced.back() - advanced.front() + 1 == advanced.size();
-  if (array_count > 1) return gather_arrays(view, entries, counts, together, where);
-  view = take(view, gather_axis->second, gather_axis->first, where);
-  if (together) return reshape(view, result, where);
-  // Drop the integers' axes, bring the gathered dimensions to the front,
-  // then add the new axes among the slices' dimensions where they stand.
-  Shape compact, gathered = gather_axis->second.shape(where), final_shape = gathered;
+  return advanced.back() - advanced.front() + 1 == advanced.size();
+}
+
+// The view after the one index array's take, when it stands apart: the
+// integers' axes dropped, the gathered dimensions brought to the front, then
+// the new axes added among the slices' dimensions where they stand.
+Array gathered_dimensions_first(const Array& taken, const std::vector<Index>& entries, const ViewPlan& plan,
+                                Location where) {
+  Shape compact, gathered = plan.first_array->second.shape(where), final_shape = gathered;
   size_t gathered_at = 0;
   for (size_t k = 0; k < entries.size(); ++k) {
-    if (entries[k].kind() == Index::Kind::slice) compact.push_back(counts[k]);
+    if (entries[k].kind() == Index::Kind::slice) compact.push_back(plan.counts[k]);
     if (entries[k].kind() == Index::Kind::array) {
       gathered_at = compact.size();
       compact.insert(compact.end(), gathered.begin(), gathered.end());
     }
     if (entries[k].kind() == Index::Kind::slice || entries[k].kind() == Index::Kind::new_axis)
-      final_shape.push_back(counts[k]);
+      final_shape.push_back(plan.counts[k]);
   }
   std::vector<int64_t> permutation;
   for (size_t d = 0; d < gathered.size(); ++d) permutation.push_back(static_cast<int64_t>(gathered_at + d));
   for (size_t d = 0; d < compact.size(); ++d)
     if (d < gathered_at || d >= gathered_at + gathered.size()) permutation.push_back(static_cast<int64_t>(d));
-  return reshape(transpose(reshape(view, compact, where), permutation, where), final_shape, where);
+  return reshape(transpose(reshape(taken, compact, where), permutation, where), final_shape, where);
+}
+
+}  // namespace
+
+Array index(const Array& x, const std::vector<Index>& indices, Location where) {
+  detail::OperationScope at("index", where);
+  const detail::AbstractValue& type = detail::impl_of(x, "index", where).type;
+  std::vector<Index> entries = expand_entries(type, indices, where);
+  ViewPlan plan = plan_view(type, entries, where);
+  Array view = slice(x, plan.start, plan.stop, plan.step, where);
+  if (!plan.flipped.empty()) view = flip(view, Axes(plan.flipped), where);
+  if (!plan.first_array) return reshape(view, plan.result, where);
+  bool together = advanced_together(entries);
+  if (plan.array_count > 1) return gather_arrays(view, entries, plan.counts, together, where);
+  view = take(view, plan.first_array->second, plan.first_array->first, where);
+  if (together) return reshape(view, plan.result, where);
+  return gathered_dimensions_first(view, entries, plan, where);
 }
 
 namespace {
@@ -249,7 +274,7 @@ namespace {
 Array update_at(ops::ScatterMode mode, const Array& x, const std::vector<Index>& indices, const Operand& values,
                 Location where) {
   const detail::AbstractValue& type = detail::impl_of(x, "at", where).type;
-  detail::LocationScope scope(where);
+  detail::OperationScope at("at", where);
   std::vector<Index> entries = expand_entries(type, indices, where);
   DType position_dtype = type.size() < std::numeric_limits<int32_t>::max() ? DType::i32 : DType::i64;
   Array positions = reshape(arange(0, type.size(), 1, position_dtype), type.shape);

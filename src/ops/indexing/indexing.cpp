@@ -472,8 +472,8 @@ Array flat_positions(const Shape& source, const Array& coordinate, int64_t axis,
     if (static_cast<int64_t>(d) == axis) term = coordinate;
     else if (source[d] != 1) term = iota(type.dtype, type.shape, static_cast<int64_t>(d), where);
     if (term.defined()) {
-      if (stride != 1) term = mul(Operand(term, where), Operand(stride, where));
-      linear = linear.defined() ? add(Operand(linear, where), Operand(term, where)) : term;
+      if (stride != 1) term = term * stride;
+      linear = linear.defined() ? linear + term : term;
     }
     stride *= source[d];
   }
@@ -524,6 +524,7 @@ AlongAxisShape along_axis_shape(const char* operation, const AbstractValue& x_ty
 }  // namespace ops
 
 Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Location where) {
+  detail::OperationScope at("take_along_axis", where);
   const auto& x_type = ops::type_of(x, "take_along_axis", where);
   const auto& index_type = ops::type_of(indices, "take_along_axis", where);
   ops::require_indices("take_along_axis", index_type, where);
@@ -542,10 +543,8 @@ Array take_along_axis(const Array& x, const Array& indices, int64_t axis, Locati
   constexpr int64_t i32_max = std::numeric_limits<int32_t>::max();
   DType linear_dtype = x_type.size() > i32_max ? DType::i64 : DType::i32;
   DType index_dtype = extent > i32_max ? DType::i64 : index_type.dtype;
-  Operand index(ops::convert_to(indices, index_dtype, false, where), where);
-  Array wrapped = kiln::where(Operand(less(index, Operand(0, where)), where),
-                              Operand(add(index, Operand(extent, where)), where), index);
-  Array clamped = clip(Operand(wrapped, where), Operand(0, where), Operand(std::max<int64_t>(extent - 1, 0), where));
+  Array index = ops::convert_to(indices, index_dtype, false, where);
+  Array clamped = clip(kiln::where(index < 0, index + extent, index), 0, std::max<int64_t>(extent - 1, 0));
   Array coordinate = ops::broadcast_to_shape(ops::convert_to(clamped, linear_dtype, false, where), shape, where);
   return ops::apply_take(ops::flatten(x, where), ops::flat_positions(x_type.shape, coordinate, a, where), 0, where);
 }
@@ -607,6 +606,7 @@ Array scatter_add(const Array& x, const Array& indices, const Array& updates, in
 }
 
 Array one_hot(const Array& indices, int64_t num_classes, DType dtype, Location where) {
+  detail::OperationScope at("one_hot", where);
   const auto& index_type = ops::type_of(indices, "one_hot", where);
   ops::require_indices("one_hot", index_type, where);
   if (num_classes < 0) detail::raise("one_hot", "num_classes must be >= 0, got " + std::to_string(num_classes), where);
@@ -621,7 +621,7 @@ Array one_hot(const Array& indices, int64_t num_classes, DType dtype, Location w
   // Comparing against the class number, not wrapping, gives an out-of-range
   // (or negative) index a row of zeros, as JAX does.
   Array classes = ops::iota(index_type.dtype, shape, static_cast<int64_t>(shape.size()) - 1, where);
-  return astype(equal(Operand(expanded, where), Operand(classes, where)), dtype, where);
+  return astype(expanded == classes, dtype);
 }
 
 }  // namespace kiln

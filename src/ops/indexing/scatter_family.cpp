@@ -44,7 +44,7 @@ Array scatter_along(ScatterMode mode, const char* name, const Array& x, const Ar
                       " (the shape of take(x, indices, " + std::to_string(axis) + ")) for x " + x_type.to_string() +
                       " and indices " + index_type.to_string() + ", got " + update_type.to_string(),
                   where, "convert with astype(updates, x.dtype()) and broadcast_to the expected shape");
-  detail::LocationScope scope(where);
+  detail::OperationScope at(name, where);
   // updates [before..., indices..., after...] -> [indices..., before..., after...]
   auto rank = static_cast<int64_t>(index_type.shape.size());
   std::vector<int64_t> permutation;
@@ -84,7 +84,7 @@ Array put_along_axis(const Array& x, const Array& indices, Operand values, int64
   require_integer_indices("put_along_axis", index_type, where);
   auto [a, shape] = ops::along_axis_shape("put_along_axis", x_type, index_type, axis, where);
   auto ax = static_cast<size_t>(a);
-  detail::LocationScope scope(where);
+  detail::OperationScope at("put_along_axis", where);
   int64_t extent = x_type.shape[ax], size = x_type.size();
   DType linear_dtype = size >= std::numeric_limits<int32_t>::max() ? DType::i64 : DType::i32;
   Array index = extent > std::numeric_limits<int32_t>::max() ? astype(indices, DType::i64) : indices;

@@ -8,17 +8,21 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "core/array_impl.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "kiln/half.h"
 #include "kiln/ops.h"
 #include "ops/common/apply.h"
 #include "ops/common/axes.h"
 
 namespace kiln {
+
+using detail::OperationScope;
 
 namespace {
 
@@ -131,8 +135,7 @@ Labelled contract(Labelled a, Labelled b, const std::set<Label>& keep, Location 
     lhs_shape.insert(lhs_shape.end(), b_shape.size(), 1);
     rhs_shape.insert(rhs_shape.end(), a_shape.size(), 1);
     rhs_shape.insert(rhs_shape.end(), b_shape.begin(), b_shape.end());
-    return {mul(Operand(reshaped(lhs, lhs_shape, where), where), Operand(reshaped(rhs, rhs_shape, where), where)),
-            labels};
+    return {reshaped(lhs, lhs_shape, where) * reshaped(rhs, rhs_shape, where), labels};
   }
   int64_t batches = product(batch_shape), m = product(a_shape), n = product(b_shape);
   int64_t k = product(extents(a, contracted));
@@ -209,14 +212,8 @@ std::string label_string(Label label) {
   return label >= ellipsis_label ? "..." : std::string(1, static_cast<char>(label));
 }
 
-}  // namespace
-
-Array einsum(std::string_view subscripts, std::vector<Array> operands, Location where) {
-  EinsumParser parser(subscripts, operands, where);
-  size_t arrow = subscripts.find("->");
-  if (arrow != std::string_view::npos && subscripts.find("->", arrow + 2) != std::string_view::npos)
-    parser.fail("two \"->\"", "write one output after a single \"->\"");
-  std::string_view inputs_text = subscripts.substr(0, arrow);
+// The input terms, one per operand.
+std::vector<Term> input_terms(const EinsumParser& parser, std::string_view inputs_text, size_t operand_count) {
   std::vector<Term> terms;
   for (size_t begin = 0;;) {
     size_t comma = inputs_text.find(',', begin);
@@ -224,16 +221,34 @@ Array einsum(std::string_view subscripts, std::vector<Array> operands, Location 
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
-  if (operands.empty()) parser.fail("no operands", "pass one array per comma-separated input term");
-  if (terms.size() != operands.size())
+  if (operand_count == 0) parser.fail("no operands", "pass one array per comma-separated input term");
+  if (terms.size() != operand_count)
     parser.fail("the subscripts name " + std::to_string(terms.size()) + " operand(s) but " +
-                    std::to_string(operands.size()) + " were passed",
+                    std::to_string(operand_count) + " were passed",
                 "write one comma-separated term of subscripts per operand");
+  return terms;
+}
 
-  // Ranks: "..." stands for the axes the letters leave; the broadcast
-  // dimensions align from the right across operands.
-  std::vector<Labelled> labelled;
-  int64_t broadcast_rank = 0;
+// A term's letters with its "..." expanded into `count` broadcast labels,
+// aligned from the right within the `broadcast_rank` broadcast dimensions.
+Labels expand_ellipsis(const Labels& letters, int64_t count, int64_t broadcast_rank) {
+  Labels labels;
+  for (Label label : letters) {
+    if (label != ellipsis_label) {
+      labels.push_back(label);
+      continue;
+    }
+    for (int64_t k = 0; k < count; ++k)
+      labels.push_back(ellipsis_label + static_cast<Label>(broadcast_rank - count + k));
+  }
+  return labels;
+}
+
+// The operands with one label per axis: "..." stands for the axes the letters
+// leave; the broadcast dimensions align from the right across operands.
+std::vector<Labelled> labelled_operands(const EinsumParser& parser, const std::vector<Term>& terms,
+                                        const std::vector<Array>& operands, int64_t& broadcast_rank) {
+  broadcast_rank = 0;
   std::vector<int64_t> covered(terms.size(), 0);
   for (size_t i = 0; i < terms.size(); ++i) {
     int64_t letters = static_cast<int64_t>(terms[i].letters.size()) - (terms[i].ellipsis ? 1 : 0);
@@ -246,50 +261,46 @@ Array einsum(std::string_view subscripts, std::vector<Array> operands, Location 
     covered[i] = rank - letters;
     broadcast_rank = std::max(broadcast_rank, covered[i]);
   }
-  auto expand = [&](const Labels& letters, int64_t count) {
-    Labels labels;
-    for (Label label : letters) {
-      if (label != ellipsis_label) {
-        labels.push_back(label);
-        continue;
-      }
-      for (int64_t k = 0; k < count; ++k)
-        labels.push_back(ellipsis_label + static_cast<Label>(broadcast_rank - count + k));
-    }
-    return labels;
-  };
-  for (size_t i = 0; i < terms.size(); ++i) labelled.push_back({operands[i], expand(terms[i].letters, covered[i])});
+  std::vector<Labelled> labelled;
+  for (size_t i = 0; i < terms.size(); ++i)
+    labelled.push_back({operands[i], expand_ellipsis(terms[i].letters, covered[i], broadcast_rank)});
+  return labelled;
+}
 
-  // The output: explicit, or the letters that appear once, sorted, after "...".
-  Labels output;
+// The output's labels: explicit after "->", or the letters that appear once,
+// sorted, after "...".
+Labels output_labels(const EinsumParser& parser, std::optional<std::string_view> output_text,
+                     const std::vector<Term>& terms, int64_t broadcast_rank) {
   std::map<Label, int> counts;
   for (const Term& term : terms)
     for (Label label : term.letters)
       if (label != ellipsis_label) ++counts[label];
-  if (arrow != std::string_view::npos) {
-    Term term = parser.term(subscripts.substr(arrow + 2), "output");
-    std::set<Label> seen;
-    for (Label label : term.letters) {
-      if (label == ellipsis_label) continue;
-      if (!counts.count(label))
-        parser.fail("the output letter '" + label_string(label) + "' is in no input",
-                    "the output can only keep letters the inputs name");
-      if (!seen.insert(label).second)
-        parser.fail("the output letter '" + label_string(label) + "' is repeated",
-                    "name each output letter once (a diagonal is taken from a letter repeated in an input)");
-    }
-    if (broadcast_rank > 0 && !term.ellipsis)
-      parser.fail("the inputs broadcast " + std::to_string(broadcast_rank) +
-                      " dimension(s) with \"...\" but the output has no \"...\"",
-                  "put \"...\" in the output where the broadcast dimensions go");
-    output = expand(term.letters, broadcast_rank);
-  } else {
-    output = expand({ellipsis_label}, broadcast_rank);
+  if (!output_text) {
+    Labels output = expand_ellipsis({ellipsis_label}, broadcast_rank, broadcast_rank);
     for (const auto& [label, count] : counts)
       if (count == 1) output.push_back(label);
+    return output;
   }
+  Term term = parser.term(*output_text, "output");
+  std::set<Label> seen;
+  for (Label label : term.letters) {
+    if (label == ellipsis_label) continue;
+    if (!counts.count(label))
+      parser.fail("the output letter '" + label_string(label) + "' is in no input",
+                  "the output can only keep letters the inputs name");
+    if (!seen.insert(label).second)
+      parser.fail("the output letter '" + label_string(label) + "' is repeated",
+                  "name each output letter once (a diagonal is taken from a letter repeated in an input)");
+  }
+  if (broadcast_rank > 0 && !term.ellipsis)
+    parser.fail("the inputs broadcast " + std::to_string(broadcast_rank) +
+                    " dimension(s) with \"...\" but the output has no \"...\"",
+                "put \"...\" in the output where the broadcast dimensions go");
+  return expand_ellipsis(term.letters, broadcast_rank, broadcast_rank);
+}
 
-  // Extents: one per label; an extent of 1 broadcasts against the others.
+// One extent per label; an extent of 1 broadcasts against the others.
+std::map<Label, int64_t> label_extents(const EinsumParser& parser, const std::vector<Labelled>& labelled) {
   std::map<Label, int64_t> extents;
   for (size_t i = 0; i < labelled.size(); ++i) {
     const Shape& shape = labelled[i].array.shape();
@@ -309,16 +320,20 @@ Array einsum(std::string_view subscripts, std::vector<Array> operands, Location 
       it->second = shape[d];
     }
   }
+  return extents;
+}
 
-  // Each operand alone: diagonals of repeated letters, broadcast axes of
-  // extent 1 dropped (the operand is constant along them), then the letters
-  // no other operand and not the output name summed out.
+// Each operand alone: diagonals of repeated letters, broadcast axes of extent
+// 1 dropped (the operand is constant along them), then the letters no other
+// operand and not the output name summed out.
+void reduce_each_operand(std::vector<Labelled>& labelled, const std::map<Label, int64_t>& extents, const Labels& output,
+                         Location where) {
   for (Labelled& x : labelled) {
     x = take_diagonals(std::move(x), where);
     Shape shape;
     Labels labels;
     for (size_t d = 0; d < x.labels.size(); ++d) {
-      if (x.array.shape()[d] == 1 && extents[x.labels[d]] != 1) continue;
+      if (x.array.shape()[d] == 1 && extents.at(x.labels[d]) != 1) continue;
       shape.push_back(x.array.shape()[d]);
       labels.push_back(x.labels[d]);
     }
@@ -330,8 +345,11 @@ Array einsum(std::string_view subscripts, std::vector<Array> operands, Location 
       if (j != i) keep.insert(labelled[j].labels.begin(), labelled[j].labels.end());
     labelled[i] = keep_only(labelled[i], keep, where);
   }
+}
 
-  // Pairwise, left to right, keeping the labels the output or a later operand needs.
+// Pairwise, left to right, keeping the labels the output or a later operand
+// needs; then the output's axes in its order.
+Array contract_in_order(const std::vector<Labelled>& labelled, const Labels& output, Location where) {
   Labelled result = labelled[0];
   for (size_t i = 1; i < labelled.size(); ++i) {
     std::set<Label> keep(output.begin(), output.end());
@@ -346,9 +364,28 @@ Array einsum(std::string_view subscripts, std::vector<Array> operands, Location 
   return permuted(result.array, perm, where);
 }
 
+}  // namespace
+
+Array einsum(std::string_view subscripts, std::vector<Array> operands, Location where) {
+  OperationScope at("einsum", where);
+  EinsumParser parser(subscripts, operands, where);
+  size_t arrow = subscripts.find("->");
+  if (arrow != std::string_view::npos && subscripts.find("->", arrow + 2) != std::string_view::npos)
+    parser.fail("two \"->\"", "write one output after a single \"->\"");
+  std::vector<Term> terms = input_terms(parser, subscripts.substr(0, arrow), operands.size());
+  int64_t broadcast_rank = 0;
+  std::vector<Labelled> labelled = labelled_operands(parser, terms, operands, broadcast_rank);
+  std::optional<std::string_view> output_text;
+  if (arrow != std::string_view::npos) output_text = subscripts.substr(arrow + 2);
+  Labels output = output_labels(parser, output_text, terms, broadcast_rank);
+  reduce_each_operand(labelled, label_extents(parser, labelled), output, where);
+  return contract_in_order(labelled, output, where);
+}
+
 // ---- tensordot, outer, inner, kron ------------------------------------------------
 
 Array tensordot(const Array& a, const Array& b, int axes, Location where) {
+  OperationScope at("tensordot", where);
   int64_t a_rank = detail::impl_of(a, "tensordot", where).type.ndim();
   int64_t b_rank = detail::impl_of(b, "tensordot", where).type.ndim();
   if (axes < 0 || axes > a_rank || axes > b_rank)
@@ -366,6 +403,7 @@ Array tensordot(const Array& a, const Array& b, int axes, Location where) {
 
 Array tensordot(const Array& a, const Array& b, const std::pair<std::vector<int64_t>, std::vector<int64_t>>& axes,
                 Location where) {
+  OperationScope at("tensordot", where);
   const Shape& a_shape = detail::impl_of(a, "tensordot", where).type.shape;
   const Shape& b_shape = detail::impl_of(b, "tensordot", where).type.shape;
   auto describe = [&] { return type_string(a, "tensordot", where) + " and " + type_string(b, "tensordot", where); };
@@ -400,14 +438,16 @@ Array tensordot(const Array& a, const Array& b, const std::pair<std::vector<int6
 }
 
 Array outer(const Array& a, const Array& b, Location where) {
+  OperationScope at("outer", where);
   int64_t m = detail::impl_of(a, "outer", where).type.size(), n = detail::impl_of(b, "outer", where).type.size();
-  return mul(Operand(reshape(a, {m, 1}, where), where), Operand(reshape(b, {1, n}, where), where));
+  return reshape(a, {m, 1}) * reshape(b, {1, n});
 }
 
 Array inner(const Array& a, const Array& b, Location where) {
+  OperationScope at("inner", where);
   const Shape& a_shape = detail::impl_of(a, "inner", where).type.shape;
   const Shape& b_shape = detail::impl_of(b, "inner", where).type.shape;
-  if (a_shape.empty() || b_shape.empty()) return mul(Operand(a, where), Operand(b, where));
+  if (a_shape.empty() || b_shape.empty()) return a * b;
   if (a_shape.back() != b_shape.back())
     detail::raise("inner",
                   "the last axes differ (" + std::to_string(a_shape.back()) + " and " + std::to_string(b_shape.back()) +
@@ -417,6 +457,7 @@ Array inner(const Array& a, const Array& b, Location where) {
 }
 
 Array kron(const Array& a, const Array& b, Location where) {
+  OperationScope at("kron", where);
   Shape a_shape = detail::impl_of(a, "kron", where).type.shape;
   Shape b_shape = detail::impl_of(b, "kron", where).type.shape;
   size_t rank = std::max(a_shape.size(), b_shape.size());
@@ -429,13 +470,13 @@ Array kron(const Array& a, const Array& b, Location where) {
     b_spread.insert(b_spread.end(), {1, b_shape[d]});
     result.push_back(a_shape[d] * b_shape[d]);
   }
-  Array blocks = mul(Operand(reshape(a, a_spread, where), where), Operand(reshape(b, b_spread, where), where));
-  return reshape(blocks, result, where);
+  return reshape(reshape(a, a_spread) * reshape(b, b_spread), result);
 }
 
 // ---- cross, nan_to_num --------------------------------------------------------------
 
 Array cross(const Array& a, const Array& b, int64_t axis, Location where) {
+  OperationScope at("cross", where);
   const Shape& a_shape = detail::impl_of(a, "cross", where).type.shape;
   const Shape& b_shape = detail::impl_of(b, "cross", where).type.shape;
   auto describe = [&] { return type_string(a, "cross", where) + " and " + type_string(b, "cross", where); };
@@ -460,8 +501,7 @@ Array cross(const Array& a, const Array& b, int64_t axis, Location where) {
     return slice(v, start, stop, {}, where);
   };
   auto term = [&](int64_t i, int64_t j) {
-    return sub(Operand(mul(Operand(component(x, i), where), Operand(component(y, j), where)), where),
-               Operand(mul(Operand(component(x, j), where), Operand(component(y, i), where)), where));
+    return component(x, i) * component(y, j) - component(x, j) * component(y, i);
   };
   Array result = concatenate({term(1, 2), term(2, 0), term(0, 1)}, -1, where);
   int64_t destination = ops::normalize_axis(axis, result.ndim(), "cross", result.shape(), where);
@@ -470,6 +510,7 @@ Array cross(const Array& a, const Array& b, int64_t axis, Location where) {
 
 Array nan_to_num(const Array& x, double nan, std::optional<double> posinf, std::optional<double> neginf,
                  Location where) {
+  OperationScope at("nan_to_num", where);
   DType dtype = detail::impl_of(x, "nan_to_num", where).type.dtype;
   if (!is_floating(dtype)) return x;
   double largest = 0;
@@ -479,12 +520,10 @@ Array nan_to_num(const Array& x, double nan, std::optional<double> posinf, std::
     case DType::f32: largest = std::numeric_limits<float>::max(); break;
     default: largest = std::numeric_limits<double>::max(); break;
   }
-  Array infinite = isinf(x, where);
-  Array positive = logical_and(Operand(infinite, where), Operand(greater(Operand(x, where), Operand(0, where)), where));
-  Array negative = logical_and(Operand(infinite, where), Operand(less(Operand(x, where), Operand(0, where)), where));
-  Array out = kiln::where(Operand(isnan(x, where), where), Operand(nan, where), Operand(x, where));
-  out = kiln::where(Operand(positive, where), Operand(posinf.value_or(largest), where), Operand(out, where));
-  return kiln::where(Operand(negative, where), Operand(neginf.value_or(-largest), where), Operand(out, where));
+  Array infinite = isinf(x);
+  Array out = kiln::where(isnan(x), nan, x);
+  out = kiln::where(logical_and(infinite, x > 0), posinf.value_or(largest), out);
+  return kiln::where(logical_and(infinite, x < 0), neginf.value_or(-largest), out);
 }
 
 }  // namespace kiln

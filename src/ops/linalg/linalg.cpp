@@ -360,8 +360,9 @@ std::pair<Array, Array> slogdet(const Array& a, Location where) {
 }
 
 Array det(const Array& a, Location where) {
+  detail::OperationScope at("det", where);
   auto [sign, log_magnitude] = slogdet(a, where);
-  return mul(Operand(sign, where), Operand(exp(log_magnitude, where), where));
+  return sign * exp(log_magnitude);
 }
 
 }  // namespace linalg

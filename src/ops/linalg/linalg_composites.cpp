@@ -7,10 +7,13 @@
 #include <string>
 
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "kiln/linalg.h"
 #include "ops/linalg/linalg.h"
 
 namespace kiln::linalg {
+
+using detail::OperationScope;
 
 std::optional<double> NormOrder::number() const {
   if (std::holds_alternative<double>(order_)) return std::get<double>(order_);
@@ -30,7 +33,7 @@ std::string NormOrder::to_string() const {
 
 namespace {
 
-/// Vector norms along `axis`.
+/// Vector norms along `axis` (inside norm's scope).
 Array vector_norm(const Array& x, const NormOrder& ord, int64_t axis, bool keepdims, const std::string& described,
                   Location where) {
   if (!ord.is_default() && !ord.number())
@@ -38,15 +41,13 @@ Array vector_norm(const Array& x, const NormOrder& ord, int64_t axis, bool keepd
                   "ord " + ord.to_string() + " is a matrix norm, but one axis (" + std::to_string(axis) + ") of " +
                       described + " was given",
                   where, "pass two axes for a matrix norm, or a number as ord");
-  if (ord.is_default() || ord.is(2)) return sqrt(sum(square(x, where), axis, keepdims, where), where);
-  if (ord.is(inf)) return max(abs(x, where), axis, keepdims, where);
-  if (ord.is(-inf)) return min(abs(x, where), axis, keepdims, where);
-  if (ord.is(0))
-    return sum(astype(not_equal(Operand(x, where), Operand(0, where)), x.dtype(), where), axis, keepdims, where);
-  if (ord.is(1)) return sum(abs(x, where), axis, keepdims, where);
+  if (ord.is_default() || ord.is(2)) return sqrt(sum(square(x), axis, keepdims));
+  if (ord.is(inf)) return max(abs(x), axis, keepdims);
+  if (ord.is(-inf)) return min(abs(x), axis, keepdims);
+  if (ord.is(0)) return sum(astype(x != 0, x.dtype()), axis, keepdims);
+  if (ord.is(1)) return sum(abs(x), axis, keepdims);
   double p = *ord.number();
-  Array powered = pow(Operand(abs(x, where), where), Operand(p, where));
-  return pow(Operand(sum(powered, axis, keepdims, where), where), Operand(1 / p, where));
+  return pow(sum(pow(abs(x), p), axis, keepdims), 1 / p);
 }
 
 /// Singular values of the matrices in axes (row, column), the other axes first.
@@ -86,10 +87,9 @@ double epsilon_of(DType dtype) {
 /// which were kept.
 std::pair<Array, Array> inverted_singular_values(const Array& s, double relative, Location where) {
   Array largest = max(s, -1, true, where);
-  Array kept = greater(Operand(s, where), Operand(mul(Operand(largest, where), Operand(relative, where)), where));
+  Array kept = s > largest * relative;
   // The inner where keeps 1 / 0 out of the derivative of the values cut.
-  Array safe = kiln::where(Operand(kept, where), Operand(s, where), Operand(1, where));
-  return {kiln::where(Operand(kept, where), Operand(reciprocal(safe, where), where), Operand(0, where)), kept};
+  return {kiln::where(kept, reciprocal(kiln::where(kept, s, 1)), 0), kept};
 }
 
 double default_cutoff(const Array& a, std::optional<double> given) {
@@ -101,6 +101,7 @@ Shape batch_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()
 }  // namespace
 
 Array norm(const Array& input, NormOrder ord, Axes axis, bool keepdims, Location where) {
+  OperationScope at("norm", where);
   const detail::AbstractValue& type = detail::impl_of(input, "norm", where).type;
   Array x = is_floating(type.dtype) ? input : astype(input, DType::f32, where);
   int64_t ndim = x.ndim();
@@ -129,6 +130,7 @@ Array norm(const Array& input, NormOrder ord, Axes axis, bool keepdims, Location
 }
 
 Lstsq lstsq(const Array& a, const Array& b, std::optional<double> rcond, Location where) {
+  OperationScope at("lstsq", where);
   const detail::AbstractValue& a_type = detail::impl_of(a, "lstsq", where).type;
   const detail::AbstractValue& b_type = detail::impl_of(b, "lstsq", where).type;
   ops::check_matrices("lstsq", a_type, where);
@@ -149,34 +151,32 @@ Lstsq lstsq(const Array& a, const Array& b, std::optional<double> rcond, Locatio
   if (std::min(m, n) > 0) {
     auto [s_inverse, kept] = inverted_singular_values(s, default_cutoff(a, rcond), where);
     Array projected = matmul(ops::swap_last(u), rhs, where);
-    x = matmul(ops::swap_last(vh), mul(Operand(expand_dims(s_inverse, -1, where), where), Operand(projected, where)),
-               where);
+    x = matmul(ops::swap_last(vh), expand_dims(s_inverse, -1) * projected);
     rank = sum(kept, -1, false, where);
   }
   Shape empty = batch_of(a);
   empty.push_back(0);
-  Array residuals =
-      m > n ? sum(square(sub(Operand(rhs, where), Operand(matmul(a, x, where), where)), where), -2, false, where)
-            : zeros(empty, a.dtype(), where);
+  Array residuals = m > n ? sum(square(rhs - matmul(a, x)), -2) : zeros(empty, a.dtype());
   return {vector ? squeeze(x, -1, where) : x, residuals, rank, s};
 }
 
 Array pinv(const Array& a, std::optional<double> rcond, Location where) {
+  OperationScope at("pinv", where);
   ops::check_matrices("pinv", detail::impl_of(a, "pinv", where).type, where);
   auto [u, s, vh] = svd(a, false, true, where);
   if (s.shape(-1) == 0) return ops::swap_last(zeros_like(a, where));
   Array s_inverse = inverted_singular_values(s, default_cutoff(a, rcond), where).first;
-  return matmul(mul(Operand(ops::swap_last(vh), where), Operand(expand_dims(s_inverse, -2, where), where)),
-                ops::swap_last(u), where);
+  return matmul(ops::swap_last(vh) * expand_dims(s_inverse, -2), ops::swap_last(u));
 }
 
 Array matrix_rank(const Array& a, std::optional<double> tol, Location where) {
+  OperationScope at("matrix_rank", where);
   ops::check_matrices("matrix_rank", detail::impl_of(a, "matrix_rank", where).type, where);
   Array s = svdvals(a, where);
   if (s.shape(-1) == 0) return zeros(batch_of(a), DType::i64, where);
-  Array threshold = tol ? full_like(max(s, -1, true, where), *tol, where)
-                        : mul(Operand(max(s, -1, true, where), where), Operand(default_cutoff(a, std::nullopt), where));
-  return count_nonzero(greater(Operand(s, where), Operand(threshold, where)), -1, false, where);
+  Array largest = max(s, -1, true);
+  Array threshold = tol ? full_like(largest, *tol) : largest * default_cutoff(a, std::nullopt);
+  return count_nonzero(s > threshold, -1);
 }
 
 }  // namespace kiln::linalg

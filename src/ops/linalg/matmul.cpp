@@ -111,10 +111,9 @@ Array product(const Array& a, const Array& b, Location where) {
   }
   if (type.shape.back() == 1 && type.dtype != DType::bool_ &&
       type.dtype == detail::impl_of(b, "matmul", where).type.dtype) {
-    Array outer = mul(Operand(a, where), Operand(b, where));
-    return is_floating(type.dtype)
-               ? add(Operand(outer, where), Operand(detail::literal(0.0, type.dtype, true, where), where))
-               : outer;
+    detail::OperationScope at("matmul", where);
+    Array outer = a * b;
+    return is_floating(type.dtype) ? outer + detail::literal(0.0, type.dtype, true, where) : outer;
   }
   return detail::apply(Primitive::matmul, {a, b}, {}, where);
 }

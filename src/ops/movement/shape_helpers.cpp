@@ -13,6 +13,8 @@
 
 namespace kiln {
 
+using detail::OperationScope;
+
 namespace {
 
 int64_t axis_of(const Array& x, int64_t axis, const char* operation, Location where) {
@@ -20,14 +22,13 @@ int64_t axis_of(const Array& x, int64_t axis, const char* operation, Location wh
 }
 
 // Rows and columns of the last two axes compared: column - row against k.
+// Called inside tril's, triu's or diag's scope.
 Array diagonal_offsets(const Shape& shape, const char* operation, Location where) {
   if (shape.size() < 2)
     detail::raise(operation, "needs at least 2 dimensions, got " + shape_string(shape), where,
                   "reshape a vector to [1, n] (atleast_2d) first");
   int64_t rows = shape[shape.size() - 2], columns = shape.back();
-  Array row = reshape(arange(0, rows, 1, DType::i64, where), {rows, 1}, where);
-  Array column = reshape(arange(0, columns, 1, DType::i64, where), {1, columns}, where);
-  return sub(Operand(column, where), Operand(row, where));
+  return reshape(arange(0, columns, 1, DType::i64), {1, columns}) - reshape(arange(0, rows, 1, DType::i64), {rows, 1});
 }
 
 }  // namespace
@@ -122,6 +123,7 @@ std::vector<Array> unstack(const Array& x, int64_t axis, Location where) {
 }
 
 Array tile(const Array& x, std::vector<int64_t> reps, Location where) {
+  OperationScope at("tile", where);
   for (int64_t r : reps)
     if (r < 0) detail::raise("tile", "a negative repetition " + std::to_string(r), where, "repetitions are >= 0");
   // Both padded with leading 1s to one rank; each axis becomes [reps, extent].
@@ -139,6 +141,7 @@ Array tile(const Array& x, std::vector<int64_t> reps, Location where) {
 }
 
 Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis, Location where) {
+  OperationScope at("repeat", where);
   if (repeats < 0)
     detail::raise("repeat", "a negative repetition " + std::to_string(repeats), where, "repetitions are >= 0");
   if (!axis) return repeat(flatten(x, where), repeats, 0, where);
@@ -152,22 +155,24 @@ Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis, Locat
 }
 
 Array tril(const Array& x, int64_t k, Location where) {
-  Array keep = less_equal(Operand(diagonal_offsets(x.shape(), "tril", where), where), Operand(k, where));
-  return kiln::where(Operand(keep, where), Operand(x, where), Operand(zeros({}, x.dtype(), where), where));
+  OperationScope at("tril", where);
+  return kiln::where(diagonal_offsets(x.shape(), "tril", where) <= k, x, zeros({}, x.dtype()));
 }
 
 Array triu(const Array& x, int64_t k, Location where) {
-  Array keep = greater_equal(Operand(diagonal_offsets(x.shape(), "triu", where), where), Operand(k, where));
-  return kiln::where(Operand(keep, where), Operand(x, where), Operand(zeros({}, x.dtype(), where), where));
+  OperationScope at("triu", where);
+  return kiln::where(diagonal_offsets(x.shape(), "triu", where) >= k, x, zeros({}, x.dtype()));
 }
 
 Array tri(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype, Location where) {
+  OperationScope at("tri", where);
   if (n < 0 || m.value_or(n) < 0)
     detail::raise("tri", "a negative extent", where, "tri(n, m) makes an n x m matrix: n, m >= 0");
   return tril(ones({n, m.value_or(n)}, dtype, where), k, where);
 }
 
 std::vector<Array> broadcast_arrays(const std::vector<Array>& xs, Location where) {
+  OperationScope at("broadcast_arrays", where);
   Shape common;
   for (const Array& x : xs) common = ops::broadcast_shapes(common, x.shape(), "broadcast_arrays", where);
   std::vector<Array> out;
@@ -176,6 +181,7 @@ std::vector<Array> broadcast_arrays(const std::vector<Array>& xs, Location where
 }
 
 std::vector<Array> meshgrid(const std::vector<Array>& xs, bool xy_indexing, Location where) {
+  OperationScope at("meshgrid", where);
   for (const Array& x : xs)
     if (x.ndim() != 1)
       detail::raise("meshgrid", "takes 1-d arrays, got " + shape_string(x.shape()), where, "flatten them first");
@@ -195,6 +201,7 @@ std::vector<Array> meshgrid(const std::vector<Array>& xs, bool xy_indexing, Loca
 }
 
 Array diagonal(const Array& x, int64_t offset, int64_t axis1, int64_t axis2, Location where) {
+  OperationScope at("diagonal", where);
   const detail::AbstractValue& type = detail::impl_of(x, "diagonal", where).type;
   if (type.ndim() < 2)
     detail::raise("diagonal", "needs at least 2 dimensions, got " + type.to_string(), where,
@@ -225,10 +232,12 @@ Array diagonal(const Array& x, int64_t offset, int64_t axis1, int64_t axis2, Loc
 }
 
 Array trace(const Array& x, int64_t offset, int64_t axis1, int64_t axis2, Location where) {
+  OperationScope at("trace", where);
   return sum(diagonal(x, offset, axis1, axis2, where), -1, false, where);
 }
 
 Array diag(const Array& x, int64_t k, Location where) {
+  OperationScope at("diag", where);
   const detail::AbstractValue& type = detail::impl_of(x, "diag", where).type;
   if (type.ndim() == 2) return diagonal(x, k, 0, 1, where);
   if (type.ndim() != 1)
@@ -237,18 +246,12 @@ Array diag(const Array& x, int64_t k, Location where) {
                   "use diagonal for the diagonals of stacked matrices");
   // A square matrix of n + |k| rows, zero off the k-th diagonal, which holds x.
   int64_t n = type.shape[0], size = n + std::abs(k);
-  Array offsets = diagonal_offsets({size, size}, "diag", where);
-  Array on_diagonal = equal(Operand(offsets, where), Operand(k, where));
-  Array rows = reshape(arange(0, size, 1, DType::i64, where), {size, 1}, where);
-  Array columns = reshape(arange(0, size, 1, DType::i64, where), {1, size}, where);
-  Array position = k >= 0 ? rows : columns;  // where along x each diagonal element sits
-  Array values = n == 0 ? zeros({size, size}, type.dtype, where)
-                        : take(x,
-                               clip(Operand(broadcast_to(position, {size, size}, where), where), Operand(0, where),
-                                    Operand(n - 1, where)),
-                               0, where);
-  return kiln::where(Operand(on_diagonal, where), Operand(values, where),
-                     Operand(detail::literal(0, type.dtype, true, where), where));
+  Array on_diagonal = diagonal_offsets({size, size}, "diag", where) == k;
+  // Where along x each diagonal element sits: its row (k >= 0) or column.
+  Array position = reshape(arange(0, size, 1, DType::i64), k >= 0 ? Shape{size, 1} : Shape{1, size});
+  Array values =
+      n == 0 ? zeros({size, size}, type.dtype) : take(x, clip(broadcast_to(position, {size, size}), 0, n - 1), 0);
+  return kiln::where(on_diagonal, values, detail::literal(0, type.dtype, true, where));
 }
 
 }  // namespace kiln

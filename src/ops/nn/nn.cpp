@@ -12,10 +12,13 @@
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "ops/common/apply.h"
 #include "ops/common/promotion.h"
 
 namespace kiln {
+
+using detail::OperationScope;
 
 std::vector<std::pair<int64_t, int64_t>> Padding::pairs(const Shape& sizes, const Shape& windows, const Shape& strides,
                                                         const char* operation, Location where) const {
@@ -111,6 +114,7 @@ Windows windows_of(const Shape& x, const Shape& kernel, const std::vector<int64_
 
 /// For each output position and window offset, the position it reads in the
 /// padded input's flattened spatial dimensions: [prod(out) * prod(window)].
+/// Called inside conv's, conv_transpose's or a pool's scope.
 Array patch_positions(const Windows& w, const Shape& window, Location where) {
   size_t dims = window.size();
   Shape full = joined(w.out, window);
@@ -123,8 +127,8 @@ Array patch_positions(const Windows& w, const Shape& window, Location where) {
     Array starts = reshape(arange(0, w.out[i] * w.strides[i], w.strides[i], DType::i64, where), out_shape, where);
     Array offsets =
         reshape(arange(0, window[i] * w.dilation[i], w.dilation[i], DType::i64, where), window_shape, where);
-    Array term = mul(Operand(add(Operand(starts, where), Operand(offsets, where)), where), Operand(pitch, where));
-    positions = positions.defined() ? add(Operand(positions, where), Operand(term, where)) : term;
+    Array term = (starts + offsets) * pitch;
+    positions = positions.defined() ? positions + term : term;
     pitch *= w.padded[i];
   }
   return reshape(broadcast_to(positions, full, where), {shape_size(full)}, where);
@@ -214,6 +218,7 @@ Shape channels_last_shape(const Array& x, bool is_last) {
 }  // namespace
 
 Array conv(const Array& x, const Array& kernel, const ConvOptions& options, Location where) {
+  OperationScope at("conv", where);
   detail::impl_of(x, "conv", where);
   ConvShapes s = conv_shapes(channels_last_shape(x, options.channels_last), kernel, options, "conv", where);
   Array input = options.channels_last ? x : channels_last(x, where);
@@ -224,6 +229,7 @@ Array conv(const Array& x, const Array& kernel, const ConvOptions& options, Loca
 
 Array conv_transpose(const Array& y, const Array& kernel, const Shape& spatial, const ConvOptions& options,
                      Location where) {
+  OperationScope at("conv_transpose", where);
   const detail::AbstractValue& y_type = detail::impl_of(y, "conv_transpose", where).type;
   const detail::AbstractValue& k_type = detail::impl_of(kernel, "conv_transpose", where).type;
   if (y_type.ndim() < 3 || k_type.ndim() != y_type.ndim())
@@ -280,6 +286,7 @@ namespace {
 // [N, C, spatial...], reduced.
 Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& options, WindowReduction reduction,
            const char* operation, Location where) {
+  OperationScope at(operation, where);
   const detail::AbstractValue& type = detail::impl_of(x, operation, where).type;
   if (window.empty() || type.ndim() != static_cast<int64_t>(window.size()) + 2)
     detail::raise(operation,
@@ -342,50 +349,44 @@ Array reduce_window(const Array& x, WindowReduction reduction, std::vector<int64
 }
 
 Array layer_norm(const Array& x, int64_t axis, double eps, Location where) {
+  OperationScope at("layer_norm", where);
   Array v = ops::as_floating(x, detail::impl_of(x, "layer_norm", where).type, where);
-  Array centered = sub(Operand(v, where), Operand(mean(v, axis, true, where), where));
-  Array variance = mean(square(centered, where), axis, true, where);
-  return mul(Operand(centered, where),
-             Operand(rsqrt(add(Operand(variance, where), Operand(eps, where)), where), where));
+  Array centered = v - mean(v, axis, true);
+  return centered * rsqrt(mean(square(centered), axis, true) + eps);
 }
 
 Array rms_norm(const Array& x, int64_t axis, double eps, Location where) {
+  OperationScope at("rms_norm", where);
   Array v = ops::as_floating(x, detail::impl_of(x, "rms_norm", where).type, where);
-  Array mean_square = mean(square(v, where), axis, true, where);
-  return mul(Operand(v, where), Operand(rsqrt(add(Operand(mean_square, where), Operand(eps, where)), where), where));
+  return v * rsqrt(mean(square(v), axis, true) + eps);
 }
 
 Array gelu(const Array& x, bool approximate, Location where) {
+  OperationScope at("gelu", where);
   Array v = ops::as_floating(x, detail::impl_of(x, "gelu", where).type, where);
-  Operand half(0.5, where), one(1.0, where);
-  Array inner;
-  if (approximate) {
-    double scale = std::sqrt(2.0 / std::numbers::pi);
-    Array cubic =
-        mul(Operand(mul(Operand(v, where), Operand(square(v, where), where)), where), Operand(0.044715, where));
-    inner = tanh(mul(Operand(add(Operand(v, where), Operand(cubic, where)), where), Operand(scale, where)), where);
-  } else {
-    inner = erf(mul(Operand(v, where), Operand(1.0 / std::numbers::sqrt2, where)), where);
-  }
-  return mul(Operand(mul(half, Operand(v, where)), where), Operand(add(one, Operand(inner, where)), where));
+  Array inner = approximate ? tanh((v + v * square(v) * 0.044715) * std::sqrt(2.0 / std::numbers::pi))
+                            : erf(v * (1.0 / std::numbers::sqrt2));
+  return 0.5 * v * (1.0 + inner);
 }
 
 Array silu(const Array& x, Location where) {
+  OperationScope at("silu", where);
   Array v = ops::as_floating(x, detail::impl_of(x, "silu", where).type, where);
-  return mul(Operand(v, where), Operand(sigmoid(v, where), where));
+  return v * sigmoid(v);
 }
 
 // max(x, 0) + log1p(exp(-|x|)): exp never overflows, and log1p keeps the
 // small tail exact.
 Array softplus(const Array& x, Location where) {
+  OperationScope at("softplus", where);
   Array v = ops::as_floating(x, detail::impl_of(x, "softplus", where).type, where);
-  Array tail = log1p(exp(neg(abs(v, where), where), where), where);
-  return add(Operand(maximum(Operand(v, where), Operand(0.0, where)), where), Operand(tail, where));
+  return maximum(v, 0.0) + log1p(exp(-abs(v)));
 }
 
 Array log_sigmoid(const Array& x, Location where) {
+  OperationScope at("log_sigmoid", where);
   Array v = ops::as_floating(x, detail::impl_of(x, "log_sigmoid", where).type, where);
-  return neg(softplus(neg(v, where), where), where);
+  return -softplus(-v);
 }
 
 }  // namespace kiln

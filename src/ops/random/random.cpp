@@ -157,8 +157,7 @@ Array draw_uniform(const Array& key, Shape shape, DType dtype, Location where) {
     // value is exact in it and below 1.
     double steps = dtype == DType::f16 ? 0x1p10 : 0x1p7;
     Array unit = draw_uniform(key, std::move(shape), DType::f32, where);
-    Array grid = floor(mul(Operand(unit, where), Operand(steps, where)), where);
-    return astype(div(Operand(grid, where), Operand(steps, where)), dtype, where);
+    return astype(floor(unit * steps) / steps, dtype, where);
   }
   ir::Attributes attrs;
   attrs.shape = std::move(shape);
@@ -240,15 +239,18 @@ void register_random_rules(RuleTable& table) {
 
 namespace random {
 
+using detail::OperationScope;
+
 Array key(uint64_t seed, Location where) {
+  OperationScope at("random.key", where);
   // As JAX: [seed >> 32, seed & 0xffffffff], each word's bits kept in an i32.
   auto high = static_cast<int32_t>(static_cast<uint32_t>(seed >> 32));
   auto low = static_cast<int32_t>(static_cast<uint32_t>(seed));
   // Built from literals so that a key made inside a trace stays a number of
   // the graph rather than a captured array.
-  Array first = equal(Operand(ops::iota(DType::i32, {2}, 0, where), where), Operand(0, where));
-  return kiln::where(Operand(first, where), Operand(detail::literal(high, DType::i32, false, where), where),
-                     Operand(detail::literal(low, DType::i32, false, where), where));
+  Array first = ops::iota(DType::i32, {2}, 0, where) == 0;
+  return kiln::where(first, detail::literal(high, DType::i32, false, where),
+                     detail::literal(low, DType::i32, false, where));
 }
 
 Array split(const Array& key, int64_t n, Location where) {
@@ -266,6 +268,7 @@ std::vector<Array> split_keys(const Array& key, int64_t n, Location where) {
 }
 
 Array uniform(const Array& key, Shape shape, DType dtype, double minval, double maxval, Location where) {
+  OperationScope at("random.uniform", where);
   ops::check_key("random.uniform", key, where);
   ops::check_float("random.uniform", dtype, where);
   ops::check_draw_shape("random.uniform", shape, dtype == DType::f64 ? 2 : 1, where);
@@ -294,11 +297,11 @@ Array uniform(const Array& key, Shape shape, DType dtype, double minval, double 
                   where, "widen the interval or draw in f64");
   Array unit = ops::draw_uniform(key, std::move(shape), dtype, where);
   if (minval == 0 && maxval == 1) return unit;
-  Array scaled = add(Operand(mul(Operand(unit, where), Operand(scale, where)), where), Operand(minval, where));
-  return clip(Operand(scaled, where), Operand(lo, where), Operand(hi, where));
+  return clip(unit * scale + minval, lo, hi);
 }
 
 Array normal(const Array& key, Shape shape, DType dtype, Location where) {
+  OperationScope at("random.normal", where);
   ops::check_key("random.normal", key, where);
   ops::check_float("random.normal", dtype, where);
   ops::check_draw_shape("random.normal", shape, dtype == DType::f64 ? 2 : 1, where);
@@ -308,13 +311,12 @@ Array normal(const Array& key, Shape shape, DType dtype, Location where) {
   // Box–Muller. 1 - u1 lies in (0, 1] (exactly, since u1 is a multiple of the
   // mantissa step), so the logarithm is finite; the largest radius is
   // sqrt(2 * 23 * ln 2) ~ 5.6 for f32 and ~ 8.5 for f64.
-  Array log_term = log(sub(Operand(1, where), Operand(u1, where)), where);
-  Array radius = sqrt(mul(Operand(-2, where), Operand(log_term, where)), where);
-  Array angle = mul(Operand(2 * std::numbers::pi, where), Operand(u2, where));
-  return mul(Operand(radius, where), Operand(cos(angle, where), where));
+  Array radius = sqrt(-2 * log(1 - u1));
+  return radius * cos(2 * std::numbers::pi * u2);
 }
 
 Array randint(const Array& key, Shape shape, int64_t minval, int64_t maxval, DType dtype, Location where) {
+  OperationScope at("random.randint", where);
   ops::check_key("random.randint", key, where);
   if (!is_integer(dtype))
     detail::raise("random.randint", "dtype must be an integer dtype, got " + std::string(dtype_name(dtype)), where,
@@ -342,37 +344,32 @@ Array randint(const Array& key, Shape shape, int64_t minval, int64_t maxval, DTy
   double cap = static_cast<double>(span - 1);
   if (cap >= 0x1p64 || static_cast<uint64_t>(cap) > span - 1) cap = std::nextafter(cap, 0.0);
   Array unit = ops::draw_uniform(key, std::move(shape), DType::f64, where);
-  Array offset =
-      minimum(Operand(floor(mul(Operand(unit, where), Operand(span_value, where)), where), where), Operand(cap, where));
+  Array offset = minimum(floor(unit * span_value), cap);
   Array offset_i64;
   if (cap < 0x1p63) {
     offset_i64 = astype(offset, DType::i64, where);
   } else {
     // Offsets from 2^63 on do not fit in i64: convert them less 2^63 (exact,
     // doubles there are multiples of 2^11) and add 2^63 back, wrapping.
-    Array high = greater_equal(Operand(offset, where), Operand(0x1p63, where));
-    Array reduced =
-        kiln::where(Operand(high, where), Operand(sub(Operand(offset, where), Operand(0x1p63, where)), where),
-                    Operand(offset, where));
-    Array shift =
-        kiln::where(Operand(high, where),
-                    Operand(detail::literal(std::numeric_limits<int64_t>::min(), DType::i64, false, where), where),
-                    Operand(detail::literal(int64_t{0}, DType::i64, false, where), where));
-    offset_i64 = add(Operand(astype(reduced, DType::i64, where), where), Operand(shift, where));
+    Array high = offset >= 0x1p63;
+    Array reduced = kiln::where(high, offset - 0x1p63, offset);
+    Array shift = kiln::where(high, detail::literal(std::numeric_limits<int64_t>::min(), DType::i64, false, where),
+                              detail::literal(int64_t{0}, DType::i64, false, where));
+    offset_i64 = astype(reduced, DType::i64) + shift;
   }
   // i64 addition wraps, so minval + offset is exact modulo 2^64 and lands in [minval, maxval).
-  Array value = add(Operand(offset_i64, where), Operand(detail::literal(minval, DType::i64, false, where), where));
-  return astype(value, dtype, where);
+  return astype(offset_i64 + detail::literal(minval, DType::i64, false, where), dtype);
 }
 
 Array bernoulli(const Array& key, double p, Shape shape, Location where) {
+  OperationScope at("random.bernoulli", where);
   ops::check_key("random.bernoulli", key, where);
   if (!(p >= 0 && p <= 1)) detail::raise("random.bernoulli", "p must lie in [0, 1], got " + std::to_string(p), where);
   ops::check_draw_shape("random.bernoulli", shape, 1, where);
   // As JAX: u < p with u an f32 uniform, so the probability is p rounded to a
   // multiple of 2^-23 (after rounding p to f32); p = 0 and p = 1 are exact.
   Array unit = ops::draw_uniform(key, std::move(shape), DType::f32, where);
-  return less(Operand(unit, where), Operand(p, where));
+  return unit < p;
 }
 
 }  // namespace random

@@ -8,15 +8,16 @@
 
 #include "core/array_impl.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "kiln/linalg.h"
 #include "kiln/ops.h"
 #include "kiln/random.h"
 
 namespace kiln::random {
 
-namespace {
+using detail::OperationScope;
 
-Operand number(double value, Location where) { return Operand(value, where); }
+namespace {
 
 double smallest_normal(DType dtype) {
   return dtype == DType::f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
@@ -37,20 +38,23 @@ int64_t elements(const Shape& shape) {
 }  // namespace
 
 Array gumbel(const Array& key, Shape shape, DType dtype, Location where) {
+  OperationScope at("random.gumbel", where);
   // As JAX: -log(-log(u)) with u in [tiny, 1): both logarithms finite.
   Array u = uniform(key, std::move(shape), dtype, smallest_normal(dtype), 1.0, where);
-  return neg(log(neg(log(u, where), where), where), where);
+  return -log(-log(u));
 }
 
 Array laplace(const Array& key, Shape shape, DType dtype, Location where) {
+  OperationScope at("random.laplace", where);
   // As JAX: u uniform in (-1, 1), -sign(u) log1p(-|u|).
   double lowest = std::nextafter(-1.0, 0.0);
   if (dtype == DType::f32) lowest = static_cast<double>(std::nextafter(-1.0f, 0.0f));
   Array u = uniform(key, std::move(shape), dtype, lowest, 1.0, where);
-  return neg(mul(Operand(sign(u, where), where), Operand(log1p(neg(abs(u, where), where), where), where)), where);
+  return -(sign(u) * log1p(-abs(u)));
 }
 
 Array truncated_normal(const Array& key, double lower, double upper, Shape shape, DType dtype, Location where) {
+  OperationScope at("random.truncated_normal", where);
   if (!(lower < upper))
     detail::raise("random.truncated_normal",
                   "needs lower < upper, got [" + std::to_string(lower) + ", " + std::to_string(upper) + "]", where);
@@ -63,7 +67,7 @@ Array truncated_normal(const Array& key, double lower, double upper, Shape shape
         "[" + std::to_string(lower) + ", " + std::to_string(upper) + "] holds no probability that a double can resolve",
         where, "draw from a wider interval, or shift it toward 0");
   Array u = uniform(key, std::move(shape), dtype, a, b, where);
-  Array x = mul(number(std::numbers::sqrt2, where), Operand(erfinv(u, where), where));
+  Array x = std::numbers::sqrt2 * erfinv(u);
   auto inside = [&](double bound, double toward) {
     return dtype == DType::f64
                ? std::nextafter(bound, toward)
@@ -71,23 +75,26 @@ Array truncated_normal(const Array& key, double lower, double upper, Shape shape
   };
   double lo = std::isfinite(lower) ? inside(lower, upper) : lower,
          hi = std::isfinite(upper) ? inside(upper, lower) : upper;
-  return clip(Operand(x, where), number(lo, where), number(hi, where));
+  return clip(x, lo, hi);
 }
 
 Array categorical(const Array& key, const Array& logits, int64_t axis, Location where) {
+  OperationScope at("random.categorical", where);
   // The Gumbel-max trick: argmax(logits + gumbel) picks each class with its softmax probability.
   const Shape& shape = logits.shape(where);
   DType dtype = is_floating(logits.dtype(where)) ? logits.dtype(where) : DType::f32;
   Array noise = gumbel(key, shape, dtype, where);
-  return argmax(add(Operand(logits, where), Operand(noise, where)), axis, false, where);
+  return argmax(logits + noise, axis, false, where);
 }
 
 Array permutation(const Array& key, int64_t n, Location where) {
+  OperationScope at("random.permutation", where);
   if (n < 0) detail::raise("random.permutation", "n must be >= 0, got " + std::to_string(n), where);
   return random_order(key, n, where);
 }
 
 Array permutation(const Array& key, const Array& x, int64_t axis, Location where) {
+  OperationScope at("random.permutation", where);
   if (x.ndim(where) == 0)
     detail::raise("random.permutation", "cannot shuffle a 0-d array " + x.impl()->type.to_string(), where,
                   "pass n for a permutation of 0..n-1, or an array of at least one dimension");
@@ -96,10 +103,12 @@ Array permutation(const Array& key, const Array& x, int64_t axis, Location where
 }
 
 Array shuffle(const Array& key, const Array& x, int64_t axis, Location where) {
+  OperationScope at("random.shuffle", where);
   return permutation(key, x, axis, where);
 }
 
 Array choice(const Array& key, int64_t n, Shape shape, bool replace, const std::optional<Array>& p, Location where) {
+  OperationScope at("random.choice", where);
   int64_t count = elements(shape);
   if (n <= 0 && count > 0)
     detail::raise("random.choice", "cannot draw " + std::to_string(count) + " from an empty population", where);
@@ -130,7 +139,7 @@ Array choice(const Array& key, int64_t n, Shape shape, bool replace, const std::
     // Gumbel-top-k: the k largest of log p + gumbel are a draw without
     // replacement with probabilities proportional to p.
     Array log_p = log(astype(*p, is_floating(p->dtype(where)) ? p->dtype(where) : DType::f32, where), where);
-    Array keys = add(Operand(log_p, where), Operand(gumbel(key, {n}, log_p.dtype(where), where), where));
+    Array keys = log_p + gumbel(key, {n}, log_p.dtype(where));
     picked = top_k(keys, count, where).second;
   }
   return reshape(picked, shape, where);
@@ -146,6 +155,7 @@ Array choice(const Array& key, const Array& a, Shape shape, bool replace, const 
 }
 
 Array multivariate_normal(const Array& key, const Array& mean, const Array& covariance, Shape shape, Location where) {
+  OperationScope at("random.multivariate_normal", where);
   const Shape& mean_shape = mean.shape(where);
   if (mean_shape.size() != 1 || covariance.shape(where) != Shape{mean_shape[0], mean_shape[0]})
     detail::raise("random.multivariate_normal",
@@ -157,7 +167,7 @@ Array multivariate_normal(const Array& key, const Array& mean, const Array& cova
   shape.push_back(mean_shape[0]);
   Array z = normal(key, std::move(shape), dtype, where);
   Array factor = linalg::cholesky(covariance, where);
-  return add(Operand(mean, where), Operand(matmul(z, transpose(factor, {}, where), where), where));
+  return mean + matmul(z, transpose(factor));
 }
 
 }  // namespace kiln::random

@@ -327,11 +327,10 @@ Array argument_reduce(Primitive op, std::string_view name, const Array& x, std::
 
 /// The max along `axes` (kept as size-1 dims), with non-finite maxima
 /// replaced by 0 so rows of -inf (or +inf) do not produce inf - inf; held
-/// constant under differentiation.
+/// constant under differentiation. Called inside logsumexp's scope.
 Array finite_shift(const Array& x, const std::vector<int64_t>& axes, Location where) {
   Array maximum = reduce(Primitive::reduce_max, x, axes, true, where);
-  Array finite = less(Operand(abs(maximum, where), where), Operand(std::numeric_limits<double>::infinity(), where));
-  return stop_gradient(kiln::where(Operand(finite, where), Operand(maximum, where), Operand(0.0, where)), where);
+  return stop_gradient(kiln::where(abs(maximum) < std::numeric_limits<double>::infinity(), maximum, 0.0));
 }
 
 // ---- Derivative rules -------------------------------------------------------------------
@@ -393,15 +392,15 @@ Array product_of_others(const Array& x, const std::vector<int64_t>& axes, Locati
     Array left = reshape_to(slice(paired, {0, 0, 0}, {kept, half, 1}, {}, where), {kept, half}, where);
     Array right = reshape_to(slice(paired, {0, 0, 1}, {kept, half, 2}, {}, where), {kept, half}, where);
     pairs.emplace_back(left, right);
-    level = mul(Operand(left, where), Operand(right, where));
+    level = left * right;
   }
   // Back down: a node's others are its sibling times its parent's others
   // (the root's others are an empty product, 1).
   Array others;
   for (size_t k = pairs.size(); k-- > 0;) {
     const auto& [left, right] = pairs[k];
-    Array left_others = others.defined() ? mul(Operand(others, where), Operand(right, where)) : right;
-    Array right_others = others.defined() ? mul(Operand(others, where), Operand(left, where)) : left;
+    Array left_others = others.defined() ? others * right : right;
+    Array right_others = others.defined() ? others * left : left;
     Array both = stack({left_others, right_others}, 2, where);
     others = reshape_to(both, {kept, 2 * type_of(left, where).shape[1]}, where);
   }
@@ -510,6 +509,7 @@ void register_reduce_rules(RuleTable& table) {
 
 }  // namespace ops
 
+using detail::OperationScope;
 using ops::Primitive;
 
 Array sum(const Array& x, Axes axes, bool keepdims, Location where) {
@@ -529,6 +529,7 @@ Array min(const Array& x, Axes axes, bool keepdims, Location where) {
 }
 
 Array mean(const Array& x, Axes axes, bool keepdims, Location where) {
+  OperationScope at("mean", where);
   const auto& type = detail::impl_of(x, "mean", where).type;
   std::vector<int64_t> normalized = ops::normalize_axes(axes, type.ndim(), "mean", type.shape, where);
   Array operand = ops::as_floating(x, type, where);
@@ -537,7 +538,7 @@ Array mean(const Array& x, Axes axes, bool keepdims, Location where) {
   for (int64_t axis : normalized) count *= type.shape[static_cast<size_t>(axis)];
   // An empty reduction divides 0 by 0: NaN, as NumPy gives.
   Array total = ops::reduce(Primitive::reduce_sum, operand, normalized, keepdims, where);
-  return div(Operand(total, where), Operand(static_cast<double>(count), where));
+  return total / static_cast<double>(count);
 }
 
 Array argmax(const Array& x, std::optional<int64_t> axis, bool keepdims, Location where) {
@@ -557,40 +558,38 @@ Array cumsum(const Array& x, std::optional<int64_t> axis, Location where) {
 }
 
 Array logsumexp(const Array& x, Axes axes, bool keepdims, Location where) {
+  OperationScope at("logsumexp", where);
   const auto& type = detail::impl_of(x, "logsumexp", where).type;
   std::vector<int64_t> normalized = ops::normalize_axes(axes, type.ndim(), "logsumexp", type.shape, where);
   Array operand = ops::as_floating(x, type, where);
   // An empty axis reduces to -inf: the max primitive's identity -inf becomes
   // a shift of 0, and log of the empty sum is log(0).
   Array shift = ops::finite_shift(operand, normalized, where);
-  Array exponentials = exp(sub(Operand(operand, where), Operand(shift, where)), where);
-  Array total = ops::reduce(Primitive::reduce_sum, exponentials, normalized, keepdims, where);
-  Array shift_out =
-      keepdims ? shift : ops::reshape_to(shift, detail::impl_of(total, "logsumexp", where).type.shape, where);
-  return add(Operand(log(total, where), where), Operand(shift_out, where));
+  Array total = ops::reduce(Primitive::reduce_sum, exp(operand - shift), normalized, keepdims, where);
+  Array shift_out = keepdims ? shift : ops::reshape_to(shift, total.shape(), where);
+  return log(total) + shift_out;
 }
 
 // softmax and log_softmax shift by the plain max, as JAX does: a row holding
 // +inf or only -inf has no meaningful softmax and gives NaN, like NumPy's
 // formula exp(x - max) / sum(exp(x - max)).
 Array softmax(const Array& x, int64_t axis, Location where) {
+  OperationScope at("softmax", where);
   const auto& type = detail::impl_of(x, "softmax", where).type;
   std::vector<int64_t> axes{ops::normalize_axis(axis, type.ndim(), "softmax", type.shape, where)};
   Array operand = ops::as_floating(x, type, where);
-  Array shift = stop_gradient(ops::reduce(Primitive::reduce_max, operand, axes, true, where), where);
-  Array exponentials = exp(sub(Operand(operand, where), Operand(shift, where)), where);
-  Array total = ops::reduce(Primitive::reduce_sum, exponentials, axes, true, where);
-  return div(Operand(exponentials, where), Operand(total, where));
+  Array shift = stop_gradient(ops::reduce(Primitive::reduce_max, operand, axes, true, where));
+  Array exponentials = exp(operand - shift);
+  return exponentials / ops::reduce(Primitive::reduce_sum, exponentials, axes, true, where);
 }
 
 Array log_softmax(const Array& x, int64_t axis, Location where) {
+  OperationScope at("log_softmax", where);
   const auto& type = detail::impl_of(x, "log_softmax", where).type;
   std::vector<int64_t> axes{ops::normalize_axis(axis, type.ndim(), "log_softmax", type.shape, where)};
   Array operand = ops::as_floating(x, type, where);
-  Array shift = stop_gradient(ops::reduce(Primitive::reduce_max, operand, axes, true, where), where);
-  Array shifted = sub(Operand(operand, where), Operand(shift, where));
-  Array total = ops::reduce(Primitive::reduce_sum, exp(shifted, where), axes, true, where);
-  return sub(Operand(shifted, where), Operand(log(total, where), where));
+  Array shifted = operand - stop_gradient(ops::reduce(Primitive::reduce_max, operand, axes, true, where));
+  return shifted - log(ops::reduce(Primitive::reduce_sum, exp(shifted), axes, true, where));
 }
 
 }  // namespace kiln

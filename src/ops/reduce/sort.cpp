@@ -291,7 +291,7 @@ SortedLines sorted_lines(const Array& x, const Axes& axes, const char* operation
 }
 
 // Element `index` of every sorted line.
-Array at(const SortedLines& lines, int64_t index, Location where) {
+Array nth(const SortedLines& lines, int64_t index, Location where) {
   Shape start(lines.kept.size() + 1, 0), stop = lines.kept;
   start.back() = index;
   stop.push_back(index + 1);
@@ -304,8 +304,7 @@ Array finished(const SortedLines& lines, const Array& value, bool keepdims, Loca
   Array result = value;
   if (lines.n > 0) {
     Array nan = detail::literal(std::numeric_limits<double>::quiet_NaN(), result.dtype(), true, where);
-    result = kiln::where(Operand(isnan(at(lines, lines.n - 1, where), where), where), Operand(nan, where),
-                         Operand(result, where));
+    result = kiln::where(isnan(nth(lines, lines.n - 1, where)), nan, result);
   }
   return keepdims ? reshape(result, lines.with_ones, where) : result;
 }
@@ -317,16 +316,16 @@ Array empty_result(const SortedLines& lines, Location where) {
 }  // namespace
 
 Array median(const Array& x, Axes axes, bool keepdims, Location where) {
+  detail::OperationScope at("median", where);
   SortedLines lines = sorted_lines(x, axes, "median", where);
   if (lines.n == 0) return finished(lines, empty_result(lines, where), keepdims, where);
-  Array middle = at(lines, lines.n / 2, where);
-  if (lines.n % 2 == 0)
-    middle = div(Operand(add(Operand(at(lines, lines.n / 2 - 1, where), where), Operand(middle, where)), where),
-                 Operand(2, where));
+  Array middle = nth(lines, lines.n / 2, where);
+  if (lines.n % 2 == 0) middle = (nth(lines, lines.n / 2 - 1, where) + middle) / 2;
   return finished(lines, middle, keepdims, where);
 }
 
 Array quantile(const Array& x, double q, Axes axes, bool keepdims, Location where) {
+  detail::OperationScope at("quantile", where);
   if (!(q >= 0 && q <= 1))
     detail::raise("quantile", "q=" + std::to_string(q) + " is outside [0, 1]", where,
                   "pass a fraction (0.5 for the median); for percentiles divide by 100");
@@ -338,11 +337,9 @@ Array quantile(const Array& x, double q, Axes axes, bool keepdims, Location wher
   auto below = static_cast<int64_t>(std::floor(position));
   int64_t above = std::min(below + 1, lines.n - 1);
   double t = position - static_cast<double>(below);
-  Array a = at(lines, below, where), b = at(lines, above, where);
-  Array difference = sub(Operand(b, where), Operand(a, where));
-  Array value = t >= 0.5
-                    ? sub(Operand(b, where), Operand(mul(Operand(difference, where), Operand(1 - t, where)), where))
-                    : add(Operand(a, where), Operand(mul(Operand(difference, where), Operand(t, where)), where));
+  Array a = nth(lines, below, where), b = nth(lines, above, where);
+  Array difference = b - a;
+  Array value = t >= 0.5 ? b - difference * (1 - t) : a + difference * t;
   return finished(lines, value, keepdims, where);
 }
 
