@@ -1,7 +1,7 @@
 // Elementwise functions NumPy users reach for, as composites of the
 // primitives: tan, sinh, cosh, the inverse trigonometric and hyperbolic
-// functions, reciprocal, degrees, radians, isinf, isfinite, logaddexp,
-// hypot and erfinv. Each is written for the accuracy and special values of NumPy's own
+// functions, reciprocal, degrees, radians, isinf, isfinite, logaddexp and
+// hypot. Each is written for the accuracy and special values of NumPy's own
 // (sinh through expm1 near 0, arcsinh and arctanh through log1p, logaddexp
 // and hypot scaled so nothing overflows), and each opens an OperationScope,
 // so its parts record and raise at the user's line and it reads like the
@@ -162,13 +162,14 @@ Array isfinite(const Array& x, Location where) {
   return abs(x) < infinity;  // false for NaN too
 }
 
-// max + log1p(exp(-|a - b|)); equal infinities give that infinity (their
-// difference would be NaN).
+// max + log1p(exp(-|a - b|)). At a tie the gap is the constant 0, whose
+// derivative is none: each side gets half (maximum's), as in JAX; equal
+// infinities give that infinity (their difference would be NaN).
 Array logaddexp(Operand a, Operand b) {
   OperationScope at("logaddexp", a.where());
   Array x = floating(operand_array(a)), y = floating(operand_array(b));
-  Array result = maximum(x, y) + log1p(exp(-abs(x - y)));
-  return kiln::where(x == y, x + std::log(2.0), result);
+  Array gap = kiln::where(x == y, 0.0, x - y);
+  return maximum(x, y) + log1p(exp(-abs(gap)));
 }
 
 // m * sqrt(1 + (s / m)^2) with m the larger magnitude: the squares never
@@ -180,59 +181,6 @@ Array hypot(Operand a, Operand b) {
   Array ratio = minimum(x, y) / kiln::where(larger == 0.0, 1.0, larger);
   Array scaled = larger * sqrt(1.0 + ratio * ratio);
   return kiln::where(logical_or(isinf(x), isinf(y)), infinity, scaled);
-}
-
-// Giles' single-precision approximation ("Approximating the erfinv
-// function", GPU Computing Gems, 2011) as a start, then two Newton steps on
-// erf(x) = y, each of which doubles the correct digits; past |x| = 4 (f64
-// only: f32 cannot get that close to 1), Newton on erfc's asymptotic series. The ends and beyond are set apart:
-// erfinv(+-1) = +-inf, NaN outside [-1, 1].
-Array erfinv(const Array& x, Location where) {
-  OperationScope at("erfinv", where);
-  Array y = floating(x);
-  auto polynomial = [](const Array& w, std::initializer_list<double> coefficients) {
-    Array p;
-    for (double c : coefficients) p = p.defined() ? c + p * w : full_like(w, c);
-    return p;
-  };
-  // Where |y| >= 1 the logarithm is not needed: any finite stand-in keeps the
-  // unused side of the selects below (and its derivative) free of NaN.
-  Array inside = abs(y) < 1.0;
-  Array w = -log(kiln::where(inside, (1.0 - y) * (1.0 + y), 0.5));
-  Array central = polynomial(w - 2.5, {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                                       -0.00125372503, -0.00417768164, 0.246640727, 1.50140941});
-  // Each branch reads its own side of w = 5, so neither's derivative is
-  // infinite where the other is chosen (sqrt at 0).
-  Array central_side = w < 5.0;
-  Array tail = polynomial(sqrt(kiln::where(central_side, 5.0, w)) - 3.0,
-                          {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                           0.00943887047, 1.00167406, 2.83297682});
-  Array start = kiln::where(central_side, central, tail) * y;
-  // Newton on f(x) = erf(x) - y, f'(x) = 2/sqrt(pi) exp(-x^2), while erf's
-  // own rounding next to +-1 (divided by that slope) stays below the start's
-  // error: for |x| < 4. Beyond, Giles' start (about 1e-7 relative) stands.
-  Array refine = abs(start) < 4.0;
-  Array estimate = start;
-  for (int step = 0; step < 2; ++step) {
-    Array point = kiln::where(refine, estimate, 0.0);
-    Array slope = 2.0 / std::sqrt(std::numbers::pi) * exp(-square(point));
-    estimate = kiln::where(refine, point - (erf(point) - y) / slope, estimate);
-  }
-  // Past 4, Newton on log erfc(x) = log(1 - |y|), with erfc's asymptotic
-  // series (its terms fall below 1e-7 of the sum there): a relative error e
-  // of erfc moves x by only e / (2 x^2), and 1 - |y| is exact.
-  Array far = logical_not(refine);
-  Array magnitude = maximum(abs(start), 4.0);
-  Array log_remaining = log(kiln::where(far, 1.0 - abs(y), 1e-10));
-  for (int step = 0; step < 5; ++step) {
-    Array series = polynomial(0.5 / square(magnitude), {-135135.0, 10395.0, -945.0, 105.0, -15.0, 3.0, -1.0, 1.0});
-    Array log_erfc = -square(magnitude) + log(series) - (log(magnitude) + 0.5 * std::log(std::numbers::pi));
-    // d/dx log erfc(x) = -2x / series
-    magnitude = magnitude + (log_erfc - log_remaining) * series / (2.0 * magnitude);
-  }
-  estimate = kiln::where(far, sign(y) * magnitude, estimate);
-  Array ends = kiln::where(abs(y) == 1.0, sign(y) * infinity, std::numeric_limits<double>::quiet_NaN());
-  return kiln::where(inside, estimate, ends);
 }
 
 }  // namespace kiln

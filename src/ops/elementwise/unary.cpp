@@ -1,7 +1,7 @@
 // Elementwise unary primitives: the record of each (shape/dtype rule,
 // reference kernel, derivative, cost, native lowering) and the public
-// builders (neg, exp, ..., astype, stop_gradient) with their composites
-// (square, relu).
+// builders (neg, exp, ..., erfinv, astype, stop_gradient) with their
+// composites (square, relu).
 #include <cmath>
 #include <numbers>
 #include <type_traits>
@@ -12,6 +12,7 @@
 #include "ops/common/apply.h"
 #include "ops/common/batching.h"
 #include "ops/common/promotion.h"
+#include "ops/elementwise/erf_inv.h"
 
 namespace kiln {
 namespace ops {
@@ -21,8 +22,8 @@ constexpr bool is_float_only(Primitive op) {
   return op == Primitive::exp || op == Primitive::exp2 || op == Primitive::log || op == Primitive::log2 ||
          op == Primitive::log10 || op == Primitive::log1p || op == Primitive::expm1 || op == Primitive::atan ||
          op == Primitive::sqrt || op == Primitive::rsqrt || op == Primitive::tanh || op == Primitive::logistic ||
-         op == Primitive::erf || op == Primitive::sin || op == Primitive::cos || op == Primitive::floor ||
-         op == Primitive::ceil || op == Primitive::round || op == Primitive::is_nan;
+         op == Primitive::erf || op == Primitive::erf_inv || op == Primitive::sin || op == Primitive::cos ||
+         op == Primitive::floor || op == Primitive::ceil || op == Primitive::round || op == Primitive::is_nan;
 }
 
 AbstractValue infer_unary(const Node& node, std::span<const AbstractValue* const> inputs) {
@@ -85,7 +86,10 @@ T reference(T x) {
     T e = std::exp(x);
     return e / (T(1) + e);
   } else if constexpr (op == Primitive::erf) return std::erf(x);
-  else if constexpr (op == Primitive::sin) return std::sin(x);
+  else if constexpr (op == Primitive::erf_inv) {
+    NumberMath<detail::compute_type<T>> math;
+    return T(erf_inv_of(math, detail::compute_type<T>(x)));
+  } else if constexpr (op == Primitive::sin) return std::sin(x);
   else if constexpr (op == Primitive::cos) return std::cos(x);
   else if constexpr (op == Primitive::floor) return std::floor(x);
   else if constexpr (op == Primitive::ceil) return std::ceil(x);
@@ -101,7 +105,9 @@ T reference(T x) {
 template <Primitive op>
 Array derivative(const Array& x, const Array& y, const Array& seed) {
   if constexpr (op == Primitive::neg) return -seed;
-  else if constexpr (op == Primitive::abs) return seed * kiln::sign(x);  // 0 at x == 0, as JAX
+  // 0 at x == 0, the mean of the slopes either side (torch and MLX; JAX
+  // takes +1): softplus's slope of one half at 0 relies on it.
+  else if constexpr (op == Primitive::abs) return seed * kiln::sign(x);
   else if constexpr (op == Primitive::exp) return seed * y;
   else if constexpr (op == Primitive::exp2) return seed * (y * std::numbers::ln2);
   else if constexpr (op == Primitive::log) return seed / x;
@@ -116,6 +122,8 @@ Array derivative(const Array& x, const Array& y, const Array& seed) {
   else if constexpr (op == Primitive::tanh) return seed * ((1 - y) * (1 + y));
   else if constexpr (op == Primitive::logistic) return seed * (y * (1 - y));
   else if constexpr (op == Primitive::erf) return seed * (kiln::exp(-(x * x)) * 1.1283791670955126);  // 2/sqrt(pi)
+  // The inverse's slope, 1 / erf'(y): infinite at +-1, as in JAX.
+  else if constexpr (op == Primitive::erf_inv) return seed * (kiln::exp(y * y) * (std::sqrt(std::numbers::pi) / 2));
   else if constexpr (op == Primitive::sin) return seed * kiln::cos(x);
   else if constexpr (op == Primitive::cos) return -(seed * kiln::sin(x));
   else if constexpr (op == Primitive::sign || op == Primitive::floor || op == Primitive::ceil || op == Primitive::round)
@@ -156,7 +164,10 @@ ScalarValue lower(ScalarEmitter& e, const Node& node, std::span<const ScalarValu
   else if constexpr (op == Primitive::tanh) return e.math(MathFunction::tanh, x);
   else if constexpr (op == Primitive::logistic) return e.math(MathFunction::logistic, x);
   else if constexpr (op == Primitive::erf) return e.math(MathFunction::erf, x);
-  else if constexpr (op == Primitive::sin) return e.math(MathFunction::sin, x);
+  else if constexpr (op == Primitive::erf_inv) {
+    EmitterMath math{e, dtype == DType::f64 ? DType::f64 : DType::f32};
+    return erf_inv_of(math, x);
+  } else if constexpr (op == Primitive::sin) return e.math(MathFunction::sin, x);
   else if constexpr (op == Primitive::cos) return e.math(MathFunction::cos, x);
   else if constexpr (op == Primitive::floor) return e.round(Rounding::floor, x);
   else if constexpr (op == Primitive::ceil) return e.round(Rounding::ceil, x);
@@ -175,6 +186,7 @@ constexpr int cost(Primitive op) {
                         op == Primitive::log1p || op == Primitive::expm1 || op == Primitive::tanh ||
                         op == Primitive::logistic || op == Primitive::erf || op == Primitive::sin ||
                         op == Primitive::cos;
+  if (op == Primitive::erf_inv) return 256;  // about 17 transcendental functions
   return transcendental ? 16 : 1;
 }
 
@@ -293,6 +305,7 @@ Array rsqrt(const Array& x, Location where) { return ops::unary(Primitive::rsqrt
 Array tanh(const Array& x, Location where) { return ops::unary(Primitive::tanh, x, where); }
 Array sigmoid(const Array& x, Location where) { return ops::unary(Primitive::logistic, x, where); }
 Array erf(const Array& x, Location where) { return ops::unary(Primitive::erf, x, where); }
+Array erfinv(const Array& x, Location where) { return ops::unary(Primitive::erf_inv, x, where); }
 Array sin(const Array& x, Location where) { return ops::unary(Primitive::sin, x, where); }
 Array cos(const Array& x, Location where) { return ops::unary(Primitive::cos, x, where); }
 Array floor(const Array& x, Location where) { return ops::unary(Primitive::floor, x, where); }
