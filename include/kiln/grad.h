@@ -213,7 +213,8 @@ template <class F, class... Args>
 vjp(const F&, const Args&...) -> vjp<F, Args...>;
 
 /// Forward mode: (value, tangent of the value) for `tangents` of the
-/// arguments (same trees as `primals`).
+/// arguments (same trees as `primals`). An integer or bool primal has no
+/// derivative: its tangent is an empty Array() (JAX's float0).
 template <class F, class... Args>
 auto jvp(const F& fn, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents,
          Location where = Location::current()) {

@@ -2,7 +2,7 @@
 // into a tiny graph and looked up in the process-wide graph cache, so each
 // (operation, dtypes, shapes) compiles once — and elementwise kernels, whose
 // code does not depend on the shape, once per operation and dtypes. The ops
-// layer calls this through the hook installed here (ops/apply.h) before main.
+// layer calls this through the hook installed here (ops/common/apply.h) before main.
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -10,7 +10,7 @@
 
 #include "cache/backend_choice.h"
 #include "cache/graph_cache.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 
 namespace kiln::detail {
 

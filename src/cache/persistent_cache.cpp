@@ -13,7 +13,7 @@
 #include "cache/build_id.h"  // generated: cmake/build_id.cmake
 #include "cache/persistent_entry.h"
 #include "core/byte_stream.h"
-#include "ops/graph_text.h"
+#include "ops/common/graph_text.h"
 #include "telemetry/telemetry.h"
 
 namespace kiln::cache {

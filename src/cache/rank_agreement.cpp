@@ -9,8 +9,8 @@
 
 #include "comm/communicator.h"
 #include "core/error_format.h"
-#include "ops/graph_text.h"
-#include "ops/rules.h"
+#include "ops/common/graph_text.h"
+#include "ops/common/rules.h"
 
 namespace kiln::cache {
 

@@ -5,7 +5,7 @@
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "kiln/jit.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 #include "trace/trace.h"
 
 namespace kiln::detail {

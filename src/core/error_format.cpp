@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/location_scope.h"
+
 namespace kiln::detail {
 
 std::string location_string(Location where) {
@@ -15,10 +17,10 @@ std::string location_string(Location where) {
 
 std::string format_error(std::string_view operation, std::string_view message, Location where, std::string_view hint) {
   std::string text = "[";
-  text += operation;
+  text += scoped_operation(operation);
   text += "] ";
   text += message;
-  text += " (at " + location_string(where) + ")";
+  text += " (at " + location_string(scoped_location(where)) + ")";
   if (!hint.empty()) {
     text += "\n  hint: ";
     text += hint;

@@ -13,6 +13,9 @@ namespace kiln::detail {
 
 /// "file.cpp:12" — the file's base name keeps messages and printed IR stable.
 std::string location_string(Location where);
+/// Inside a scope (core/location_scope.h) the message names the user's line
+/// rather than `where`, and the operation the user called rather than
+/// `operation`.
 std::string format_error(std::string_view operation, std::string_view message, Location where,
                          std::string_view hint = {});
 

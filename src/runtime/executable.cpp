@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/error_format.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 
 namespace kiln::runtime {
 

@@ -5,9 +5,9 @@
 
 #include "core/error_format.h"
 #include "kiln/ops.h"
-#include "ops/apply.h"
-#include "ops/control.h"
-#include "ops/rules.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
+#include "ops/control/control.h"
 #include "transform/control_derivatives.h"
 #include "transform/node_inputs.h"
 

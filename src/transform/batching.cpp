@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "core/error_format.h"
-#include "ops/apply.h"
-#include "ops/control.h"
-#include "ops/rules.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
+#include "ops/control/control.h"
 #include "transform/node_inputs.h"
 
 namespace kiln::transform {

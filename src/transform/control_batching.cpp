@@ -11,8 +11,8 @@
 #include "ir/control.h"
 #include "kiln/control.h"
 #include "kiln/ops.h"
-#include "ops/apply.h"
-#include "ops/batching.h"
+#include "ops/common/apply.h"
+#include "ops/common/batching.h"
 #include "trace/trace.h"
 #include "transform/batching.h"
 

@@ -6,8 +6,8 @@
 
 #include "core/error_format.h"
 #include "kiln/control.h"
-#include "ops/apply.h"
-#include "ops/control.h"
+#include "ops/common/apply.h"
+#include "ops/control/control.h"
 #include "trace/trace.h"
 #include "transform/autodiff.h"
 

@@ -4,7 +4,7 @@
 
 #include "core/error_format.h"
 #include "kiln/grad.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 #include "transform/autodiff.h"
 
 namespace kiln::detail {
@@ -99,8 +99,17 @@ std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<
           where, "pass tangents with the primals' structure");
   for (size_t k = 0; k < tangents.size(); ++k) {
     const AbstractValue& primal = detail::impl(traced.leaves[k])->type;
+    // Integers and bool have no derivative (grad refuses them too): a tangent
+    // given for one would be ignored, so it is refused instead.
+    if (!is_floating(primal.dtype)) {
+      if (tangents[k].defined())
+        raise("jvp",
+              "tangent " + std::to_string(k) + " is " + impl_of(tangents[k], "jvp", where).type.to_string() +
+                  " for the primal " + primal.to_string() + ": integer and bool arrays have no derivative",
+              where, "pass an empty Array() as the tangent of an integer or bool primal");
+      continue;
+    }
     const AbstractValue& tangent = impl_of(tangents[k], "jvp", where).type;
-    // An integer primal's tangent is zero, but a wrong one is still a mistake worth naming.
     if (tangent.shape != primal.shape || tangent.dtype != primal.dtype)
       raise("jvp",
             "tangent " + std::to_string(k) + " is " + tangent.to_string() + " but its primal is " + primal.to_string(),

@@ -14,7 +14,7 @@
 #include "core/dispatch.h"
 #include "ir/dead_code.h"
 #include "kiln/error.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 #include "transform/verify.h"
 
 namespace kiln::transform {

@@ -5,7 +5,7 @@
 
 #include "core/error_format.h"
 #include "ir/control.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 
 namespace kiln::transform {
 

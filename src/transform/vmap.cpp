@@ -5,7 +5,7 @@
 #include "core/error_format.h"
 #include "kiln/control.h"
 #include "kiln/ops.h"
-#include "ops/batching.h"
+#include "ops/common/batching.h"
 #include "transform/batching.h"
 
 namespace kiln::detail {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cache/backend_choice.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 
 namespace kiln {
 namespace {

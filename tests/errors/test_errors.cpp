@@ -101,7 +101,7 @@ namespace {
 TEST(Errors, AbsurdShapesAreAllocationErrors) {
   const int64_t huge = int64_t{1} << 62;
   expect_error<AllocationError>([&] { zeros({huge}); }, {{"f32[4611686018427387904]", "more than one array may hold"}, __LINE__});
-  expect_error<AllocationError>([&] { full({huge / 2, 4}, 1.0f); }, {{"[broadcast_to]", "f32[2305843009213693952,4]", "64-bit count"}, __LINE__});
+  expect_error<AllocationError>([&] { full({huge / 2, 4}, 1.0f); }, {{"[full]", "f32[2305843009213693952,4]", "64-bit count"}, __LINE__});
   expect_error<AllocationError>([&] { zeros({huge, huge, 0}); }, {{"more elements than fit in a 64-bit count"}, __LINE__});
   expect_error<AllocationError>([&] { broadcast_to(a23, {huge, 2, 3}); }, {{"[broadcast_to]", "f32[4611686018427387904,2,3]"}, __LINE__});
   Array one = zeros({1});

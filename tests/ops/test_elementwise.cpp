@@ -12,7 +12,7 @@
 #include <variant>
 
 #include "backend/interp/interpreter.h"
-#include "ops/elementwise.h"
+#include "ops/common/promotion.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 

@@ -266,7 +266,8 @@ TEST(GatherScatter, ErrorsNameTheOperationShapesAndLine) {
   testing::expect_error(put_line, rank, {"[put_along_axis]", "i32[1]", "rank of x f32[3,4]"});
   const int at_line = __LINE__ + 1;
   auto mask = [&] { x.at({greater(x, 0)}).set(0.0); };
-  testing::expect_error(at_line, mask, {"[index]", "boolean index array", "where(mask, x, fill)"});
+  // The user called at (x.at(...).set): the error names it, not the index inside.
+  testing::expect_error(at_line, mask, {"[at]", "boolean index array", "where(mask, x, fill)"});
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <numeric>
 
 #include "ir/graph.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 #include "transform/verify.h"

@@ -16,7 +16,7 @@
 
 #include "backend/interp/interpreter.h"
 #include "ir/graph.h"
-#include "ops/threefry.h"
+#include "ops/random/threefry.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 #include "transform/verify.h"

@@ -12,7 +12,7 @@
 
 #include "backend/interp/interpreter.h"
 #include "ir/graph.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 #include "support/errors.h"
 #include "support/numpy_oracle.h"
 #include "transform/verify.h"

@@ -4,7 +4,7 @@
 // row that lacks one is named with what it lacks.
 #include <gtest/gtest.h>
 
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 
 namespace kiln::ops {
 

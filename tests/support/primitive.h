@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 
 namespace kiln::testing {
 

@@ -196,13 +196,34 @@ TEST(AutodiffApi, TangentsMustMatchTheirPrimals) {
   auto f = [](const Array& x, const Array& n) { return x * astype(n, f64); };
   Array x = array({1.0, 2.0}), n = array({3, 4});
   auto primals = std::tuple{x, n};
-  auto long_tangent = std::tuple{array({1.0, 1.0, 1.0}), zeros_like(n)};
+  auto long_tangent = std::tuple{array({1.0, 1.0, 1.0}), Array()};
   auto float_tangent = std::tuple{ones_like(x), array({0.0})};
   expect_error(__LINE__, [&] { jvp(f, primals, long_tangent); },
                {"[jvp]", "tangent 0 is f64[3] but its primal is f64[2]"});
-  expect_error(__LINE__, [&] { jvp(f, primals, float_tangent); }, {"tangent 1 is f64[1] but its primal is i32[2]"});
-  auto [value, tangent] = jvp(f, primals, std::tuple{ones_like(x), zeros_like(n)});
+  expect_error(__LINE__, [&] { jvp(f, primals, float_tangent); },
+               {"tangent 1 is f64[1] for the primal i32[2]", "no derivative", "empty Array()"});
+  auto [value, tangent] = jvp(f, primals, std::tuple{ones_like(x), Array()});
   EXPECT_EQ(tangent.to_vector<double>(), (std::vector<double>{3.0, 4.0}));
+}
+
+// An integer or bool primal has no derivative: a tangent for it, even zeros
+// of its own type, is refused (as JAX and MLX do), where it was once ignored.
+TEST(AutodiffApi, IntegerPrimalsTakeNoTangent) {
+  Array x = array({1.0, 2.0, 3.0}), index = array({2, 0}), flags = array({true, false});
+  auto gather = [](const Array& v, const Array& i) { return take(v, i); };
+  auto masked = [](const Array& v, const Array& m) { return v * astype(m, f64); };
+  auto primals = std::tuple{x, index};
+  auto ones_tangent = std::tuple{ones_like(x), ones_like(index)};
+  auto zeros_tangent = std::tuple{ones_like(x), zeros_like(index)};
+  expect_error(__LINE__, [&] { jvp(gather, primals, ones_tangent); },
+               {"[jvp]", "tangent 1 is i32[2] for the primal i32[2]", "no derivative"});
+  expect_error(__LINE__, [&] { jvp(gather, primals, zeros_tangent); }, {"tangent 1 is i32[2]"});
+  auto mask_primals = std::tuple{array({1.0, 2.0}), flags};
+  auto mask_tangent = std::tuple{array({1.0, 1.0}), flags};
+  expect_error(__LINE__, [&] { jvp(masked, mask_primals, mask_tangent); },
+               {"tangent 1 is bool[2] for the primal bool[2]"});
+  auto [value, tangent] = jvp(gather, primals, std::tuple{array({10.0, 20.0, 30.0}), Array()});
+  EXPECT_EQ(tangent.to_vector<double>(), (std::vector<double>{30.0, 10.0}));
 }
 
 TEST(AutodiffApi, PullbackErrorsNameTheVjpLine) {

@@ -119,7 +119,7 @@ TEST(ElementwiseDerivatives, PiecewiseConstantFunctionsHaveZeroNotMissingGradien
 }
 
 TEST(ElementwiseDerivatives, AbsHasZeroDerivativeAtZero) {
-  // sign(x) * cotangent, as in JAX.
+  // sign(x) * cotangent, as torch and MLX (JAX takes +1 at 0).
   auto [value, pullback] = vjp([](const Array& v) { return abs(v); }, array({-2.0, 0.0, 3.0}));
   auto [gradient] = pullback(array({1.0, 1.0, 1.0}));
   EXPECT_EQ(gradient.to_vector<double>(), (std::vector<double>{-1, 0, 1}));

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ops/apply.h"
+#include "ops/common/apply.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
 

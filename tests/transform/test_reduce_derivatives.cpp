@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ops/apply.h"
-#include "ops/rules.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
 #include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
 

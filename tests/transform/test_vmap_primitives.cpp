@@ -13,9 +13,9 @@
 
 #include "backend/interp/interpreter.h"
 #include "ir/graph.h"
-#include "ops/apply.h"
-#include "ops/collective.h"
-#include "ops/rules.h"
+#include "ops/collective/collective.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
 #include "support/numpy_oracle.h"
 #include "support/primitive.h"
 
@@ -27,7 +27,7 @@ using testing::all_close;
 using testing::primitive;
 
 /// How a lane's operand is drawn.
-enum class Values { real, positive, boolean, index, start, key };
+enum class Values { real, positive, unit, boolean, index, start, key };
 
 struct Operand {
   Shape shape;
@@ -65,6 +65,7 @@ std::vector<Sample> samples() {
     list.push_back(unary(op));
   for (Primitive op : {Primitive::log, Primitive::log1p, Primitive::sqrt, Primitive::rsqrt})
     list.push_back(unary(op, Values::positive));
+  list.push_back(unary(Primitive::erf_inv, Values::unit));
   list.push_back(unary(Primitive::logical_not, Values::boolean, DType::bool_));
   for (Primitive op : {Primitive::add, Primitive::sub, Primitive::mul, Primitive::div, Primitive::max, Primitive::min,
                        Primitive::eq, Primitive::ne, Primitive::lt, Primitive::le, Primitive::gt, Primitive::ge})
@@ -256,6 +257,7 @@ Array draw(const Operand& operand, Shape shape, uint64_t seed) {
   switch (operand.values) {
     case Values::real: return random::normal(key, shape, operand.dtype);
     case Values::positive: return random::uniform(key, shape, operand.dtype, 0.5, 2.0);
+    case Values::unit: return random::uniform(key, shape, operand.dtype, -1.0, 1.0);
     case Values::boolean: return random::bernoulli(key, 0.5, shape);
     case Values::index: return random::randint(key, shape, -2 * operand.extent, 2 * operand.extent, operand.dtype);
     case Values::start: return random::randint(key, shape, -operand.extent - 2, operand.extent + 2, operand.dtype);

@@ -4,8 +4,8 @@
 
 #include "core/error_format.h"
 #include "kiln/graph.h"
-#include "ops/control.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
+#include "ops/control/control.h"
 #include "runtime/folding.h"
 
 namespace kiln::interp {

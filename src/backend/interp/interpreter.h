@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ops/control.h"
+#include "ops/control/control.h"
 #include "runtime/executable.h"
 #include "runtime/step_program.h"
 

@@ -1,7 +1,7 @@
 // The emitter of one fused kernel's loop nest: elementwise kernels (flat or
 // by rows, kernel_emitter.cpp) and reductions (kernel_reductions.cpp), with
 // the values they compute in kernel_emitter.cpp. Each element's code is the
-// primitives' rows' (ops/lowering.h) through ElementEmitter.
+// primitives' rows' (ops/common/lowering.h) through ElementEmitter.
 //
 // Every value in a kernel is indexed by one iteration space: the root's shape
 // for an elementwise kernel, the reduced input's shape for a reduction. Fused
@@ -27,7 +27,7 @@
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/loops.h"
 #include "backend/llvm/scalar_emitter.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 
 namespace kiln::llvm_backend {
 
@@ -240,7 +240,7 @@ class KernelEmitter {
 
   llvm::Value* constant(const Scalar& scalar, DType dtype);
 
-  // The row's code for one element (ops/lowering.h), fed its operands' values.
+  // The row's code for one element (ops/common/lowering.h), fed its operands' values.
   llvm::Value* compute(const ir::Node& n);
 
   // The position along an iota node's axis of the element being computed.

@@ -10,7 +10,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
-#include "ops/lowering.h"
+#include "ops/common/lowering.h"
 
 namespace kiln::llvm_backend {
 

@@ -6,7 +6,7 @@
 
 #include "backend/llvm/standalone.h"
 #include "backend/llvm/symbolic_sizes.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 #include "runtime/folding.h"
 
 namespace kiln::llvm_backend {

@@ -7,7 +7,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 
-#include "ops/lowering.h"
+#include "ops/common/lowering.h"
 
 namespace kiln::llvm_backend {
 

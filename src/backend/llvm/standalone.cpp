@@ -8,7 +8,7 @@
 
 #include "backend/llvm/standalone_emitter.h"
 #include "core/error_format.h"
-#include "ops/rules.h"
+#include "ops/common/rules.h"
 
 namespace kiln::llvm_backend {
 

@@ -266,7 +266,7 @@ CompiledKernel emit_integer_matmul(Emitter& e) {
 
 namespace {
 
-/// Threefry-2x32 with 20 rounds, as ops::threefry2x32 (src/ops/threefry.h).
+/// Threefry-2x32 with 20 rounds, as ops::threefry2x32 (src/ops/random/threefry.h).
 std::pair<llvm::Value*, llvm::Value*> threefry(Emitter& e, llvm::Value* key0, llvm::Value* key1, llvm::Value* counter0,
                                                llvm::Value* counter1) {
   llvm::IRBuilder<>& b = e.builder;
@@ -297,7 +297,7 @@ llvm::Value* element_of_word(Emitter& e, llvm::Value* word) {
 
 }  // namespace
 
-// Counters as src/ops/random.cpp lays them out: a draw of N words hashes
+// Counters as src/ops/random/random.cpp lays them out: a draw of N words hashes
 // (j, H + j) for j < H = ceil(N / 2) into words j and H + j, the counter N
 // (the last pair's when N is odd) replaced by 0 and its word dropped. An f64
 // takes two words, i and N + i of a draw of 2N: the pair (i, N + i).

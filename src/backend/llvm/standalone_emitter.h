@@ -19,7 +19,7 @@
 
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/loops.h"
-#include "ops/lowering.h"
+#include "ops/common/lowering.h"
 
 namespace kiln::llvm_backend::standalone {
 

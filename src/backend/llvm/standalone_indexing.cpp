@@ -1,6 +1,6 @@
 // Standalone kernels for the indexing primitives: take, scatter_add,
 // dynamic_slice and dynamic_update_slice. Indices and starts are normalized
-// exactly as the reference kernels in src/ops/indexing.cpp do: a negative
+// exactly as the reference kernels in src/ops/indexing/indexing.cpp do: a negative
 // value counts from the end once, then it is clamped (an index into the
 // axis, a start so that the whole window fits).
 #include "backend/llvm/standalone_emitter.h"

@@ -1,0 +1,116 @@
+// Recording or eager evaluation of one primitive application.
+#include "ops/common/apply.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "core/error_format.h"
+#include "ops/common/rules.h"
+#include "trace/trace.h"
+
+namespace kiln::detail {
+
+namespace {
+constexpr size_t max_inline_inputs = 8;
+
+std::atomic<const EagerCompiler*> installed_compiler{nullptr};
+
+// The inputs as pointers, so callers holding arrays need not copy them (each
+// Array copy is an atomic reference count update, a cost tracing feels).
+Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, ir::Attributes attrs, Location where) {
+  where = scoped_location(where);
+  const char* name = ir::primitive_name(op).data();
+  const AbstractValue* small[max_inline_inputs];
+  std::vector<const AbstractValue*> large;
+  const AbstractValue** types = small;
+  if (count > max_inline_inputs) {
+    large.resize(count);
+    types = large.data();
+  }
+  for (size_t i = 0; i < count; ++i) types[i] = &impl_of(*inputs[i], name, where).type;
+
+  ir::Node node;
+  node.op = op;
+  node.attrs = std::move(attrs);
+  node.where = where;
+  node.type = ops::rules(op).infer(node, std::span<const AbstractValue* const>(types, count));
+  check_fits(node.type, name, where);
+
+  if (TraceState* trace = current_trace()) {
+    node.inputs.reserve(count);
+    for (size_t i = 0; i < count; ++i) node.inputs.push_back(trace->value_of(*inputs[i], name, where));
+    return trace->record(std::move(node), current_trace_shared());
+  }
+  int64_t elements = node.type.size();
+  // Kernels take a contiguous span of arrays; small arities stay off the heap.
+  Array inline_arrays[max_inline_inputs];
+  std::vector<Array> heap_arrays(count > max_inline_inputs ? count : 0);
+  std::span<Array> arrays(count > max_inline_inputs ? heap_arrays.data() : inline_arrays, count);
+  for (size_t i = 0; i < count; ++i) {
+    if (detail::impl(*inputs[i])->trace) raise_leaked(*detail::impl(*inputs[i]), name, where);
+    elements = std::max(elements, types[i]->size());
+    arrays[i] = *inputs[i];
+  }
+  try {
+    bool native_rounding = ops::native_differs_from_reference(ops::rules(op), node.type.dtype);
+    if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements, native_rounding) : nullptr) {
+      auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
+      return compiler->run(arrays, build);
+    }
+    return ops::rules(op).evaluate(node, arrays);
+  } catch (const AllocationError& refused) {
+    if (refused.refusal().empty()) throw;  // an inner operation named itself already
+    // The allocator knows no operation or line: this one is the user's.
+    raise<AllocationError>(name, refused.refusal() + " computing " + node.type.to_string(), where,
+                           "free arrays no longer needed, or work on smaller pieces");
+  }
+}
+}  // namespace
+
+Array apply(ir::Primitive op, std::span<const Array> inputs, ir::Attributes attrs, Location where) {
+  const Array* small[max_inline_inputs];
+  std::vector<const Array*> large;
+  const Array** pointers = small;
+  if (inputs.size() > max_inline_inputs) {
+    large.resize(inputs.size());
+    pointers = large.data();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) pointers[i] = &inputs[i];
+  return apply_inputs(op, pointers, inputs.size(), std::move(attrs), where);
+}
+
+Array apply(ir::Primitive op, const Array& a, ir::Attributes attrs, Location where) {
+  const Array* pointers[] = {&a};
+  return apply_inputs(op, pointers, 1, std::move(attrs), where);
+}
+
+Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes attrs, Location where) {
+  const Array* pointers[] = {&a, &b};
+  return apply_inputs(op, pointers, 2, std::move(attrs), where);
+}
+
+void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }
+
+const EagerCompiler* eager_compiler_for(int64_t elements, bool native_rounding) {
+  const EagerCompiler* compiler = installed_compiler.load(std::memory_order_acquire);
+  return compiler && compiler->wants(elements, native_rounding) ? compiler : nullptr;
+}
+
+Scalar scalar_as(Scalar value, DType dtype) {
+  return dispatch(dtype, [&]<class T>() -> Scalar {
+    if (value.kind() == Scalar::Kind::floating) return Scalar(convert_element<T>(value.as_double()));
+    return Scalar(convert_element<T>(value.as_int()));
+  });
+}
+
+Array literal(Scalar value, DType dtype, bool weak, Location where) {
+  ir::Attributes attrs;
+  attrs.scalar = scalar_as(value, dtype);
+  attrs.dtype = dtype;
+  if (weak) attrs.ints = {1};
+  return apply(ir::Primitive::literal, {}, std::move(attrs), where);
+}
+
+}  // namespace kiln::detail
