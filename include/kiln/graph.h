@@ -69,8 +69,7 @@ class FunctionRef<R(A...)> {
   // Constrained so that copying a FunctionRef copies it rather than
   // wrapping a reference to the (possibly temporary) copy source.
   template <class F>
-    requires(!std::is_same_v<std::remove_cv_t<F>, FunctionRef>)
-  FunctionRef(F& fn)
+  requires(!std::is_same_v<std::remove_cv_t<F>, FunctionRef>) FunctionRef(F& fn)
       : object_(&fn),
         call_([](void* object, A... args) -> R { return (*static_cast<F*>(object))(std::forward<A>(args)...); }) {}
   R operator()(A... args) const { return call_(object_, std::forward<A>(args)...); }

@@ -187,7 +187,8 @@ ProbeResult probe(const detail::CallArguments& arguments, const SymbolAssignment
   for (size_t k = 0; fit.graph && grid.checks.size() < 2; ++k) {
     std::vector<int64_t> offsets = transform::check_offsets(k, hints.size());
     if (offsets.empty()) {
-      if (disagreements >= 2 && grid.checks.empty()) return ProbeResult{.failure = fit.failure, .culprits = fit.culprits};
+      if (disagreements >= 2 && grid.checks.empty())
+        return ProbeResult{.failure = fit.failure, .culprits = fit.culprits};
       ProbeResult result = unfitted(prober,
                                     "too few sizes near " + point_text(hints) + " hold a fit to check it" +
                                         (fit.failure.empty() ? "" : " (" + fit.failure + ")") +

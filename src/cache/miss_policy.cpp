@@ -147,7 +147,8 @@ ProbeConclusion conclude_probe(const ProbeResult& probed, const DimBounds& marke
     std::vector<int> all(symbols.hints.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     conclusion.explanation = separator + "compiled for every size of " + symbol_names(all, symbols, description) +
-                             ranges_text(probed.ranges) + ": arguments " + symbolic_arguments(arguments, symbols, description);
+                             ranges_text(probed.ranges) + ": arguments " +
+                             symbolic_arguments(arguments, symbols, description);
     if (!lines.empty())
       conclusion.explanation +=
           " (" + lines + " read" + (probed.reads.size() == 1 ? "s" : "") +

@@ -9,6 +9,7 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 
 namespace kiln {
 namespace detail {
@@ -186,7 +187,9 @@ Array make_array(const void* data, int64_t count, DType dtype, Shape shape, Loca
 DType Array::dtype(Location where) const { return detail::impl_of(*this, "dtype", where).type.dtype; }
 const Shape& Array::shape(Location where) const {
   const detail::ArrayImpl& impl = detail::impl_of(*this, "shape", where);
-  if (impl.trace && impl.trace->recording_shape_reads) impl.trace->shape_reads.emplace_back(impl.type.shape, where);
+  // Inside a composite or a derivative or batching rule, the read is the user's call's.
+  if (impl.trace && impl.trace->shape_reads)
+    impl.trace->shape_reads->emplace_back(impl.type.shape, detail::scoped_location(where));
   return impl.type.shape;
 }
 int64_t Array::ndim(Location where) const { return static_cast<int64_t>(shape(where).size()); }

@@ -60,9 +60,10 @@ struct TraceContext {
   Location where;    // where the trace began
   bool alive = true;
   // While a function is traced with dynamic dimensions: each C++ read of a
-  // tracer's shape (the shape read, the reader's line), which explanations name.
-  bool recording_shape_reads = false;
-  std::vector<std::pair<Shape, Location>> shape_reads;
+  // tracer's shape (the shape read, the user's line), which explanations
+  // name. Traces nested in that one (grad, vmap, control flow bodies) add to
+  // the same record.
+  std::shared_ptr<std::vector<std::pair<Shape, Location>>> shape_reads;
 };
 
 struct ArrayImpl {

@@ -77,6 +77,7 @@ TraceSession::TraceSession(std::string name, Location where) : state_(std::make_
   state_->graph.nodes.reserve(64);  // most traces are longer than a handful of nodes
   state_->where = where;
   state_->parent = current_trace();
+  if (state_->parent) state_->shape_reads = state_->parent->shape_reads;
   if (!trace_stack.empty()) state_->enclosing = trace_stack.back();
   state_->thread = std::this_thread::get_id();
   trace_stack.push_back(state_);
@@ -125,10 +126,12 @@ std::vector<Array> TraceSession::captured() const { return state_->captured; }
 
 void TraceSession::trace_at_shapes(std::vector<Shape> shapes) {
   argument_shapes_ = std::move(shapes);
-  state_->recording_shape_reads = true;
+  state_->shape_reads = std::make_shared<std::vector<std::pair<Shape, Location>>>();
 }
 
-std::vector<std::pair<Shape, Location>> TraceSession::shape_reads() const { return state_->shape_reads; }
+std::vector<std::pair<Shape, Location>> TraceSession::shape_reads() const {
+  return state_->shape_reads ? *state_->shape_reads : std::vector<std::pair<Shape, Location>>{};
+}
 
 // ---- for the templates of kiln/graph.h ------------------------------------------
 

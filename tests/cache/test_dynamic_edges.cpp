@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,71 @@ TEST_F(DynamicEdges, ExplanationsOfBigTreesSayWhatChangedAndCountTheRest) {
   size_t listed = 0;
   for (size_t at = why.find("f32["); at != std::string::npos; at = why.find("f32[", at + 1)) ++listed;
   EXPECT_LE(listed, 3u) << why;
+}
+
+// Every file:line an explanation names.
+std::vector<std::string> named_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::regex line(R"(([A-Za-z0-9_./-]+\.(cpp|h|cc|hpp)):[0-9]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it)
+    lines.push_back(it->str());
+  return lines;
+}
+
+void expect_only_this_file(const std::string& why, const std::string& what) {
+  std::vector<std::string> lines = named_lines(why);
+  EXPECT_FALSE(lines.empty()) << what << ": " << why;
+  for (const std::string& line : lines)
+    EXPECT_EQ(line.rfind("test_dynamic_edges.cpp:", 0), 0u) << what << " names " << line << ": " << why;
+}
+
+Array row_sum(const Array& pos, const Array& x) { return sum(square(x + slice(pos, {0, 0}, {x.shape(0), 4}))); }
+
+TEST_F(DynamicEdges, ExplanationsUnderEveryTransformationNameOnlyTheUsersLines) {
+  Array pos = positions();
+  std::vector<std::pair<std::string, std::function<Array(const Array&)>>> steps = {
+      {"grad", [&](const Array& x) -> Array { return std::get<0>(grad(&row_sum, 1)(pos, x)); }},
+      {"value_and_grad", [&](const Array& x) -> Array { return value_and_grad(&row_sum)(pos, x).second; }},
+      {"vmap",
+       [&](const Array& x) -> Array {
+         return vmap([&](const Array& row) { return row * sum(slice(pos, {0, 0}, {x.shape(0), 4})); })(x);
+       }},
+      {"cond",
+       [&](const Array& x) -> Array {
+         return cond(
+             sum(x) > 0.0f,
+             [&](const Array& v) {
+               return v + slice(pos, {0, 0}, {v.shape(0), 4});
+             },
+             [&](const Array& v) {
+               return v - slice(pos, {0, 0}, {v.shape(0), 4});
+             },
+             x);
+       }},
+      {"scan",
+       [&](const Array& x) -> Array {
+         auto [total, rows] = scan(
+             [&](const Array& carry, const Array& row) {
+               return std::pair{carry + row, row * 2.0f};
+             },
+             zeros({4}), x + slice(pos, {0, 0}, {x.shape(0), 4}));
+         return total + sum(rows, 0);
+       }},
+      {"fori_loop under grad",
+       [&](const Array& x) -> Array {
+         return grad([&](const Array& v) {
+           Array start = v + slice(pos, {0, 0}, {v.shape(0), 4});
+           return sum(fori_loop(
+               0, 3, [](const Array&, const Array& acc) { return acc * 1.5f; }, start));
+         })(x);
+       }},
+  };
+  for (const auto& [name, step] : steps) {
+    auto f = jit(step, {.name = name});
+    for (int64_t length : {20, 30, 50}) f(random::normal(random::key(static_cast<uint32_t>(length)), {length, 4}));
+    EXPECT_LE(f.stats().misses, 2) << name << ": " << f.last_miss_explanation();
+    expect_only_this_file(f.last_miss_explanation(), name);
+  }
 }
 
 }  // namespace
