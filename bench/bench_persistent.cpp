@@ -373,7 +373,7 @@ void fresh_process() {
 // ---- a bundle imported into a clean directory ----
 
 void imported_bundle(int rounds) {
-  std::vector<double> cold, warm, load, import;
+  std::vector<double> cold, warm, load, import, run;
   int64_t executables = 0;
   std::filesystem::path bundle = scratch / "warm.kilnbundle";
   for (int round = 0; round < rounds; ++round) {
@@ -404,16 +404,21 @@ void imported_bundle(int rounds) {
     if (second.results != first.results) fail("bundle: the imported code's results differ from the cold call's");
     cold.push_back(first.seconds);
     warm.push_back(second.seconds);
+    run.push_back(second.run_seconds);
     executables = second.stats.persistent_hits;
     load.push_back(second.stats.load_seconds / static_cast<double>(executables));
   }
   kiln::cache::reset_persistent_cache(kiln::cache::PersistentOptions{.directory = scratch.string()});
-  Spread c = spread(cold), w = spread(warm), l = spread(load), i = spread(import);
+  Spread c = spread(cold), w = spread(warm), l = spread(load), i = spread(import), r = spread(run);
   std::printf("mlp training step, first call after importing a bundle into a clean directory (%d rounds)\n", rounds);
   std::printf("  cold first call %9.2f ms (min %9.2f)   imported first call %7.3f ms (min %7.3f); import %.3f ms\n",
               1e3 * c.median, 1e3 * c.min, 1e3 * w.median, 1e3 * w.min, 1e3 * i.median);
   std::printf("  cold / imported %7.1fx (min / min %7.1fx)  goal >= 20x  %s\n", c.median / w.median, c.min / w.min,
               c.median / w.median >= 20 ? "MET" : "NOT MET");
+  // The step's own run bounds the ratio: what the cache removes is the rest.
+  std::printf("  the run alone (a second call) %.3f ms; first call less the run: cold %.2f ms, imported %.3f ms, %.1fx\n",
+              1e3 * r.median, 1e3 * (c.median - r.median), 1e3 * (w.median - r.median),
+              (c.median - r.median) / (w.median - r.median));
   std::printf("  load per executable %7.3f ms (min %7.3f, %lld executable(s))  goal <= 2 ms  %s\n", 1e3 * l.median,
               1e3 * l.min, static_cast<long long>(executables), l.median <= 2e-3 ? "MET" : "NOT MET");
 }
