@@ -416,9 +416,10 @@ void imported_bundle(int rounds) {
   std::printf("  cold / imported %7.1fx (min / min %7.1fx)  goal >= 20x  %s\n", c.median / w.median, c.min / w.min,
               c.median / w.median >= 20 ? "MET" : "NOT MET");
   // The step's own run bounds the ratio: what the cache removes is the rest.
-  std::printf("  the run alone (a second call) %.3f ms; first call less the run: cold %.2f ms, imported %.3f ms, %.1fx\n",
-              1e3 * r.median, 1e3 * (c.median - r.median), 1e3 * (w.median - r.median),
-              (c.median - r.median) / (w.median - r.median));
+  std::printf(
+      "  the run alone (a second call) %.3f ms; first call less the run: cold %.2f ms, imported %.3f ms, %.1fx\n",
+      1e3 * r.median, 1e3 * (c.median - r.median), 1e3 * (w.median - r.median),
+      (c.median - r.median) / (w.median - r.median));
   std::printf("  load per executable %7.3f ms (min %7.3f, %lld executable(s))  goal <= 2 ms  %s\n", 1e3 * l.median,
               1e3 * l.min, static_cast<long long>(executables), l.median <= 2e-3 ? "MET" : "NOT MET");
 }
