@@ -302,8 +302,22 @@ std::vector<void*> Engine::add_object(llvm::orc::JITDylib& library, const llvm::
   try {
     if (auto error = state_->jit->addObjectFile(tracker, std::move(buffer)))
       llvm_failed("adding an object", error_text(std::move(error)));
-    for (const std::string& symbol : object.symbols)
-      addresses.push_back(unwrap(state_->jit->lookup(library, symbol), "looking up a kernel").toPtr<void*>());
+    // One lookup for all the object's symbols: a lookup per symbol costs a
+    // round through the session each, most of a small object's load time.
+    llvm::orc::SymbolLookupSet wanted;
+    std::vector<llvm::orc::SymbolStringPtr> names;
+    for (const std::string& symbol : object.symbols) {
+      names.push_back(state_->jit->mangleAndIntern(symbol));
+      wanted.add(names.back());
+    }
+    wanted.removeDuplicates();
+    llvm::orc::SymbolMap found =
+        unwrap(state_->jit->getExecutionSession().lookup(
+                   llvm::orc::makeJITDylibSearchOrder(&library, llvm::orc::JITDylibLookupFlags::MatchAllSymbols),
+                   std::move(wanted)),
+               "looking up the kernels");
+    for (const llvm::orc::SymbolStringPtr& name : names)
+      addresses.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(found.find(name)->second.getAddress())));
   } catch (...) {
     llvm::consumeError(tracker->remove());
     throw;
