@@ -126,6 +126,10 @@ struct Engine::State {
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
   std::atomic<size_t> compiled{0};
+  // The process's symbols (libm, libmvec, kiln's runtime) and nothing else:
+  // every loaded object's library links against it, so none searches the
+  // process on its own and none sees the code compiled here.
+  llvm::orc::JITDylib* process_symbols = nullptr;
   // By their bytes: the loaded objects linked now (held weakly).
   std::unordered_map<std::string, std::weak_ptr<const Engine::Linked>> linked_objects;
 };
@@ -152,6 +156,10 @@ Engine::Engine() : state_(std::make_shared<State>()) {
   state_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(), "creating the JIT");
   auto& library = state_->jit->getMainJITDylib();
   library.addGenerator(unwrap(
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
+      "searching the process for symbols"));
+  state_->process_symbols = &state_->jit->getExecutionSession().createBareJITDylib("kiln-process");
+  state_->process_symbols->addGenerator(unwrap(
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
       "searching the process for symbols"));
 }
@@ -347,9 +355,7 @@ Engine::Linked Engine::load(const std::shared_ptr<const ObjectCode>& object) {
   auto created = state_->jit->createJITDylib("kiln-loaded-" + std::to_string(state_->modules++));
   if (!created) llvm_failed("creating a library", error_text(created.takeError()));
   llvm::orc::JITDylib& library = *created;
-  library.addGenerator(unwrap(
-      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(state_->jit->getDataLayout().getGlobalPrefix()),
-      "searching the process for symbols"));
+  library.addToLinkOrder(*state_->process_symbols);
   std::vector<void*> addresses;
   try {
     addresses = add_object(library, library.getDefaultResourceTracker(), *object);
