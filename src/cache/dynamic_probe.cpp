@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "transform/symbolic_fit.h"
@@ -156,6 +157,12 @@ transform::FitResult fit_at(Prober& prober, const transform::ProbeGrid& grid) {
   return transform::fit_symbols(graphs, grid);
 }
 
+std::vector<int> all_symbols(size_t count) {
+  std::vector<int> all(count);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
 std::vector<int> moved_symbols(const std::vector<int64_t>& point, const std::vector<int64_t>& hints) {
   std::vector<int> symbols;
   for (size_t i = 0; i < hints.size(); ++i)
@@ -193,7 +200,7 @@ ProbeResult probe(const detail::CallArguments& arguments, const SymbolAssignment
                                     "too few sizes near " + point_text(hints) + " hold a fit to check it" +
                                         (fit.failure.empty() ? "" : " (" + fit.failure + ")") +
                                         (prober.failure().empty() ? "" : " (" + prober.failure() + ")"),
-                                    moved_symbols(moved(hints, std::vector<int64_t>(hints.size(), 1)), hints));
+                                    all_symbols(hints.size()));
       result.no_room = true;
       return result;
     }
