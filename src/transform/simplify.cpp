@@ -203,8 +203,9 @@ Outcome rewrite(const Nodes& nodes, Node& node) {
   if (op == Primitive::convert) return same_as(nodes, node, node.inputs[0]);
   if (op == Primitive::reshape || op == Primitive::broadcast) return rewrite_reshape_or_broadcast(nodes, node);
   if (op == Primitive::transpose) return rewrite_transpose(nodes, node);
-  // A slice whose result has its operand's type takes every element.
-  if (op == Primitive::slice) return same_as(nodes, node, node.inputs[0]);
+  // A slice whose result has its operand's type takes every element; a pad
+  // (never by a negative amount) whose result has it adds none.
+  if (op == Primitive::slice || op == Primitive::pad) return same_as(nodes, node, node.inputs[0]);
   return {};
 }
 

@@ -111,6 +111,34 @@ TEST_F(DynamicEdges, AttentionWithAPositionalTableUnderGradCompilesTwiceAtMost) 
   EXPECT_EQ(marked.stats().misses, 1) << marked.last_miss_explanation();
 }
 
+// The training run in small: 60 steps of jit(value_and_grad) with
+// SGD at lengths drawn from 16..128, the second length near the table's end
+// (where one failed upward probe used to pin the length for good).
+TEST_F(DynamicEdges, TrainingAtRandomLengthsWithTheSecondNearTheEndCompilesTwice) {
+  auto keys = random::split_keys(random::key(7), 4);
+  // (first, second); 0 keeps the drawn length.
+  for (auto [first, second] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 121}, {0, 125}, {0, 128}, {128, 0}, {127, 128}}) {
+    Block params{random::normal(keys[0], {context, 8}) * 0.1f, random::normal(keys[1], {8, 8}) * 0.3f,
+                 random::normal(keys[2], {8, 8}) * 0.3f, random::normal(keys[3], {8, 8}) * 0.3f};
+    auto step = jit(value_and_grad(&block_loss));
+    std::vector<int64_t> lengths =
+        random::randint(random::key(static_cast<uint32_t>(first + second)), {60}, 16, context + 1, i64)
+            .to_vector<int64_t>();
+    if (first) lengths[0] = first;
+    if (second) lengths[1] = second;
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      Array x = random::normal(random::key(static_cast<uint32_t>(1000 + k)), {lengths[k], 8});
+      auto [loss, grads] = step(params, x);
+      if (k % 10 == 0)
+        expect_near(loss.item<float>(), block_loss(params, x).item<float>(), "step " + std::to_string(k));
+      params = tree_map([](const Array& p, const Array& g) { return p - 0.05f * g; }, params, grads);
+    }
+    EXPECT_LE(step.stats().misses, 2) << "lengths " << lengths[0] << ", " << lengths[1] << ": "
+                                      << step.last_miss_explanation();
+  }
+}
+
 TEST_F(DynamicEdges, BoundsKeepProbesInsideAndSizesOutsideCompileOnTheirOwn) {
   std::vector<int64_t> traced_at;
   Array pos = positions();

@@ -432,20 +432,26 @@ TEST(Simplify, MovementIdentitiesAndChains) {
                {x});
 }
 
-// A slice that takes every element stays a node while tracing (at other
-// sizes of a dynamic dimension it may not) and goes here.
-TEST(Simplify, AWholeSliceIsItsOperand) {
+// A slice that takes every element and a pad that adds none stay nodes
+// while tracing (at other sizes of a dynamic dimension they may not) and go here.
+TEST(Simplify, AWholeSliceAndAnEmptyPadAreTheirOperand) {
   Array x = array({0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f}, {2, 3});
   auto fn = [](const Array& v) {
-    return std::vector<Array>{slice(v, {0, 0}, {2, 3}) * 2.0f, slice(v, {0, 0}, {1, 3}), slice(v, {-9, -9}, {9, 9})};
+    return std::vector<Array>{slice(v, {0, 0}, {2, 3}) * 2.0f, slice(v, {0, 0}, {1, 3}), slice(v, {-9, -9}, {9, 9}),
+                              pad(v, {0, 0}, {0, 0}), pad(v, {0, 1}, {0, 0})};
   };
   Graph graph = make_graph("slices", fn, x);
   auto count = [](const ir::Graph& g) {
     return std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::Node& n) { return n.op == Primitive::slice; });
   };
+  auto pads = [](const ir::Graph& g) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::Node& n) { return n.op == Primitive::pad; });
+  };
   EXPECT_EQ(count(detail::ir_of(graph)), 3);
+  EXPECT_EQ(pads(detail::ir_of(graph)), 2);
   ir::Graph after = simplified(detail::ir_of(graph));
   EXPECT_EQ(count(after), 1);  // the one taking the first row
+  EXPECT_EQ(pads(after), 1);   // the one adding a column
   expect_same_results(detail::ir_of(graph), after, {x});
 }
 

@@ -874,7 +874,9 @@ Array pad(const Array& x, std::vector<int64_t> lo, std::vector<int64_t> hi, Scal
                   where);
   bool nothing = std::all_of(lo.begin(), lo.end(), [](int64_t v) { return v == 0; }) &&
                  std::all_of(hi.begin(), hi.end(), [](int64_t v) { return v == 0; });
-  if (nothing) return x;
+  // Kept while tracing, as a whole slice is: the derivative of slicing a
+  // table to a dynamic length pads by (table - length), nothing at the end.
+  if (nothing && !detail::tracing_active()) return x;
   std::vector<int64_t> ints = std::move(lo);
   ints.insert(ints.end(), hi.begin(), hi.end());
   Array fill = detail::literal(value, type.dtype, false, where);
