@@ -226,16 +226,6 @@ std::vector<int64_t> check_offsets(size_t k, size_t symbols) {
   return offsets;
 }
 
-ProbeGrid probe_grid(const std::vector<int64_t>& hints) {
-  ProbeGrid grid{hints, std::vector<int64_t>(hints.size(), 1), {}};
-  for (size_t k : {size_t{0}, size_t{2}}) {
-    std::vector<int64_t> point = hints, offsets = check_offsets(k, hints.size());
-    for (size_t i = 0; i < hints.size(); ++i) point[i] += offsets[i];
-    grid.checks.push_back(std::move(point));
-  }
-  return grid;
-}
-
 FitResult fit_symbols(const std::vector<const ir::Graph*>& traces, const ProbeGrid& grid) {
   FitResult result;
   std::vector<std::vector<int64_t>> points = grid.points();

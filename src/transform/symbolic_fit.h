@@ -38,9 +38,6 @@ struct ProbeGrid {
 /// above and below the call's sizes, further out as k grows.
 std::vector<int64_t> check_offsets(size_t k, size_t symbols);
 
-/// The grid with steps +1 and the first two check points above the hints.
-ProbeGrid probe_grid(const std::vector<int64_t>& hints);
-
 struct FitResult {
   std::shared_ptr<const ir::Graph> graph;  // the first trace with its symbolic numbers; null when the fit failed
   std::string failure;                     // why not, naming the node

@@ -23,6 +23,16 @@
 #include "transform/verify.h"
 
 namespace kiln::testing {
+
+transform::ProbeGrid probe_grid_above(const std::vector<int64_t>& hints) {
+  transform::ProbeGrid grid{hints, std::vector<int64_t>(hints.size(), 1), {}};
+  for (size_t k : {size_t{0}, size_t{2}}) {  // check_offsets alternate above and below
+    std::vector<int64_t> point = hints, offsets = transform::check_offsets(k, hints.size());
+    for (size_t i = 0; i < hints.size(); ++i) point[i] += offsets[i];
+    grid.checks.push_back(std::move(point));
+  }
+  return grid;
+}
 namespace generator {
 namespace {
 
@@ -1618,7 +1628,7 @@ DynamicRandomGraph DynamicGenerator::run() {
   for (int attempt = 0; attempt < 3 && !fit.graph; ++attempt) {
     if (attempt > 0)
       for (int64_t& hint : hints_) hint += integer(3, 30);
-    transform::ProbeGrid grid = transform::probe_grid(hints_);
+    transform::ProbeGrid grid = probe_grid_above(hints_);
     std::vector<std::vector<int64_t>> points = grid.points();
     std::vector<Graph> traces;
     std::vector<const ir::Graph*> graphs;

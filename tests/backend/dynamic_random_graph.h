@@ -21,8 +21,13 @@
 
 #include "cache/backend_choice.h"
 #include "differential.h"
+#include "transform/symbolic_fit.h"
 
 namespace kiln::testing {
+
+/// The probe grid jit uses where the function is valid everywhere: steps of
+/// +1 and the first two check points above the hints.
+transform::ProbeGrid probe_grid_above(const std::vector<int64_t>& hints);
 
 struct DynamicGraphOptions {
   int min_steps = 2;

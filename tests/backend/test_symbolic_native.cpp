@@ -12,6 +12,7 @@
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
 #include "differential.h"
+#include "dynamic_random_graph.h"
 #include "symbolic_marking.h"
 #include "transform/symbolic_fit.h"
 
@@ -364,7 +365,7 @@ TEST(SymbolicNative, AttentionOverADynamicSequence) {
 Graph fitted(const Check& check, int64_t at) {
   std::vector<Graph> traces;
   std::vector<const ir::Graph*> graphs;
-  transform::ProbeGrid grid = transform::probe_grid({at});
+  transform::ProbeGrid grid = testing::probe_grid_above({at});
   for (const std::vector<int64_t>& point : grid.points())
     traces.push_back(trace_case(check.name, check.function, check.arguments(point[0])).graph);
   for (const Graph& trace : traces) graphs.push_back(&detail::ir_of(trace));
