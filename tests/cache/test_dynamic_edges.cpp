@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fresh_cache_fixture.h"
 #include "telemetry/telemetry.h"
 
 // A small transformer block with a learned positional table, trained with
@@ -25,15 +26,7 @@ KILN_TREE(Block, pos, wq, wk, wv);
 namespace kiln {
 namespace {
 
-class DynamicEdges : public ::testing::Test {
- protected:
-  void SetUp() override {
-    clear_graph_cache();
-    set_cache_limits(CacheLimits{});
-    telemetry::set_log_mask(0);
-  }
-  void TearDown() override { telemetry::set_log_mask(telemetry::log_storms); }
-};
+class DynamicEdges : public testing::FreshCacheTest {};
 
 constexpr int64_t context = 128;
 const std::vector<int64_t> lengths_near_the_end = {24, 125, 50, 72, 92, 100, 35, 128, 127, 16};

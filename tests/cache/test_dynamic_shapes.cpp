@@ -9,21 +9,14 @@
 #include <thread>
 
 #include "cache/backend_choice.h"
+#include "fresh_cache_fixture.h"
 #include "support/errors.h"
 #include "telemetry/telemetry.h"
 
 namespace kiln {
 namespace {
 
-class DynamicShapes : public ::testing::Test {
- protected:
-  void SetUp() override {
-    clear_graph_cache();
-    set_cache_limits(CacheLimits{});
-    telemetry::set_log_mask(0);
-  }
-  void TearDown() override { telemetry::set_log_mask(telemetry::log_storms); }
-};
+class DynamicShapes : public testing::FreshCacheTest {};
 
 Array random_array(Shape shape, uint32_t seed, double scale = 1.0) {
   return random::normal(random::key(seed), std::move(shape)) * scale;

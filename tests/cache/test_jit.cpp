@@ -12,20 +12,15 @@
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/kernel_cache.h"
 #include "cache/backend_choice.h"
+#include "fresh_cache_fixture.h"
 #include "support/errors.h"
 #include "telemetry/telemetry.h"
 
 namespace kiln {
 namespace {
 
-class Jit : public ::testing::Test {
+class Jit : public testing::FreshCacheTest {
  protected:
-  void SetUp() override {
-    clear_graph_cache();
-    set_cache_limits(CacheLimits{});
-    telemetry::set_log_mask(0);
-  }
-  void TearDown() override { telemetry::set_log_mask(telemetry::log_storms); }
   static int64_t global_compiles() { return global_cache_stats().compiles; }
 };
 
