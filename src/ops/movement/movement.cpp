@@ -640,6 +640,15 @@ void register_movement_rules(RuleTable& table) {
 
 }  // namespace ops
 
+namespace {
+// A slice taking everything or a pad adding nothing is its operand, but
+// while tracing it stays a node: at other sizes of a dynamic dimension it is
+// not trivial (a positional table sliced to the sequence length, and the pad
+// of that slice's derivative), and the traces at every size must record the
+// same operations. Simplification removes it from the graph that compiles.
+bool may_skip_trivial() { return !detail::tracing_active(); }
+}  // namespace
+
 using ops::Primitive;
 
 Array reshape(const Array& x, Shape shape, Location where) {
@@ -787,10 +796,7 @@ Array slice(const Array& x, std::vector<int64_t> start, std::vector<int64_t> sto
     ints[2 * rank + a] = stride;
     whole = whole && begin == 0 && end == extent && (stride == 1 || extent <= 1);
   }
-  // While tracing, a slice that happens to take everything stays a node: at
-  // other sizes of a dynamic dimension it does not (a positional table's
-  // rows sliced to the length of the sequence), and the traces must agree.
-  if (whole && !detail::tracing_active()) return x;
+  if (whole && may_skip_trivial()) return x;
   return ops::apply_with_ints(Primitive::slice, std::span<const Array>(&x, 1), std::move(ints), where);
 }
 
@@ -874,9 +880,7 @@ Array pad(const Array& x, std::vector<int64_t> lo, std::vector<int64_t> hi, Scal
                   where);
   bool nothing = std::all_of(lo.begin(), lo.end(), [](int64_t v) { return v == 0; }) &&
                  std::all_of(hi.begin(), hi.end(), [](int64_t v) { return v == 0; });
-  // Kept while tracing, as a whole slice is: the derivative of slicing a
-  // table to a dynamic length pads by (table - length), nothing at the end.
-  if (nothing && !detail::tracing_active()) return x;
+  if (nothing && may_skip_trivial()) return x;
   std::vector<int64_t> ints = std::move(lo);
   ints.insert(ints.end(), hi.begin(), hi.end());
   Array fill = detail::literal(value, type.dtype, false, where);
