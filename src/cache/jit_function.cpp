@@ -176,30 +176,34 @@ bool JitFunction::serves(const Entry& symbolic, const CallArguments& arguments, 
   }
 }
 
+// Three steps, each holding the lock from start to end or not at all: the
+// entry is found (after waiting for a pending one), checked against the
+// trace without the lock, and the hit recorded.
+std::shared_ptr<Entry> JitFunction::symbolic_serving(const CallArguments& arguments, const Traced& traced) {
+  std::shared_ptr<Entry> symbolic;
+  {
+    std::unique_lock lock(mutex_);
+    if (dynamic_.empty()) return nullptr;
+    for (symbolic = find_symbolic(arguments); symbolic && symbolic->pending(); symbolic = find_symbolic(arguments))
+      settled_.wait(lock, [&] { return symbolic->settled; });
+  }
+  if (!symbolic || !serves(*symbolic, arguments, traced)) return nullptr;
+  std::lock_guard lock(mutex_);
+  stats_.hits += 1;
+  entries_.touch(symbolic);
+  return symbolic;
+}
+
 JitFunction::Admitted JitFunction::admit(CallArguments& arguments, Traced traced, Trace trace, Describe describe) {
   bool by_signature = signature_mode() &&
                       (only_constants_captured(detail::ir_of(traced.graph)) || options_.captures == Captures::Constant);
   Candidate candidate{detail::shared_ir(traced.graph), detail::ir_of(traced.graph).structure_hash(), {}, 0};
+  if (std::shared_ptr<Entry> symbolic = symbolic_serving(arguments, traced)) {
+    report_hit(symbolic->executable_key, "symbolic");
+    return {symbolic, traced.skeleton, {}};
+  }
   std::unique_lock lock(mutex_);
   for (;;) {
-    // A re-traced call hits a symbolic entry when its trace is that entry's graph at this call's sizes.
-    std::shared_ptr<Entry> symbolic = dynamic_.empty() ? nullptr : find_symbolic(arguments);
-    if (symbolic && symbolic->pending()) {
-      settled_.wait(lock, [&] { return symbolic->settled; });
-      continue;
-    }
-    if (symbolic) {
-      lock.unlock();
-      bool same = serves(*symbolic, arguments, traced);
-      lock.lock();
-      if (same) {
-        stats_.hits += 1;
-        entries_.touch(symbolic);
-        lock.unlock();
-        report_hit(symbolic->executable_key, "symbolic");
-        return {symbolic, traced.skeleton, {}};
-      }
-    }
     candidate.lift(lifted_sites_[candidate.structure]);
     std::shared_ptr<Entry> known = entries_.by_graph(candidate.key, *candidate.lifted.graph);
     if (known && known->pending()) {

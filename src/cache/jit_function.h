@@ -91,6 +91,9 @@ class JitFunction {
   Admitted admit(CallArguments& arguments, Traced traced, Trace trace, Describe describe);
   /// Unlocked. Whether a symbolic entry's graph at this call's sizes is this trace.
   static bool serves(const cache::Entry& symbolic, const CallArguments& arguments, const Traced& traced);
+  /// Locks for its own steps. The symbolic entry a re-traced call hits: its
+  /// graph at this call's sizes is the trace.
+  std::shared_ptr<cache::Entry> symbolic_serving(const CallArguments& arguments, const Traced& traced);
   /// Locked. Explains the miss, plans its dynamic dimensions, and registers its pending entry.
   Miss decide_miss(const CallArguments& arguments, const Candidate& candidate, Describe describe, bool by_signature);
   /// Unlocked (locks to apply each probe's conclusion). Probes until the
