@@ -8,4 +8,8 @@ cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS
 cmake --build build/bench
 name=${1:-bench_jit}
 shift || true
+if [ "$name" = bench_python ]; then
+  # Debian's python3 (python3-numpy, python3-torch), with the package this build assembled.
+  PYTHONPATH=build/bench/python exec /usr/bin/python3 bench/python/bench_python.py build/bench/bench/bench_python_reference "$@"
+fi
 build/bench/bench/"$name" "$@"

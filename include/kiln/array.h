@@ -2,6 +2,7 @@
 // trace — a placeholder (tracer) that records the operations applied to it.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -15,7 +16,34 @@ namespace kiln {
 
 /// Where the user wrote an operation. Every public function takes one as its
 /// last, defaulted argument so errors and printed IR can name the user's line.
-using Location = std::source_location;
+/// It reads like std::source_location, and can also be made for a line of
+/// another language calling kiln (the Python package names the user's Python
+/// file and line): `file` and `function` must outlive every graph and error
+/// that may name them (string literals, or strings interned for the process).
+class Location {
+ public:
+  constexpr Location() = default;
+  constexpr Location(const char* file, const char* function, uint32_t line, uint32_t column = 0)
+      : file_(file), function_(function), line_(line), column_(column) {}
+  constexpr Location(const std::source_location& where)  // NOLINT: implicit, a C++ line is a Location
+      : file_(where.file_name()), function_(where.function_name()), line_(where.line()), column_(where.column()) {}
+  /// The caller's line: used as a defaulted argument, it names the line of
+  /// the outermost call, as std::source_location::current() does.
+  static constexpr Location current(std::source_location where = std::source_location::current()) noexcept {
+    return Location(where);
+  }
+
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr const char* function_name() const noexcept { return function_; }
+  constexpr uint32_t line() const noexcept { return line_; }
+  constexpr uint32_t column() const noexcept { return column_; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  uint32_t line_ = 0;
+  uint32_t column_ = 0;
+};
 
 class Array;
 class Index;        // kiln/ops.h

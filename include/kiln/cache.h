@@ -9,9 +9,10 @@
 #pragma once
 
 #include <cstddef>
-#include <source_location>
 #include <string>
 #include <vector>
+
+#include "kiln/array.h"
 
 namespace kiln::cache {
 
@@ -26,9 +27,9 @@ struct BundleReport {
 /// Writes the cache's sound entries (only those of the jitted function
 /// `function`, when given) to `file`. Throws kiln::Error when it cannot.
 BundleReport export_entries(const std::string& file, const std::string& function = "",
-                            std::source_location where = std::source_location::current());
+                            Location where = Location::current());
 /// Adds the sound entries of a bundle to the cache. Throws kiln::Error when
 /// `file` is not an intact bundle.
-BundleReport import_entries(const std::string& file, std::source_location where = std::source_location::current());
+BundleReport import_entries(const std::string& file, Location where = Location::current());
 
 }  // namespace kiln::cache

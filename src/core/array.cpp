@@ -27,8 +27,11 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes) {
   data_ = allocator::allocate(bytes);
 }
 
+Buffer::Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
+    : data_(data), bytes_(bytes), owner_(std::move(owner)) {}
+
 Buffer::~Buffer() {
-  if (bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
+  if (!owner_ && bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
 }
 
 namespace {

@@ -35,6 +35,10 @@ class Buffer {
  public:
   static constexpr size_t inline_bytes = 64;
   explicit Buffer(size_t bytes);
+  /// Storage lent by another owner (a NumPy array, a DLPack tensor): kiln
+  /// reads it in place and never writes or frees it; `owner` keeps it alive
+  /// while any array uses it. It must be aligned for its elements.
+  Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -42,6 +46,8 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  /// Lent storage is never taken over for a result (a donated argument's included).
+  bool lent() const { return owner_ != nullptr; }
 
  private:
   // Over-aligning the object itself would send every allocation through
@@ -50,6 +56,7 @@ class Buffer {
   std::byte inline_[inline_bytes + alignment - alignof(std::max_align_t)];
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::shared_ptr<const void> owner_;
 };
 
 /// What an array knows of the trace that recorded it: enough for any layer to

@@ -58,7 +58,7 @@ std::vector<char> StepProgram::overwritable_arguments(std::span<const Array> arg
   for (size_t k = 0; k < donated.size() && k < graph_->arguments.size(); ++k) {
     if (!donated[k]) continue;
     const auto& buffer = detail::impl(arguments[k])->buffer;
-    bool shared = buffer.use_count() > 1;
+    bool shared = buffer.use_count() > 1 || buffer->lent();
     for (size_t j = 0; j < arguments.size(); ++j) shared |= j != k && detail::impl(arguments[j])->buffer == buffer;
     for (const Array& capture : implicit_inputs) shared |= detail::impl(capture)->buffer == buffer;
     overwritable[static_cast<size_t>(graph_->arguments[k])] = !shared;

@@ -440,7 +440,7 @@ class CompiledGraph final : public runtime::Executable {
       bool argument = graph_->nodes[id].op == ir::Primitive::input;
       bool owned =
           argument ? overwritable[id] != 0 : detail::impl(value).use_count() == 1 && impl.buffer.use_count() == 1;
-      if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes) continue;
+      if (!owned || impl.buffer->bytes() <= detail::Buffer::inline_bytes || impl.buffer->lent()) continue;
       taken.push_back(leaf);
       auto written = std::make_shared<detail::ArrayImpl>();
       written->type = node.type;

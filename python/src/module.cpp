@@ -1,0 +1,21 @@
+// The extension module: each binding file adds its part, in an order where
+// every part finds what it extends (the Array class before its methods).
+#include "bindings.h"
+
+PYBIND11_MODULE(_kiln, module) {
+  namespace python = kiln::python;
+  module.doc() = "kiln's core: arrays, operations and errors (import kiln, not this module)";
+  module.def("_set_package_folder", &python::set_package_folder);
+  python::bind_errors(module);
+  python::bind_dtypes(module);
+  python::bind_array(module);
+  python::bind_interop(module);
+  python::bind_indexing(module);
+  python::bind_elementwise(module);
+  python::bind_reductions(module);
+  python::bind_manipulation(module);
+  python::bind_linalg(module);
+  python::bind_nn(module);
+  python::bind_random(module);
+  python::bind_io(module);
+}
