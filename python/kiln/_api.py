@@ -13,7 +13,7 @@ from ._array import cpu as _cpu
 from ._kiln import Array as _Array
 
 __all__ = [
-    "array", "empty", "empty_like", "zeros_like", "ones_like", "reshape", "concat", "concatenate", "roll",
+    "unstack", "moveaxis", "array", "empty", "empty_like", "zeros_like", "ones_like", "reshape", "concat", "concatenate", "roll",
     "repeat", "split", "array_split", "pad", "flatten", "transpose", "matrix_transpose", "tensordot", "vecdot",
     "einsum", "dot", "clip", "round", "trunc", "signbit", "logical_xor", "positive", "real", "imag", "conj",
     "cumulative_sum", "nonzero", "argwhere", "searchsorted", "unique_values", "unique_counts", "unique_inverse",
@@ -73,6 +73,25 @@ def concatenate(arrays, axis=0):
 
 def transpose(x, axes=None):
     return _kiln.permute_dims(x, axes)
+
+
+def unstack(x, /, *, axis=0):
+    return tuple(_kiln.unstack(x, axis=axis))
+
+
+def moveaxis(x, source, destination, /):
+    if isinstance(source, int) and isinstance(destination, int):
+        return _kiln.moveaxis(x, source, destination)
+    x = _kiln.asarray(x)
+    source = [s % x.ndim for s in ([source] if isinstance(source, int) else source)]
+    destination = [d % x.ndim for d in ([destination] if isinstance(destination, int) else destination)]
+    if len(source) != len(destination):
+        raise ValueError("moveaxis: source and destination must have the same number of axes, got %r and %r"
+                         % (source, destination))
+    order = [axis for axis in range(x.ndim) if axis not in source]
+    for d, s in sorted(zip(destination, source)):
+        order.insert(d, s)
+    return _kiln.permute_dims(x, order)
 
 
 def matrix_transpose(x, /):

@@ -55,6 +55,19 @@ def _repr(self):
     return "Array(%s, dtype=%s%s)" % (body, self.dtype, weak)
 
 
+def _str(self):
+    if self._is_tracer:
+        return _repr(self)
+    return str(_host(self))
+
+
+def _namespace(self, /, *, api_version=None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError("kiln implements the Array API standard 2023.12 (and its earlier versions), not %r"
+                         % (api_version,))
+    return __import__("kiln")
+
+
 def _tolist(self):
     return _host(self).tolist()
 
@@ -137,7 +150,8 @@ Array.__complex__ = _complex
 Array.at = property(_IndexUpdateHelper)
 Array.device = property(lambda self: cpu)
 Array.to_device = lambda self, device, /, *, stream=None: self if device == cpu else _wrong_device(device)
-Array.__array_namespace__ = lambda self, /, *, api_version=None: __import__("kiln")
+Array.__str__ = _str
+Array.__array_namespace__ = _namespace
 Array.reshape = _reshape
 Array.transpose = _transpose
 Array.copy = lambda self: _kiln.asarray(self, copy=True)

@@ -39,6 +39,11 @@ def conv_transpose(y, kernel, spatial, strides=None, padding="valid", dilation=N
     return _nn.conv_transpose(y, kernel, spatial, strides, padding, dilation, groups, channels_last)
 
 
+def reduce_window(x, reduction, window, strides=None, padding="valid"):
+    """lax.reduce_window: 'sum', 'max', 'min' or 'mean' over windows of every axis."""
+    return _nn.reduce_window(x, reduction, window, strides, padding)
+
+
 def max_pool(x, window, strides=None, padding="valid", channels_last=True):
     return _nn.max_pool(x, window, strides, padding, channels_last)
 

@@ -168,6 +168,20 @@ void bind_array(py::module_& module) {
       .def("__ge__", &binary<greater_equal>)
       .def("__eq__", &binary<equal>)
       .def("__ne__", &binary<not_equal>)
+      .def("__divmod__",
+           [](const Array& self, py::handle other) -> py::object {
+             Location where = here();
+             std::optional<Operand> operand = operand_or_nothing(other, where);
+             if (!operand) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::cast(divmod(Operand(self, where), *operand));
+           })
+      .def("__rdivmod__",
+           [](const Array& self, py::handle other) -> py::object {
+             Location where = here();
+             std::optional<Operand> operand = operand_or_nothing(other, where);
+             if (!operand) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::cast(divmod(*operand, Operand(self, where)));
+           })
       .def("__neg__", [](const Array& self) { return neg(self, here()); })
       .def("__pos__", [](const Array& self) { return self; })
       .def("__abs__", [](const Array& self) { return abs(self, here()); })

@@ -85,7 +85,8 @@ std::optional<DType> to_optional_dtype(py::handle object) {
 std::optional<Scalar> to_scalar(py::handle object) {
   PyObject* value = object.ptr();
   if (PyBool_Check(value)) return Scalar(value == Py_True);
-  if (PyLong_Check(value)) {
+  // Exact types: NumPy's scalars (np.float64 is a float) are arrays with a dtype of their own.
+  if (PyLong_CheckExact(value)) {
     int overflow = 0;
     long long integer = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (overflow != 0)
@@ -93,7 +94,7 @@ std::optional<Scalar> to_scalar(py::handle object) {
                             " does not fit in 64 bits; kiln's numbers are at most 64-bit integers");
     return Scalar(static_cast<int64_t>(integer));
   }
-  if (PyFloat_Check(value)) return Scalar(PyFloat_AS_DOUBLE(value));
+  if (PyFloat_CheckExact(value)) return Scalar(PyFloat_AS_DOUBLE(value));
   return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "core/error_format.h"
 
 namespace kiln::python {
 namespace {
@@ -13,6 +14,12 @@ std::string for_python(const std::string& message) {
   for (size_t at = text.find("kiln::"); at != std::string::npos; at = text.find("kiln::", at))
     text.replace(at, 6, "kn.");
   return text;
+}
+
+// The bindings' own TypeError, ValueError and IndexError (bad Python input,
+// found before kiln's C++ runs) name the user's line as kiln's errors do.
+std::string with_line(const char* message) {
+  return std::string(message) + " (at " + detail::location_string(here()) + ")";
 }
 
 PyObject* error_class(py::module_& module, const char* name, PyObject* base, const char* doc) {
@@ -53,6 +60,12 @@ void bind_errors(py::module_& module) {
       PyErr_SetString(allocation, for_python(e.what()).c_str());
     } catch (const Error& e) {
       PyErr_SetString(error, for_python(e.what()).c_str());
+    } catch (const py::type_error& e) {
+      PyErr_SetString(PyExc_TypeError, with_line(e.what()).c_str());
+    } catch (const py::value_error& e) {
+      PyErr_SetString(PyExc_ValueError, with_line(e.what()).c_str());
+    } catch (const py::index_error& e) {
+      PyErr_SetString(PyExc_IndexError, with_line(e.what()).c_str());
     }
   });
 }

@@ -43,6 +43,11 @@ Index to_index(py::handle key) {
   if (is_floating(array.dtype()))
     throw py::index_error("arrays used as indices must be of integer type, got " +
                           std::string(numpy_name(array.dtype())));
+  // kiln gathers with 32- or 64-bit indices; NumPy takes any integer type.
+  DType dtype = array.dtype();
+  if (dtype == DType::i8 || dtype == DType::i16 || dtype == DType::u8 || dtype == DType::u16)
+    array = astype(array, DType::i32, here());
+  else if (dtype == DType::u32 || dtype == DType::u64) array = astype(array, DType::i64, here());
   return Index(array);
 }
 

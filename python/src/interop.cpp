@@ -4,6 +4,7 @@
 // read-only, alive as long as the borrower's view.
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -120,12 +121,12 @@ Array from_sequence(py::handle object, std::optional<DType> dtype) {
     throw py::type_error("asarray: cannot make a kiln array of " + std::string(py::repr(object)).substr(0, 80) +
                          " (NumPy reads it as dtype " + std::string(py::str(array.dtype())) +
                          "); give numbers, nested lists of numbers, or arrays");
-  if (!dtype && !py::isinstance<py::array>(object)) {
+  // NumPy scalars (np.float64(1.5)) keep their dtype; Python's numbers take kiln's defaults.
+  if (!dtype && !py::isinstance<py::array>(object) && !py::hasattr(object, "dtype")) {
     if (kind == 'f' && array.dtype().itemsize() == 8) dtype = DType::f32;
     if (kind == 'i' && array.dtype().itemsize() == 8) {
-      bool fits =
-          array.size() == 0 || (numpy.attr("all")(numpy.attr("abs")(array) <= py::int_(2147483647)).cast<bool>() &&
-                                numpy.attr("min")(array).cast<int64_t>() >= -2147483648LL);
+      bool fits = array.size() == 0 || (array.attr("min")().cast<int64_t>() >= INT32_MIN &&
+                                        array.attr("max")().cast<int64_t>() <= INT32_MAX);
       dtype = fits ? DType::i32 : DType::i64;
     }
   }
@@ -174,10 +175,14 @@ Array copy_strided(const DLTensor& tensor, DType dtype, const Shape& shape) {
   const auto* source = static_cast<const std::byte*>(tensor.data) + tensor.byte_offset;
   size_t item = dtype_size(dtype);
   int64_t count = shape_size(shape);
+  std::vector<int64_t> strides(shape.size(), 1);  // DLPack: no strides means row-major
+  for (size_t d = shape.size(); d-- > 0;)
+    if (tensor.strides != nullptr) strides[d] = tensor.strides[d];
+    else if (d + 1 < shape.size()) strides[d] = strides[d + 1] * shape[d + 1];
   std::vector<int64_t> position(shape.size(), 0);
   for (int64_t i = 0; i < count; ++i) {
     int64_t offset = 0;
-    for (size_t d = 0; d < shape.size(); ++d) offset += position[d] * tensor.strides[d];
+    for (size_t d = 0; d < shape.size(); ++d) offset += position[d] * strides[d];
     std::memcpy(target + static_cast<size_t>(i) * item, source + offset * static_cast<int64_t>(item), item);
     for (size_t d = shape.size(); d-- > 0;) {
       if (++position[d] < shape[d]) break;
@@ -295,6 +300,9 @@ Array to_array(py::handle object, std::optional<DType> dtype, std::optional<bool
   }
   if (std::optional<Scalar> number = to_scalar(object)) {
     if (dtype) return full({}, *number, *dtype, here());
+    bool wide =
+        number->kind() == Scalar::Kind::integer && (number->as_int() < INT32_MIN || number->as_int() > INT32_MAX);
+    if (wide) return full({}, *number, DType::i64, here());  // beyond the default int32: 64 bits, as a list would
     return detail::weak_scalar(*number);
   }
   if (py::isinstance<py::array>(object)) return from_numpy(py::reinterpret_borrow<py::array>(object), dtype, copy);

@@ -33,6 +33,9 @@ std::vector<int64_t> optional_list(py::handle object, const char* operation, con
   return object.is_none() ? std::vector<int64_t>{} : to_int_list(object, operation, what);
 }
 
+// A str or any os.PathLike (pathlib.Path).
+std::string file_path(py::handle path) { return py::str(py::module_::import("os").attr("fspath")(path)); }
+
 linalg::NormOrder to_norm_order(py::handle order) {
   if (order.is_none()) return {};
   if (py::isinstance<py::str>(order)) return linalg::NormOrder(order.cast<std::string>().c_str());
@@ -134,6 +137,20 @@ void bind_nn_module(py::module_& module) {
     PoolOptions options{optional_list(strides, "avg_pool", "strides"), to_padding(padding, "avg_pool"), channels_last};
     return avg_pool(to_array(x), to_int_list(window, "avg_pool", "window"), options, here());
   });
+  nn.def("reduce_window",
+         [](py::handle x, const std::string& reduction, py::handle window, py::handle strides, py::handle padding) {
+           static const std::map<std::string, WindowReduction> reductions{{"sum", WindowReduction::sum},
+                                                                          {"max", WindowReduction::max},
+                                                                          {"min", WindowReduction::min},
+                                                                          {"mean", WindowReduction::mean}};
+           auto found = reductions.find(reduction);
+           if (found == reductions.end())
+             throw py::value_error("reduce_window: the reduction must be 'sum', 'max', 'min' or 'mean', got '" +
+                                   reduction + "'");
+           return reduce_window(to_array(x), found->second, to_int_list(window, "reduce_window", "window"),
+                                optional_list(strides, "reduce_window", "strides"),
+                                to_padding(padding, "reduce_window"), here());
+         });
   nn.def("layer_norm",
          [](py::handle x, int64_t axis, double eps) { return layer_norm(to_array(x), axis, eps, here()); });
   nn.def("rms_norm", [](py::handle x, int64_t axis, double eps) { return rms_norm(to_array(x), axis, eps, here()); });
@@ -204,19 +221,19 @@ void bind_random(py::module_& module) { bind_random_module(module); }
 void bind_io(py::module_& module) {
   module.def(
       "save",
-      [](const std::string& path, py::dict arrays) {
+      [](py::handle path, py::dict arrays) {
         std::map<std::string, Array> named;
         for (auto [name, value] : arrays) named[py::str(name).cast<std::string>()] = to_array(value);
-        save(path, named, here());
+        save(file_path(path), named, here());
       },
       py::arg("path"), py::arg("arrays"));
   module.def(
-      "load", [](const std::string& path) { return load(path, here()); }, py::arg("path"));
+      "load", [](py::handle path) { return load(file_path(path), here()); }, py::arg("path"));
   module.def(
-      "save_npy", [](const std::string& path, py::handle array) { save_npy(path, to_array(array), here()); },
+      "save_npy", [](py::handle path, py::handle array) { save_npy(file_path(path), to_array(array), here()); },
       py::arg("path"), py::arg("array"));
   module.def(
-      "load_npy", [](const std::string& path) { return load_npy(path, here()); }, py::arg("path"));
+      "load_npy", [](py::handle path) { return load_npy(file_path(path), here()); }, py::arg("path"));
 }
 
 }  // namespace kiln::python

@@ -2,13 +2,14 @@
 // read from the interpreter directly (no traceback objects): an operation
 // pays for one walk up the few frames of kiln's own Python files and two
 // lookups by object identity.
+// clang-format off
+#include "bindings.h"  // Python.h before any other Python header, as the C API asks
 #include <frameobject.h>
+// clang-format on
 
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
-
-#include "bindings.h"  // Python.h first, as the C API asks
 
 namespace kiln::python {
 namespace {

@@ -238,16 +238,14 @@ Array load_npy(const std::string& path, Location where) {
   file.read(header_offset, text.data(), length, "header");
   Header header = HeaderParser(text, path, where).parse();
 
-  auto dtype = dtype_of_descr(header.descr);
-  if (!dtype) {
-    std::string hint =
-        "kiln reads little-endian bool, int8 to int64, uint8 to uint64, float16, float32, float64 and bfloat16 "
-        "('|V2') arrays";
-    if (!header.descr.empty() && header.descr[0] == '>')
-      hint = "big-endian data: save x.astype(x.dtype.newbyteorder('<')) instead";
+  // Big-endian files (NumPy writes them for '>f8' arrays) are read and swapped.
+  bool big_endian = !header.descr.empty() && header.descr[0] == '>';
+  auto dtype = dtype_of_descr(big_endian ? "<" + header.descr.substr(1) : header.descr);
+  if (!dtype)
     detail::raise("load_npy", quoted(path) + " holds dtype " + quoted(header.descr) + ", which kiln does not read",
-                  where, hint);
-  }
+                  where,
+                  "kiln reads bool, int8 to int64, uint8 to uint64, float16, float32, float64 and bfloat16 ('|V2') "
+                  "arrays; convert the array to one of them before saving");
   uint64_t elements = 1, bytes = 0;
   for (int64_t extent : header.shape)
     if (__builtin_mul_overflow(elements, static_cast<uint64_t>(extent), &elements))
@@ -271,6 +269,11 @@ Array load_npy(const std::string& path, Location where) {
                          dtype_size(*dtype));
   } else {
     file.read(data_offset, buffer.data(), buffer.bytes(), "data");
+  }
+  if (big_endian) {
+    auto* data = static_cast<unsigned char*>(buffer.data());
+    size_t element = dtype_size(*dtype);
+    for (size_t at = 0; at + element <= buffer.bytes(); at += element) std::reverse(data + at, data + at + element);
   }
   if (*dtype == DType::bool_) {
     auto* data = static_cast<unsigned char*>(buffer.data());
