@@ -76,6 +76,9 @@ def transpose(x, axes=None):
 
 
 def unstack(x, /, *, axis=0):
+    x = _kiln.asarray(x)
+    if x.ndim and x.shape[axis] == 0:
+        return ()
     return tuple(_kiln.unstack(x, axis=axis))
 
 
@@ -87,7 +90,7 @@ def moveaxis(x, source, destination, /):
     destination = [d % x.ndim for d in ([destination] if isinstance(destination, int) else destination)]
     if len(source) != len(destination):
         raise ValueError("moveaxis: source and destination must have the same number of axes, got %r and %r"
-                         % (source, destination))
+                         % (source, destination) + _kiln._at())
     order = [axis for axis in range(x.ndim) if axis not in source]
     for d, s in sorted(zip(destination, source)):
         order.insert(d, s)
@@ -106,7 +109,7 @@ def roll(x, /, shift, *, axis=None):
     if isinstance(shift, (tuple, list)):
         axes = axis if isinstance(axis, (tuple, list)) else [axis] * len(shift)
         if len(axes) != len(shift):
-            raise ValueError("roll: shift and axis must have the same length, got %r and %r" % (shift, axis))
+            raise ValueError("roll: shift and axis must have the same length, got %r and %r" % (shift, axis) + _kiln._at())
         for s, a in zip(shift, axes):
             x = _kiln._roll(x, int(s), a)
         return x
@@ -146,7 +149,7 @@ def array_split(x, indices_or_sections, axis=0):
 
 def pad(x, pad_width, mode="constant", constant_values=0):
     if mode != "constant":
-        raise ValueError("pad: kiln pads with a constant (mode='constant'), got mode=%r" % (mode,))
+        raise ValueError("pad: kiln pads with a constant (mode='constant'), got mode=%r" % (mode,) + _kiln._at())
     x = _kiln.asarray(x)
     widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64).reshape(-1, 2) if _np.ndim(pad_width) else
                               _np.asarray([[pad_width, pad_width]]), (x.ndim, 2))
@@ -160,7 +163,8 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    return _kiln.sum(_kiln.multiply(conj(x1), x2), axis=axis)
+    product = _kiln.multiply(conj(x1), x2)
+    return _kiln.sum(product, axis=axis, dtype=product.dtype)
 
 
 def einsum(subscripts, *operands):
@@ -177,7 +181,13 @@ def dot(a, b):
 # ---- elementwise -------------------------------------------------------------
 
 def clip(x, /, min=None, max=None):
+    """The result keeps x's dtype (the Array API's), whatever min and max are."""
     x = _kiln.asarray(x)
+    result = _clip_promoted(x, min, max)
+    return result if result.dtype == x.dtype else _kiln.astype(result, x.dtype)
+
+
+def _clip_promoted(x, min, max):
     if min is not None and max is not None:
         return _kiln._clip(x, min, max)
     if min is not None:
@@ -234,7 +244,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     x = _kiln.asarray(x)
     if axis is None:
         if x.ndim > 1:
-            raise ValueError("cumulative_sum: axis is required for an array of %d dimensions" % x.ndim)
+            raise ValueError("cumulative_sum: axis is required for an array of %d dimensions" % x.ndim + _kiln._at())
         axis = 0
     result = _kiln.cumsum(x, axis, dtype=dtype)
     if include_initial:
@@ -260,7 +270,7 @@ def _first_true(mask, count):
 def nonzero(x, /):
     x = _kiln.asarray(x)
     if x.ndim == 0:
-        raise ValueError("nonzero: a 0-d array has no axes to index; use kn.atleast_1d(x) first")
+        raise ValueError("nonzero: a 0-d array has no axes to index; use kn.atleast_1d(x) first" + _kiln._at())
     mask = _kiln.ravel(_kiln.not_equal(x, 0))
     flat = _first_true(mask, _count(mask))
     coordinates = []
@@ -279,7 +289,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     if sorter is not None:
         x1 = _kiln.take(x1, sorter)
     if side not in ("left", "right"):
-        raise ValueError("searchsorted: side must be 'left' or 'right', got %r" % (side,))
+        raise ValueError("searchsorted: side must be 'left' or 'right', got %r" % (side,) + _kiln._at())
     below = _kiln.less if side == "left" else _kiln.less_equal
     return _kiln.sum(_kiln.astype(below(x1, _kiln.expand_dims(x2, -1)), _kiln.int32), axis=-1)
 
@@ -351,7 +361,7 @@ def _as_dtype(value):
 def result_type(*arrays_and_dtypes):
     """The dtype kiln's promotion gives, found by kiln itself on empty arrays."""
     if not arrays_and_dtypes:
-        raise ValueError("result_type: needs at least one array or dtype")
+        raise ValueError("result_type: needs at least one array or dtype" + _kiln._at())
     operands = []
     for item in arrays_and_dtypes:
         if isinstance(item, (bool, int, float)):
@@ -361,7 +371,7 @@ def result_type(*arrays_and_dtypes):
         else:
             operands.append(_kiln.zeros((0,), dtype=_as_dtype(item)))
     if all(isinstance(o, (bool, int, float)) for o in operands):
-        raise ValueError("result_type: needs at least one array or dtype besides Python numbers")
+        raise ValueError("result_type: needs at least one array or dtype besides Python numbers" + _kiln._at())
     result = operands[0]
     for operand in operands[1:]:
         result = _promote(result, operand)
@@ -392,7 +402,7 @@ class finfo:
             self.resolution = 0.01
             return
         if not _kiln._is_floating(self.dtype):
-            raise ValueError("finfo: %s is not a floating dtype; use kn.iinfo for integers" % self.dtype)
+            raise ValueError("finfo: %s is not a floating dtype; use kn.iinfo for integers" % self.dtype + _kiln._at())
         info = _np.finfo(_np.dtype(self.dtype.name))
         self.bits = int(info.bits)
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
@@ -409,7 +419,7 @@ class iinfo:
     def __init__(self, type):
         self.dtype = _as_dtype(type)
         if not _kiln._is_integer(self.dtype):
-            raise ValueError("iinfo: %s is not an integer dtype; use kn.finfo for floats" % self.dtype)
+            raise ValueError("iinfo: %s is not an integer dtype; use kn.finfo for floats" % self.dtype + _kiln._at())
         info = _np.iinfo(_np.dtype(self.dtype.name))
         self.bits, self.min, self.max = int(info.bits), int(info.min), int(info.max)
 
@@ -430,13 +440,13 @@ _KINDS = {
 
 def isdtype(dtype, kind):
     if not isinstance(dtype, _kiln.DType):
-        raise TypeError("isdtype: expected a kiln dtype, got %r" % (dtype,))
+        raise TypeError("isdtype: expected a kiln dtype, got %r" % (dtype,) + _kiln._at())
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, _kiln.DType):
         return dtype == kind
     if kind not in _KINDS:
-        raise ValueError("isdtype: unknown kind %r; kinds are %s" % (kind, ", ".join(sorted(_KINDS))))
+        raise ValueError("isdtype: unknown kind %r; kinds are %s" % (kind, ", ".join(sorted(_KINDS))) + _kiln._at())
     return bool(_KINDS[kind](dtype))
 
 

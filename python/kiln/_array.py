@@ -162,4 +162,4 @@ for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "var", "std", "
 
 
 def _wrong_device(device):
-    raise ValueError("to_device: kiln arrays live on the cpu device, not %r" % (device,))
+    raise ValueError("to_device: kiln arrays live on the cpu device, not %r" % (device,) + _kiln._at())

@@ -18,7 +18,12 @@ std::string describe(py::handle object) {
 
 // NumPy integer scalars and other objects with __index__ (not bool, not arrays).
 std::optional<int64_t> index_value(py::handle object) {
-  if (PyBool_Check(object.ptr()) || py::isinstance<Array>(object)) return std::nullopt;
+  if (PyBool_Check(object.ptr())) return std::nullopt;
+  if (py::isinstance<Array>(object)) {  // a 0-d integer array stands for its value, as NumPy's do
+    const Array& array = object.cast<const Array&>();
+    if (array.is_tracer() || array.ndim() != 0 || !is_integer(array.dtype())) return std::nullopt;
+    return array.item<int64_t>(here());
+  }
   if (!PyIndex_Check(object.ptr())) return std::nullopt;
   if (py::isinstance<py::array>(object) && py::reinterpret_borrow<py::array>(object).ndim() != 0) return std::nullopt;
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(object.ptr()));
@@ -124,7 +129,7 @@ std::optional<int64_t> to_optional_axis(py::handle object, const char* operation
 
 std::vector<int64_t> to_int_list(py::handle object, const char* operation, const char* what) {
   if (std::optional<int64_t> value = index_value(object)) return {*value};
-  if (!py::isinstance<py::sequence>(object) || py::isinstance<py::str>(object))
+  if (py::isinstance<Array>(object) || !py::isinstance<py::sequence>(object) || py::isinstance<py::str>(object))
     throw py::type_error(std::string(operation) + ": " + what + " must be an int or a sequence of ints, got " +
                          describe(object));
   std::vector<int64_t> values;

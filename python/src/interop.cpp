@@ -54,9 +54,9 @@ void release_python_owner(const void* pointer) {
 
 // A kiln array reading `data` in place, `owner` kept alive while it does.
 Array lend(void* data, DType dtype, Shape shape, std::shared_ptr<const void> owner) {
+  // The lender's memory already holds the array: its size is one kiln can hold.
   auto impl = std::make_shared<detail::ArrayImpl>();
   impl->type = detail::AbstractValue{dtype, false, std::move(shape)};
-  detail::check_fits(impl->type, "asarray", here());
   impl->buffer = std::make_shared<detail::Buffer>(data, impl->type.bytes(), std::move(owner));
   return detail::wrap(std::move(impl));
 }
@@ -66,18 +66,43 @@ std::shared_ptr<const void> hold(py::handle object) {
   return std::shared_ptr<const void>(object.ptr(), &release_python_owner);
 }
 
-std::optional<DType> dtype_of_numpy(const py::dtype& dtype) {
-  if (dtype.kind() == 'b') return DType::bool_;
-  std::string name = py::str(dtype.attr("name"));
-  for (int k = 0; k < dtype_count; ++k)
-    if (name == numpy_name(static_cast<DType>(k))) return static_cast<DType>(k);
-  return std::nullopt;
+// Read from NumPy's structs directly: kn.asarray of a NumPy array is a
+// per-step call in training loops, and attribute lookups cost microseconds.
+const py::detail::PyArrayDescr_Proxy& descriptor(const py::array& array) {
+  return *py::detail::array_descriptor_proxy(py::detail::array_proxy(array.ptr())->descr);
+}
+
+std::optional<DType> dtype_of_numpy(const py::array& array) {
+  const py::detail::PyArrayDescr_Proxy& descr = descriptor(array);
+  int size = descr.elsize;
+  switch (descr.kind) {
+    case 'b': return size == 1 ? std::optional(DType::bool_) : std::nullopt;
+    case 'i':
+      return size == 1   ? std::optional(DType::i8)
+             : size == 2 ? std::optional(DType::i16)
+             : size == 4 ? std::optional(DType::i32)
+             : size == 8 ? std::optional(DType::i64)
+                         : std::nullopt;
+    case 'u':
+      return size == 1   ? std::optional(DType::u8)
+             : size == 2 ? std::optional(DType::u16)
+             : size == 4 ? std::optional(DType::u32)
+             : size == 8 ? std::optional(DType::u64)
+                         : std::nullopt;
+    case 'f':
+      return size == 2   ? std::optional(DType::f16)
+             : size == 4 ? std::optional(DType::f32)
+             : size == 8 ? std::optional(DType::f64)
+                         : std::nullopt;
+    default: return std::nullopt;
+  }
 }
 
 bool readable_in_place(const py::array& array) {
-  int flags = array.flags();
-  bool native = array.dtype().attr("isnative").cast<bool>();
-  return native && (flags & py::array::c_style) && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_);
+  int flags = py::detail::array_proxy(array.ptr())->flags;
+  bool native = descriptor(array).byteorder != '>';  // '<', '=' or '|' on the little-endian machines kiln runs on
+  return native && (flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) &&
+         (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_);
 }
 
 [[noreturn]] void refuse_copy(const std::string& why) {
@@ -85,7 +110,7 @@ bool readable_in_place(const py::array& array) {
 }
 
 Array from_numpy(const py::array& array, std::optional<DType> dtype, std::optional<bool> copy) {
-  std::optional<DType> own = dtype_of_numpy(array.dtype());
+  std::optional<DType> own = dtype_of_numpy(array);
   if (!own)
     throw py::type_error("asarray: NumPy dtype " + std::string(py::str(array.dtype())) +
                          " has no kiln dtype; convert it first (e.g. .astype(np.float32))");

@@ -1,11 +1,14 @@
 // The extension module: each binding file adds its part, in an order where
 // every part finds what it extends (the Array class before its methods).
 #include "bindings.h"
+#include "core/error_format.h"
 
 PYBIND11_MODULE(_kiln, module) {
   namespace python = kiln::python;
   module.doc() = "kiln's core: arrays, operations and errors (import kiln, not this module)";
   module.def("_set_package_folder", &python::set_package_folder);
+  // " (at file:line)" of the user's call, for errors raised by kiln's Python files.
+  module.def("_at", [] { return " (at " + kiln::detail::location_string(python::here()) + ")"; });
   python::bind_errors(module);
   python::bind_dtypes(module);
   python::bind_array(module);

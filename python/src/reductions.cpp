@@ -14,6 +14,13 @@ Array converted(py::handle x, py::handle dtype) {
   return target && *target != array.dtype(here()) ? astype(array, *target, here()) : array;
 }
 
+// dtype= names the result's dtype (the Array API's), also where kiln would
+// accumulate in a wider one (sum of uint8 in uint32).
+Array in_dtype(Array result, py::handle dtype) {
+  std::optional<DType> target = to_optional_dtype(dtype);
+  return target && *target != result.dtype(here()) ? astype(result, *target, here()) : result;
+}
+
 template <Reduction function>
 void def_reduction(py::module_& module, const char* name) {
   module.def(
@@ -29,7 +36,7 @@ void def_accumulation(py::module_& module, const char* name) {
   module.def(
       name,
       [name](py::handle x, py::handle axis, py::handle dtype, bool keepdims) {
-        return function(converted(x, dtype), to_axes(axis, name), keepdims, here());
+        return in_dtype(function(converted(x, dtype), to_axes(axis, name), keepdims, here()), dtype);
       },
       py::arg("x"), py::kw_only(), py::arg("axis") = py::none(), py::arg("dtype") = py::none(),
       py::arg("keepdims") = false);
@@ -40,7 +47,7 @@ void def_scan(py::module_& module, const char* name) {
   module.def(
       name,
       [name](py::handle x, py::handle axis, py::handle dtype) {
-        return function(converted(x, dtype), to_optional_axis(axis, name), here());
+        return in_dtype(function(converted(x, dtype), to_optional_axis(axis, name), here()), dtype);
       },
       py::arg("x"), py::arg("axis") = py::none(), py::kw_only(), py::arg("dtype") = py::none());
 }
@@ -92,7 +99,7 @@ void bind_reductions(py::module_& module) {
   module.def(
       "cumprod",
       [](py::handle x, py::handle axis, py::handle dtype, bool reverse) {
-        return cumprod(converted(x, dtype), to_optional_axis(axis, "cumprod"), reverse, here());
+        return in_dtype(cumprod(converted(x, dtype), to_optional_axis(axis, "cumprod"), reverse, here()), dtype);
       },
       py::arg("x"), py::arg("axis") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("reverse") = false);

@@ -274,3 +274,36 @@ def test_from_dlpack_copy_keyword_with_torch():
     x = kn.from_dlpack(t, copy=True)
     check(x, t.numpy())
     assert np.asarray(x).__array_interface__["data"][0] != t.data_ptr()
+
+
+# Cases the standard's own test suite found.
+def test_reduction_dtype_names_the_result_dtype():
+    x = kn.asarray(np.array([200, 100], dtype=np.uint8))
+    assert kn.sum(x, dtype=kn.uint8).dtype == kn.uint8
+    assert int(kn.sum(x, dtype=kn.uint8)) == (300 % 256)
+    assert kn.prod(kn.ones((3,), dtype=kn.float32), dtype=kn.float64).dtype == kn.float64
+    assert kn.cumulative_sum(kn.ones((3,), dtype=kn.int8), dtype=kn.int8).dtype == kn.int8
+
+
+def test_clip_keeps_the_dtype_of_x():
+    x = kn.asarray(np.array([1, 5, 9], dtype=np.int8))
+    result = kn.clip(x, max=kn.asarray(np.array([4, 4, 4], dtype=np.int16)))
+    assert result.dtype == kn.int8
+    np.testing.assert_array_equal(np.asarray(result), [1, 4, 4])
+
+
+def test_vecdot_keeps_the_promoted_dtype():
+    a = kn.asarray(np.array([1, 2, 3], dtype=np.uint8))
+    assert kn.vecdot(a, a).dtype == kn.uint8
+    assert int(kn.vecdot(a, a)) == 14
+
+
+def test_unstack_of_an_empty_axis_is_an_empty_tuple():
+    assert kn.unstack(kn.zeros((0, 3))) == ()
+
+
+def test_zero_d_integer_arrays_stand_for_sizes():
+    assert kn.ones(kn.asarray(2)).shape == (2,)
+    assert kn.zeros((kn.asarray(3), 2)).shape == (3, 2)
+    with pytest.raises(TypeError):
+        kn.ones(kn.asarray(2.0))
