@@ -12,8 +12,8 @@ namespace kiln::python {
 namespace {
 
 std::optional<Operand> operand_or_nothing(py::handle other, Location where) {
-  if (py::isinstance<Array>(other) || PyBool_Check(other.ptr()) || PyLong_Check(other.ptr()) ||
-      PyFloat_Check(other.ptr()))
+  if (const Array* array = array_pointer(other)) return Operand(*array, where);
+  if (PyBool_Check(other.ptr()) || PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr()))
     return to_operand(other, where);
   if (py::isinstance<py::array>(other) || py::isinstance(other, py::module_::import("numpy").attr("generic")))
     return Operand(to_array(other), where);
@@ -191,6 +191,7 @@ void bind_array(py::module_& module) {
         text << self;
         return text.str();
       });
+  remember_array_type(array);
   array.attr("__hash__") = py::none();
   // NumPy's operators defer to ours (np_array + kiln_array is a kiln array),
   // while NumPy's functions still read kiln arrays through the buffer.

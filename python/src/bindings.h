@@ -49,6 +49,13 @@ Shape to_shape(py::handle object, const char* operation);
 std::vector<int64_t> to_int_list(py::handle object, const char* operation, const char* what);
 std::vector<Array> to_array_list(py::handle object, const char* operation);
 
+/// The array a Python kn.Array holds, or null for any other object: one
+/// comparison of types, where pybind11's own check hashes the C++ type's name
+/// (an operator's operands are checked on every call).
+const Array* array_pointer(py::handle object);
+/// Called once the Array class exists.
+void remember_array_type(py::handle type);
+
 /// The array a Python Array object holds (TypeError naming `operation` otherwise).
 const Array& array_of(py::handle object, const char* operation);
 

@@ -104,7 +104,7 @@ std::optional<Scalar> to_scalar(py::handle object) {
 }
 
 Operand to_operand(py::handle object, Location where) {
-  if (py::isinstance<Array>(object)) return Operand(object.cast<const Array&>(), where);
+  if (const Array* array = array_pointer(object)) return Operand(*array, where);
   if (std::optional<Scalar> number = to_scalar(object)) {
     switch (number->kind()) {
       case Scalar::Kind::boolean: return Operand(number->as_int() != 0, where);
@@ -163,7 +163,20 @@ std::vector<Array> to_array_list(py::handle object, const char* operation) {
   return arrays;
 }
 
+namespace {
+PyTypeObject* array_type = nullptr;
+}  // namespace
+
+void remember_array_type(py::handle type) { array_type = reinterpret_cast<PyTypeObject*>(type.ptr()); }
+
+const Array* array_pointer(py::handle object) {
+  if (Py_TYPE(object.ptr()) != array_type) return nullptr;
+  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
+  return static_cast<const Array*>(instance->get_value_and_holder().value_ptr());
+}
+
 const Array& array_of(py::handle object, const char* operation) {
+  if (const Array* array = array_pointer(object)) return *array;
   if (!py::isinstance<Array>(object))
     throw py::type_error(std::string(operation) + ": expected a kiln Array, got " + describe(object));
   return object.cast<const Array&>();

@@ -313,8 +313,8 @@ const char* buffer_format(DType dtype) {
 }  // namespace
 
 Array to_array(py::handle object, std::optional<DType> dtype, std::optional<bool> copy) {
-  if (py::isinstance<Array>(object)) {
-    const Array& array = object.cast<const Array&>();
+  if (const Array* pointer = array_pointer(object)) {
+    const Array& array = *pointer;
     if (dtype && *dtype != array.dtype(here())) {
       if (copy == false)
         refuse_copy("the array is " + std::string(numpy_name(array.dtype())) + ", not " + numpy_name(*dtype));

@@ -65,27 +65,28 @@ uint64_t checked_bytes(const AbstractValue& type, std::string& why) {
 }
 }  // namespace
 
-void check_fits(const AbstractValue& type, const char* operation, Location where, std::string_view inputs) {
+void check_fits(const AbstractValue& type, const char* operation, Location where, const AbstractValue* input) {
   std::string why;
   checked_bytes(type, why);
   if (!why.empty())
-    raise<AllocationError>(operation,
-                           "the result " + type.to_string() +
-                               (inputs.empty() ? std::string() : " (from " + std::string(inputs) + ")") + " " + why,
-                           where, "check the shape: an extent may have come from an uninitialized or overflowed value");
+    raise<AllocationError>(
+        operation,
+        "the result " + type.to_string() + (input ? " (from " + input->to_string() + ")" : std::string()) + " " + why,
+        where, "check the shape: an extent may have come from an uninitialized or overflowed value");
 }
 
 Array allocate(AbstractValue type) {
   std::string why;
   uint64_t bytes = checked_bytes(type, why);
-  std::string refusal = why.empty()
-                            ? "the system refused " + std::to_string(bytes) + " bytes for an array " + type.to_string()
-                            : "an array " + type.to_string() + " " + why;
   auto impl = std::make_shared<ArrayImpl>();
   try {
     if (!why.empty()) throw std::bad_alloc();
     impl->buffer = std::make_shared<Buffer>(static_cast<size_t>(bytes));
   } catch (const std::bad_alloc&) {
+    // Formatted only when refused: allocate runs for every eager result.
+    std::string refusal =
+        why.empty() ? "the system refused " + std::to_string(bytes) + " bytes for an array " + type.to_string()
+                    : "an array " + type.to_string() + " " + why;
     throw AllocationError(
         format_error("allocate", refusal, Location(), "free arrays no longer needed, or work on smaller pieces"),
         refusal);

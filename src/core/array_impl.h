@@ -119,8 +119,8 @@ void set_active_trace(std::shared_ptr<TraceContext> context);
 /// Throws kiln::Error naming `operation`, the shape and `where` when `type`
 /// has a negative extent or more elements or bytes than one array may hold,
 /// so no size computed from it overflows.
-/// `inputs` (optional) says what the result was made from.
-void check_fits(const AbstractValue& type, const char* operation, Location where, std::string_view inputs = {});
+/// `input` (optional) says what the result was made from.
+void check_fits(const AbstractValue& type, const char* operation, Location where, const AbstractValue* input = nullptr);
 /// A fresh concrete array with uninitialized storage for `type`. Throws
 /// AllocationError when the memory cannot be had; its refusal() lets the
 /// operation that asked name itself (ops::apply does).

@@ -192,7 +192,7 @@ AbstractValue infer_broadcast(const Node& node, std::span<const AbstractValue* c
     detail::raise("broadcast_to", "cannot broadcast " + x.to_string() + " to shape " + shape_string(target), node.where,
                   "each trailing dimension must equal the target's or be 1");
   AbstractValue result{x.dtype, x.weak, target};
-  detail::check_fits(result, "broadcast_to", node.where, x.to_string());
+  detail::check_fits(result, "broadcast_to", node.where, &x);
   return result;
 }
 
