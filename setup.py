@@ -23,7 +23,8 @@ class CMakeBuild(build_ext):
     def build_extension(self, extension):
         build = pathlib.Path(os.environ.get("KILN_PIP_BUILD_DIR", ROOT / "build" / "pip")).resolve()
         jobs = os.environ.get("KILN_JOBS", str(os.cpu_count() or 2))
-        subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+        subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
                         "-DKILN_BUILD_TESTS=OFF", "-DKILN_BUILD_EXAMPLES=OFF", "-DKILN_BUILD_PYTHON=ON",
                         "-DKILN_PYTHON=" + sys.executable], check=True)
         subprocess.run(["cmake", "--build", str(build), "--target", "_kiln", "-j", jobs], check=True)

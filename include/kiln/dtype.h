@@ -1,6 +1,7 @@
 // Element types, shapes and C++ scalars: the vocabulary every other header uses.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -16,9 +17,11 @@ namespace kiln {
 /// Element type of an Array. Promotion between them follows JAX's lattice
 /// (README, "Dtypes"); C++ numbers mixed with arrays are weakly typed
 /// (`x_f32 * 2.0` stays f32, `x_u8 + 1` stays u8). The numbering is stable:
-/// persistent cache keys hold it, so new dtypes go at the end.
-enum class DType : uint8_t { bool_, i32, i64, f32, f64, i8, i16, u8, u16, u32, u64, f16, bf16 };
-inline constexpr int dtype_count = static_cast<int>(DType::bf16) + 1;
+/// persistent cache keys hold it, so new dtypes go at the end. c64 and c128
+/// are complex numbers of two f32 or two f64 (`std::complex<float>`,
+/// `std::complex<double>`), real part first.
+enum class DType : uint8_t { bool_, i32, i64, f32, f64, i8, i16, u8, u16, u32, u64, f16, bf16, c64, c128 };
+inline constexpr int dtype_count = static_cast<int>(DType::c128) + 1;
 
 inline constexpr DType bool_ = DType::bool_;
 inline constexpr DType i8 = DType::i8;
@@ -33,6 +36,8 @@ inline constexpr DType f16 = DType::f16;
 inline constexpr DType bf16 = DType::bf16;
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
+inline constexpr DType c64 = DType::c64;
+inline constexpr DType c128 = DType::c128;
 
 /// Dimensions of an array, outermost first. Every extent is >= 0.
 using Shape = std::vector<int64_t>;
@@ -45,6 +50,8 @@ bool is_integer(DType dtype);   // signed and unsigned (not bool)
 bool is_unsigned(DType dtype);
 /// f16 and bf16: stored in 16 bits, computed in f32.
 bool is_half(DType dtype);
+/// c64 and c128.
+bool is_complex(DType dtype);
 /// Parses a name dtype_name gives ("u8", "bf16", ...); nullopt otherwise.
 std::optional<DType> dtype_from_name(std::string_view name);
 std::ostream& operator<<(std::ostream& out, DType dtype);
@@ -58,11 +65,17 @@ template <class T>
 concept Element = std::is_same_v<T, bool> || std::is_same_v<T, int8_t> || std::is_same_v<T, int16_t> ||
     std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t> ||
     std::is_same_v<T, uint16_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t> ||
-    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> ||
+    std::is_same_v<T, double> || std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+/// std::complex<float> and std::complex<double>.
+template <class T>
+concept ComplexNumber = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 /// Any C++ number that may be mixed with arrays.
 template <class T>
-concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>> || HalfFloat<std::remove_cvref_t<T>>;
+concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>> || HalfFloat<std::remove_cvref_t<T>> ||
+    ComplexNumber<std::remove_cvref_t<T>>;
 
 template <Element T>
 constexpr DType dtype_of() {
@@ -78,14 +91,17 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, float16>) return DType::f16;
   else if constexpr (std::is_same_v<T, bfloat16>) return DType::bf16;
   else if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return DType::c64;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) return DType::c128;
   else return DType::f64;
 }
 
-/// A C++ number kept with its kind: bool, integer or floating. Numbers are
-/// weakly typed until they meet an array.
+/// A C++ number kept with its kind: bool, integer, floating or complex.
+/// Numbers are weakly typed until they meet an array (a complex number with
+/// an f32 array gives c64, with an f64 array c128).
 class Scalar {
  public:
-  enum class Kind : uint8_t { boolean, integer, floating };
+  enum class Kind : uint8_t { boolean, integer, floating, complex };
 
   constexpr Scalar() = default;
   template <Number T>
@@ -98,6 +114,11 @@ class Scalar {
       kind_ = Kind::integer;
       integer_ = static_cast<int64_t>(value);
       floating_ = static_cast<double>(value);
+    } else if constexpr (ComplexNumber<std::remove_cvref_t<T>>) {
+      kind_ = Kind::complex;
+      floating_ = static_cast<double>(value.real());
+      imaginary_ = static_cast<double>(value.imag());
+      integer_ = 0;
     } else {
       kind_ = Kind::floating;
       floating_ = static_cast<double>(value);
@@ -106,8 +127,13 @@ class Scalar {
   }
 
   constexpr Kind kind() const { return kind_; }
+  /// The value as a double; the real part of a complex number.
   constexpr double as_double() const { return floating_; }
-  constexpr int64_t as_int() const { return kind_ == Kind::floating ? static_cast<int64_t>(floating_) : integer_; }
+  constexpr int64_t as_int() const {
+    return kind_ == Kind::floating || kind_ == Kind::complex ? static_cast<int64_t>(floating_) : integer_;
+  }
+  /// The value as a complex number (the imaginary part is 0 unless the kind is complex).
+  constexpr std::complex<double> as_complex() const { return {floating_, imaginary_}; }
   /// Exact comparison: same kind and same bits of value.
   bool operator==(const Scalar& other) const;
   std::string to_string() const;
@@ -116,6 +142,7 @@ class Scalar {
   Kind kind_ = Kind::integer;
   int64_t integer_ = 0;
   double floating_ = 0;
+  double imaginary_ = 0;
 };
 
 std::ostream& operator<<(std::ostream& out, const Scalar& value);

@@ -128,8 +128,18 @@ Array round(const Array& x, Location where = Location::current());
 Array logical_not(const Array& x, Location where = Location::current());
 Array isnan(const Array& x, Location where = Location::current());
 Array relu(const Array& x, Location where = Location::current());
+/// Complex numbers (NumPy's names): the complex conjugate, the real and
+/// imaginary parts (f32 of c64, f64 of c128) and the angle in [-pi, pi]
+/// (arctan2(imag, real)). Of a real array, conj and real are the array
+/// itself, imag is zeros and angle is 0 or pi (0 for NaN's sign bit clear).
+Array conj(const Array& x, Location where = Location::current());
+Array real(const Array& x, Location where = Location::current());
+Array imag(const Array& x, Location where = Location::current());
+Array angle(const Array& x, Location where = Location::current());
 /// Conversion; floating to integer truncates toward zero, NaN becomes 0 and
-/// out-of-range values saturate (defined behaviour, unlike a C++ cast).
+/// out-of-range values saturate (defined behaviour, unlike a C++ cast). Real
+/// to complex gives a zero imaginary part; complex to real keeps the real part
+/// (NumPy's and JAX's astype, which drop the imaginary part).
 Array astype(const Array& x, DType dtype, Location where = Location::current());
 /// Composites of the primitives above (NumPy's names and special values).
 Array tan(const Array& x, Location where = Location::current());

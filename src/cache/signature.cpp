@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/array_impl.h"
+#include "core/convert.h"
 #include "core/error_format.h"
 #include "kiln/jit.h"
 #include "ops/common/apply.h"
@@ -81,10 +82,15 @@ void SignatureDescriber::node(std::string_view kind, size_t size) {
 Array weak_scalar(Scalar value) {
   DType dtype = value.kind() == Scalar::Kind::floating  ? DType::f32
                 : value.kind() == Scalar::Kind::integer ? DType::i32
+                : value.kind() == Scalar::Kind::complex ? DType::c64
                                                         : DType::bool_;
   Scalar rounded = scalar_as(value, dtype);
   Array result = allocate(AbstractValue{dtype, dtype != DType::bool_, {}});
   switch (dtype) {
+    case DType::c64:
+      *detail::impl(result)->mutable_data<std::complex<float>>() =
+          detail::convert_element<std::complex<float>>(rounded.as_complex());
+      break;
     case DType::f32: *detail::impl(result)->mutable_data<float>() = static_cast<float>(rounded.as_double()); break;
     case DType::i32: *detail::impl(result)->mutable_data<int32_t>() = static_cast<int32_t>(rounded.as_int()); break;
     default: *detail::impl(result)->mutable_data<bool>() = rounded.as_int() != 0; break;

@@ -53,6 +53,8 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::u16: return MPI_UINT16_T;
     case DType::u32: return MPI_UINT32_T;
     case DType::u64: return MPI_UINT64_T;
+    case DType::c64: return MPI_C_FLOAT_COMPLEX;
+    case DType::c128: return MPI_C_DOUBLE_COMPLEX;
     case DType::f16:
     case DType::bf16: break;  // MPI has no 16-bit floats: reduced in f32 (reduction_dtype)
   }
@@ -76,6 +78,12 @@ void divide(void* data, int64_t count, DType dtype, int size) {
     for (int64_t k = 0; k < count; ++k) values[k] /= static_cast<float>(size);
   } else if (dtype == DType::f64) {
     auto* values = static_cast<double*>(data);
+    for (int64_t k = 0; k < count; ++k) values[k] /= static_cast<double>(size);
+  } else if (dtype == DType::c64) {
+    auto* values = static_cast<std::complex<float>*>(data);
+    for (int64_t k = 0; k < count; ++k) values[k] /= static_cast<float>(size);
+  } else if (dtype == DType::c128) {
+    auto* values = static_cast<std::complex<double>*>(data);
     for (int64_t k = 0; k < count; ++k) values[k] /= static_cast<double>(size);
   }
 }

@@ -160,6 +160,12 @@ void read_elements(const Array& array, DType as, void* out, int64_t count, const
   if (std::string_view(operation) == "item" && impl.type.size() != 1)
     raise(operation, "needs exactly one element, got " + impl.type.to_string(), where,
           "index or reduce the array first (e.g. kiln::sum)");
+  if (is_complex(impl.type.dtype) && !is_complex(as))
+    raise(operation,
+          "would drop the imaginary part of " + impl.type.to_string() + " reading it as " + std::string(dtype_name(as)),
+          where,
+          "read it as std::complex<" + std::string(impl.type.dtype == DType::c64 ? "float" : "double") +
+              ">, or take kiln::real(x) or kiln::abs(x) first");
   dispatch(impl.type.dtype, [&]<class From>() {
     const From* source = impl.data<From>();
     dispatch(as, [&]<class To>() {
@@ -260,6 +266,8 @@ KILN_ELEMENT_ACCESS(float16)
 KILN_ELEMENT_ACCESS(bfloat16)
 KILN_ELEMENT_ACCESS(float)
 KILN_ELEMENT_ACCESS(double)
+KILN_ELEMENT_ACCESS(std::complex<float>)
+KILN_ELEMENT_ACCESS(std::complex<double>)
 #undef KILN_ELEMENT_ACCESS
 
 namespace {
@@ -268,7 +276,10 @@ void print_element(std::ostream& out, T value) {
   if constexpr (std::is_same_v<T, bool>) out << (value ? "true" : "false");
   else if constexpr (HalfFloat<T>) out << static_cast<float>(value);
   else if constexpr (sizeof(T) == 1) out << static_cast<int>(value);  // not as a character
-  else out << value;
+  else if constexpr (detail::is_complex_element<T>) {
+    // NumPy's spelling: 1+2j, 0-1j.
+    out << value.real() << (std::signbit(value.imag()) ? "-" : "+") << std::abs(value.imag()) << "j";
+  } else out << value;
 }
 
 template <class T>

@@ -1,7 +1,12 @@
 // Calls a generic lambda with the C++ type of a dtype:
 //   dispatch(dtype, [&]<class T>() { ... });
+// Every dtype instantiates the lambda, c64 and c128 (std::complex) too: a
+// kernel that has no meaning for complex numbers keeps them out with
+// `if constexpr (detail::is_complex_element<T>)`, after its shape rule has
+// refused them with a user's error.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 
 #include "core/convert.h"
@@ -24,6 +29,8 @@ decltype(auto) dispatch(DType dtype, F&& fn) {
     case DType::f16: return fn.template operator()<float16>();
     case DType::bf16: return fn.template operator()<bfloat16>();
     case DType::f32: return fn.template operator()<float>();
+    case DType::c64: return fn.template operator()<std::complex<float>>();
+    case DType::c128: return fn.template operator()<std::complex<double>>();
     case DType::f64: break;
   }
   return fn.template operator()<double>();

@@ -71,6 +71,8 @@ std::string_view dtype_name(DType dtype) {
     case DType::bf16: return "bf16";
     case DType::f32: return "f32";
     case DType::f64: return "f64";
+    case DType::c64: return "c64";
+    case DType::c128: return "c128";
   }
   return "?";
 }
@@ -95,7 +97,9 @@ size_t dtype_size(DType dtype) {
     case DType::f32: return 4;
     case DType::i64:
     case DType::u64:
-    case DType::f64: return 8;
+    case DType::f64:
+    case DType::c64: return 8;
+    case DType::c128: return 16;
   }
   return 0;
 }
@@ -110,6 +114,7 @@ bool is_integer(DType dtype) {
   return dtype == DType::i8 || dtype == DType::i16 || dtype == DType::i32 || dtype == DType::i64 || is_unsigned(dtype);
 }
 bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
+bool is_complex(DType dtype) { return dtype == DType::c64 || dtype == DType::c128; }
 
 std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
 
@@ -130,9 +135,11 @@ int64_t shape_size(const Shape& shape) {
 
 bool Scalar::operator==(const Scalar& other) const {
   if (kind_ != other.kind_) return false;
-  if (kind_ != Kind::floating) return integer_ == other.integer_;
-  return std::memcmp(&floating_, &other.floating_, sizeof(double)) == 0 ||
-         (std::isnan(floating_) && std::isnan(other.floating_));
+  if (kind_ != Kind::floating && kind_ != Kind::complex) return integer_ == other.integer_;
+  auto same = [](double a, double b) {
+    return std::memcmp(&a, &b, sizeof(double)) == 0 || (std::isnan(a) && std::isnan(b));
+  };
+  return same(floating_, other.floating_) && same(imaginary_, other.imaginary_);
 }
 
 std::string Scalar::to_string() const {
@@ -140,6 +147,13 @@ std::string Scalar::to_string() const {
     case Kind::boolean: return integer_ ? "true" : "false";
     case Kind::integer: return std::to_string(integer_);
     case Kind::floating: break;
+    case Kind::complex: {
+      // Python's spelling: (1+2j), 2j for a zero real part.
+      std::string imaginary = Scalar(imaginary_).to_string();
+      if (floating_ == 0 && !std::signbit(floating_)) return imaginary + "j";
+      bool negative = imaginary.front() == '-';
+      return "(" + Scalar(floating_).to_string() + (negative ? "" : "+") + imaginary + "j)";
+    }
   }
   std::ostringstream out;
   out.precision(9);

@@ -29,6 +29,10 @@ DTypeNames dtype_names(DType dtype) {
     case DType::bf16: return {"|V2", "BF16"};
     case DType::f32: return {"<f4", "F32"};
     case DType::f64: return {"<f8", "F64"};
+    // The safetensors format names complex64 ("C64": two f32, real part
+    // first) and no wider complex type.
+    case DType::c64: return {"<c8", "C64"};
+    case DType::c128: return {"<c16", ""};
   }
   return {"", ""};
 }

@@ -14,6 +14,7 @@ namespace kiln::io {
 
 /// What each format calls a dtype: NumPy's descr (bf16, which NumPy lacks,
 /// is '|V2': NumPy sees the raw 16-bit patterns) and safetensors' code.
+/// A dtype's name in each format; empty where the format has none.
 struct DTypeNames {
   const char* npy;
   const char* safetensors;

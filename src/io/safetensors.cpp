@@ -30,6 +30,7 @@ constexpr uint64_t max_header_bytes = 100'000'000;
 const char* dtype_code(DType dtype) { return io::dtype_names(dtype).safetensors; }
 
 std::optional<DType> dtype_of_code(const std::string& code) {
+  if (code.empty()) return std::nullopt;
   for (int k = 0; k < dtype_count; ++k)
     if (code == dtype_code(static_cast<DType>(k))) return static_cast<DType>(k);
   return std::nullopt;
@@ -168,6 +169,13 @@ void save(const std::string& path, const std::map<std::string, Array>& arrays, L
       detail::raise<ConcretizationError>(
           "save", "cannot save traced array " + quoted(name) + " " + impl.type.to_string() + " while tracing", where,
           "return the array from the traced function and save it outside");
+    if (!*dtype_code(impl.type.dtype))
+      detail::raise("save",
+                    "the safetensors format has no dtype for " + quoted(name) + " " + impl.type.to_string() +
+                        " (it names complex64, C64, only)",
+                    where,
+                    "save astype(x, kiln::c64), or real(x) and imag(x) as two f64 tensors, or use kiln::save_npy "
+                    "(.npy holds c128 as '<c16')");
     entries.emplace_back(&name, &impl);
   }
   // Widest elements first, then by name (the map's order), so every tensor

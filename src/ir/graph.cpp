@@ -37,7 +37,10 @@ uint64_t digest(const ByteWriter& writer) { return XXH3_64bits(writer.bytes().da
 void add_scalar(ByteWriter& writer, const Scalar& value) {
   writer.add(value.kind());
   if (value.kind() == Scalar::Kind::floating) writer.add(value.as_double());
-  else writer.add(value.as_int());
+  else if (value.kind() == Scalar::Kind::complex) {
+    writer.add(value.as_complex().real());
+    writer.add(value.as_complex().imag());
+  } else writer.add(value.as_int());
 }
 
 // A symbolic node's numbers with the hints at its symbolic positions zeroed:

@@ -17,7 +17,7 @@ using detail::AbstractValue;
 
 namespace {
 
-bool carries_derivative(const AbstractValue& type) { return is_floating(type.dtype); }
+bool carries_derivative(const AbstractValue& type) { return is_floating(type.dtype) || is_complex(type.dtype); }
 
 // Sums cotangents arriving at one value from several uses.
 void accumulate(Array& slot, const Array& contribution, Location where) {

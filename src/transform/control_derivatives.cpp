@@ -18,7 +18,11 @@ namespace {
 using detail::AbstractValue;
 using Arrays = std::vector<Array>;
 
-bool floating(const Array& value) { return is_floating(detail::impl(value)->type.dtype); }
+// Floating and complex values carry derivatives.
+bool floating(const Array& value) {
+  DType dtype = detail::impl(value)->type.dtype;
+  return is_floating(dtype) || is_complex(dtype);
+}
 
 Array zero_of(const AbstractValue& type, Location where) {
   Array zero = detail::literal(0, type.dtype, false, where);
@@ -42,7 +46,7 @@ std::vector<size_t> floating_positions(std::span<const Array> values) {
 std::vector<size_t> floating_positions(const std::vector<AbstractValue>& types, size_t begin, size_t end) {
   std::vector<size_t> positions;
   for (size_t k = begin; k < end; ++k)
-    if (is_floating(types[k].dtype)) positions.push_back(k - begin);
+    if (is_floating(types[k].dtype) || is_complex(types[k].dtype)) positions.push_back(k - begin);
   return positions;
 }
 

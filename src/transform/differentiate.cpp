@@ -35,7 +35,7 @@ std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunc
   const ir::Graph& graph = detail::ir_of(*traced.graph);
   for (size_t k = 0; k < traced.leaves.size(); ++k) {
     const AbstractValue& type = detail::impl(traced.leaves[k])->type;
-    if (wanted[k] && !is_floating(type.dtype))
+    if (wanted[k] && !is_floating(type.dtype) && !is_complex(type.dtype))
       raise(name,
             "argument " + std::to_string(traced.leaf_argument[k]) + " has a " + type.to_string() +
                 " leaf: integer and bool arrays have no gradient",
@@ -43,6 +43,10 @@ std::pair<std::vector<Array>, std::vector<Array>> differentiate(const TracedFunc
   }
   if (graph.outputs.empty()) raise(name, "the function returns no array to differentiate", where);
   const AbstractValue& loss = graph.nodes[static_cast<size_t>(graph.outputs[0])].type;
+  if (is_complex(loss.dtype))
+    raise(name, "the function must return a real scalar to differentiate, got " + loss.to_string(), where,
+          "differentiate a real function of it (kiln::abs, kiln::real, kiln::imag), as JAX's grad asks; vjp "
+          "takes a complex cotangent");
   if (!is_floating(loss.dtype) || !loss.shape.empty())
     raise(name, "the function must return a floating scalar to differentiate, got " + loss.to_string(), where,
           "reduce the result (e.g. kiln::sum or kiln::mean), or use vjp for non-scalar outputs");
@@ -84,7 +88,8 @@ std::vector<Array> pull_back(const ReplayState& state, const std::vector<Array>&
   }
   std::vector<Array> cotangents = transform::backward(state.replay, output_cotangents);
   for (size_t k = 0; k < cotangents.size(); ++k)
-    if (!cotangents[k].defined() && is_floating(detail::impl(state.leaves[k])->type.dtype))
+    if (!cotangents[k].defined() && (is_floating(detail::impl(state.leaves[k])->type.dtype) ||
+                                     is_complex(detail::impl(state.leaves[k])->type.dtype)))
       cotangents[k] = zeros_like(state.leaves[k]);
   return cotangents;
 }
@@ -101,7 +106,7 @@ std::vector<Array> push_forward(const TracedFunction& traced, const std::vector<
     const AbstractValue& primal = detail::impl(traced.leaves[k])->type;
     // Integers and bool have no derivative (grad refuses them too): a tangent
     // given for one would be ignored, so it is refused instead.
-    if (!is_floating(primal.dtype)) {
+    if (!is_floating(primal.dtype) && !is_complex(primal.dtype)) {
       if (tangents[k].defined())
         raise("jvp",
               "tangent " + std::to_string(k) + " is " + impl_of(tangents[k], "jvp", where).type.to_string() +

@@ -105,6 +105,8 @@ std::vector<Array> lifted_inputs(const LiftedGraph& lifted) {
     detail::dispatch(lifted.dtypes[i], [&]<class T>() {
       T* out = detail::impl(value)->mutable_data<T>();
       if constexpr (detail::is_floating_element<T>) out[0] = static_cast<T>(lifted.values[i].as_double());
+      else if constexpr (detail::is_complex_element<T>)
+        out[0] = detail::convert_element<T>(lifted.values[i].as_complex());
       else out[0] = static_cast<T>(lifted.values[i].as_int());
     });
     inputs.push_back(std::move(value));

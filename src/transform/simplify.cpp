@@ -54,8 +54,14 @@ bool is_literal(const Nodes& nodes, ValueId id, double value, bool negative) {
   const Node* literal = literal_behind(nodes, id);
   if (!literal) return false;
   Array held = literal_array(*literal);
-  double element = detail::dispatch(literal->type.dtype,
-                                    [&]<class T>() { return static_cast<double>(detail::impl(held)->data<T>()[0]); });
+  // Complex arithmetic with 0 or 1 is no identity where a part is infinite
+  // or a zero's sign matters (C99's complex product recovers infinities): no
+  // complex literal takes part in these rules.
+  if (is_complex(literal->type.dtype)) return false;
+  double element = detail::dispatch(literal->type.dtype, [&]<class T>() {
+    if constexpr (detail::is_complex_element<T>) return 0.0;
+    else return static_cast<double>(detail::impl(held)->data<T>()[0]);
+  });
   return element == value && std::signbit(element) == negative;
 }
 
@@ -229,7 +235,10 @@ void canonical_key(const Node& node, std::string& key) {
   const Scalar& scalar = node.attrs.scalar;
   add(scalar.kind());
   if (scalar.kind() == Scalar::Kind::floating) add(scalar.as_double());
-  else add(scalar.as_int());
+  else if (scalar.kind() == Scalar::Kind::complex) {
+    add(scalar.as_complex().real());
+    add(scalar.as_complex().imag());
+  } else add(scalar.as_int());
   add_all(node.inputs);
   // Control nodes are the same only over the same bodies (the objects: equal
   // bodies traced twice stay apart, which costs a duplicate, never a wrong merge).

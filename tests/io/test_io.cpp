@@ -8,6 +8,7 @@
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -435,7 +436,7 @@ unsupported = {
     'big_endian_half': np.arange(3, dtype='>f2'),
     'big_endian_u16': np.arange(3, dtype='>u2'),
     'big_endian_u64': np.arange(3, dtype='>u8'),
-    'complex': np.zeros(2, np.complex64),
+    'complex256': np.zeros(2, np.clongdouble),
     'structured': np.zeros(2, dtype=[('a', '<f4'), ('b', '<i4')]),
     'void4': np.zeros(2, 'V4'),
     'bytes': np.array([b'ab'], 'S2'),
@@ -444,6 +445,7 @@ unsupported = {
 for name, x in unsupported.items():
     np.save(os.path.join(d, name + '.npy'), x)
 np.save(os.path.join(d, 'object.npy'), np.array([{'a': 1}], dtype=object), allow_pickle=True)
+np.save(os.path.join(d, 'complex.npy'), np.array([1 - 2j, 0.5j], np.complex64))
 )PY";
   ASSERT_TRUE(python(script, directory));
   std::vector<std::string> names = lines_of(directory / "names.txt");
@@ -469,11 +471,14 @@ np.save(os.path.join(d, 'object.npy'), np.array([{'a': 1}], dtype=object), allow
     EXPECT_EQ(astype(loaded, f64).to_vector<double>(), (std::vector<double>{0, 1, 2})) << name;
   }
   const std::vector<std::pair<std::string, std::string>> unsupported = {
-      {"complex", "'<c8'"}, {"object", "'|O'"}, {"structured", "structured dtype"},
-      {"void4", "'|V4'"},   {"bytes", "'|S2'"}, {"longdouble", "'<f16'"}};
+      {"complex256", "'<c32'"}, {"object", "'|O'"}, {"structured", "structured dtype"},
+      {"void4", "'|V4'"},       {"bytes", "'|S2'"}, {"longdouble", "'<f16'"}};
   for (const auto& [name, fragment] : unsupported)
     expect_error([&] { load_npy(directory / (name + ".npy")); }, {"[load_npy]", name + ".npy", fragment}, name);
-  expect_error([&] { load_npy(directory / "complex.npy"); }, {"bfloat16 ('|V2')"}, "the hint lists every dtype");
+  expect_error([&] { load_npy(directory / "complex256.npy"); }, {"bfloat16 ('|V2')"}, "the hint lists every dtype");
+  Array complex = load_npy(directory / "complex.npy");
+  EXPECT_EQ(complex.dtype(), c64);
+  EXPECT_EQ(complex.to_vector<std::complex<float>>(), (std::vector<std::complex<float>>{{1, -2}, {0, 0.5f}}));
 }
 
 TEST(Npy, RoundTripAndOverwrite) {
@@ -676,9 +681,11 @@ with open(os.path.join(d, 'f8.safetensors'), 'wb') as f:
   EXPECT_EQ(astype(from_torch, f64).to_vector<double>(),
             (std::vector<double>{1.0, -2.5, static_cast<double>(bfloat16::from_bits(0x7f62)), -0.0, INFINITY,
                                  std::ldexp(1.0, -133)}));
-  expect_error([&] { load(directory / "complex.safetensors"); },
-               {"[load]", "complex.safetensors", "\"C64\"", "'h'", "U64, F16, BF16"});
-  expect_error([&] { load(directory / "f8.safetensors"); }, {"[load]", "f8.safetensors", "\"F8_E4M3\"", "'q'"});
+  Array complex = load(directory / "complex.safetensors").at("h");
+  EXPECT_EQ(complex.dtype(), c64);
+  EXPECT_EQ(complex.to_vector<std::complex<float>>(), (std::vector<std::complex<float>>(3)));
+  expect_error([&] { load(directory / "f8.safetensors"); },
+               {"[load]", "f8.safetensors", "\"F8_E4M3\"", "'q'", "U64, F16, BF16"});
 }
 
 /// A safetensors file from a header text and data (the length prefix computed

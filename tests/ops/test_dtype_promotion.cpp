@@ -5,6 +5,7 @@
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -18,26 +19,30 @@ namespace {
 using testing::NumpyOracle;
 
 // JAX's type promotion table (jax.numpy's "Type promotion semantics"), with
-// i* and f* the weak integer and float (C++ numbers here). Row and column
-// order as in `names`.
-const std::vector<std::string> names = {"b",   "u8",   "u16", "u32", "u64", "i8", "i16", "i32",
-                                        "i64", "bf16", "f16", "f32", "f64", "i*", "f*"};
+// i*, f* and c* the weak integer, float and complex (C++ numbers here). Row
+// and column order as in `names`. Where complex meets a real float it is the
+// Array API standard's table too.
+const std::vector<std::string> names = {"b",    "u8",  "u16", "u32", "u64", "i8",   "i16", "i32", "i64",
+                                        "bf16", "f16", "f32", "f64", "c64", "c128", "i*",  "f*",  "c*"};
 const std::vector<std::string> jax_table = {
-    "b    u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  i*   f*",
-    "u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64  u8   f*",
-    "u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64  u16  f*",
-    "u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64  u32  f*",
-    "u64  u64  u64  u64  u64  f*   f*   f*   f*   bf16 f16  f32  f64  u64  f*",
-    "i8   i16  i32  i64  f*   i8   i16  i32  i64  bf16 f16  f32  f64  i8   f*",
-    "i16  i16  i32  i64  f*   i16  i16  i32  i64  bf16 f16  f32  f64  i16  f*",
-    "i32  i32  i32  i64  f*   i32  i32  i32  i64  bf16 f16  f32  f64  i32  f*",
-    "i64  i64  i64  i64  f*   i64  i64  i64  i64  bf16 f16  f32  f64  i64  f*",
-    "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64  bf16 bf16",
-    "f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64  f16  f16",
-    "f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64  f32  f32",
-    "f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64",
-    "i*   u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  i*   f*",
-    "f*   f*   f*   f*   f*   f*   f*   f*   f*   bf16 f16  f32  f64  f*   f*",
+    "b    u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128 i*   f*   c*",
+    "u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128 u8   f*   c*",
+    "u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128 u16  f*   c*",
+    "u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128 u32  f*   c*",
+    "u64  u64  u64  u64  u64  f*   f*   f*   f*   bf16 f16  f32  f64  c64  c128 u64  f*   c*",
+    "i8   i16  i32  i64  f*   i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128 i8   f*   c*",
+    "i16  i16  i32  i64  f*   i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128 i16  f*   c*",
+    "i32  i32  i32  i64  f*   i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128 i32  f*   c*",
+    "i64  i64  i64  i64  f*   i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128 i64  f*   c*",
+    "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64  c64  c128 bf16 bf16 c64",
+    "f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64  c64  c128 f16  f16  c64",
+    "f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64  c64  c128 f32  f32  c64",
+    "f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  c128 c128 f64  f64  c128",
+    "c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c128 c64  c128 c64  c64  c64",
+    "c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128",
+    "i*   u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128 i*   f*   c*",
+    "f*   f*   f*   f*   f*   f*   f*   f*   f*   bf16 f16  f32  f64  c64  c128 f*   f*   c*",
+    "c*   c*   c*   c*   c*   c*   c*   c*   c*   c64  c64  c64  c128 c64  c128 c*   c*   c*",
 };
 
 std::vector<std::string> cells(const std::string& row) {
@@ -51,6 +56,7 @@ std::vector<std::string> cells(const std::string& row) {
 Operand operand(const std::string& name) {
   if (name == "i*") return Operand(3);
   if (name == "f*") return Operand(2.5);
+  if (name == "c*") return Operand(std::complex<double>(1.5, -2));
   return Operand(zeros({2}, name == "b" ? bool_ : *dtype_from_name(name)));
 }
 
@@ -64,10 +70,11 @@ TEST(DtypePromotion, EveryPairFollowsJaxTable) {
       bool weak_a = names[r].back() == '*', weak_b = names[c].back() == '*';
       if (weak_a && weak_b) continue;  // two C++ numbers add in C++
       const std::string& expected = row[c];
-      // JAX's weak types materialize as kiln's defaults: i* as weak i32, f* as weak f32.
+      // JAX's weak types materialize as kiln's defaults: i* as weak i32, f* as weak f32, c* as weak c64.
       DType dtype = expected == "b"    ? bool_
                     : expected == "i*" ? i32
                     : expected == "f*" ? f32
+                    : expected == "c*" ? c64
                                        : *dtype_from_name(expected);
       bool weak = expected.back() == '*';
       std::string context = names[r] + " + " + names[c] + " -> " + expected;
@@ -80,7 +87,7 @@ TEST(DtypePromotion, EveryPairFollowsJaxTable) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 15 * 15 - 4);
+  EXPECT_EQ(checked, 18 * 18 - 9);
 }
 
 TEST(DtypePromotion, WeakNumbersKeepSmallDtypes) {
@@ -186,7 +193,7 @@ TEST(DtypePromotion, NamesAndSizes) {
   for (int k = 0; k < dtype_count; ++k) {
     auto dtype = static_cast<DType>(k);
     EXPECT_EQ(dtype_from_name(dtype_name(dtype)), dtype);
-    EXPECT_EQ(is_integer(dtype) + is_floating(dtype) + (dtype == bool_), 1) << dtype;
+    EXPECT_EQ(is_integer(dtype) + is_floating(dtype) + is_complex(dtype) + (dtype == bool_), 1) << dtype;
   }
   EXPECT_EQ(dtype_size(bf16), 2u);
   EXPECT_EQ(dtype_size(u64), 8u);

@@ -95,6 +95,11 @@ double default_rtol(DType dtype) {
   if (actual.shape() != expected.shape())
     return ::testing::AssertionFailure() << context << ": shape " << shape_string(actual.shape()) << " vs expected "
                                          << shape_string(expected.shape());
+  if (is_complex(actual.dtype()) || is_complex(expected.dtype())) {  // part by part
+    ::testing::AssertionResult real_part = all_close(real(actual), real(expected), rtol, atol, context + " (real)");
+    if (!real_part) return real_part;
+    return all_close(imag(actual), imag(expected), rtol, atol, context + " (imaginary)");
+  }
   std::vector<double> a = actual.to_vector<double>();
   std::vector<double> e = expected.to_vector<double>();
   bool exact = !is_floating(actual.dtype()) && !is_floating(expected.dtype());
@@ -173,6 +178,8 @@ std::string numpy_dtype(DType dtype) {
     case DType::bf16: return "np.dtype('V2')";  // NumPy has no bf16: the oracle's bf16() reads it
     case DType::f32: return "np.float32";
     case DType::f64: return "np.float64";
+    case DType::c64: return "np.complex64";
+    case DType::c128: return "np.complex128";
   }
   return "";
 }

@@ -8,6 +8,7 @@
 #include <kiln/distributed.h>
 #include <kiln/kiln.h>
 
+#include <complex>
 #include <functional>
 #include <set>
 
@@ -27,7 +28,7 @@ using testing::all_close;
 using testing::primitive;
 
 /// How a lane's operand is drawn.
-enum class Values { real, positive, unit, boolean, index, start, key };
+enum class Values { real, positive, unit, boolean, index, start, key, complex };
 
 struct Operand {
   Shape shape;
@@ -67,6 +68,8 @@ std::vector<Sample> samples() {
     list.push_back(unary(op, Values::positive));
   list.push_back(unary(Primitive::erf_inv, Values::unit));
   list.push_back(unary(Primitive::logical_not, Values::boolean, DType::bool_));
+  for (Primitive op : {Primitive::conj, Primitive::real, Primitive::imag})
+    list.push_back(unary(op, Values::complex, DType::c128));
   for (Primitive op : {Primitive::add, Primitive::sub, Primitive::mul, Primitive::div, Primitive::max, Primitive::min,
                        Primitive::eq, Primitive::ne, Primitive::lt, Primitive::le, Primitive::gt, Primitive::ge})
     list.push_back(binary(op));
@@ -256,6 +259,11 @@ Array draw(const Operand& operand, Shape shape, uint64_t seed) {
   Array key = random::key(seed);
   switch (operand.values) {
     case Values::real: return random::normal(key, shape, operand.dtype);
+    case Values::complex: {  // c128: normal real and imaginary parts
+      std::vector<Array> keys = random::split_keys(key);
+      return astype(random::normal(keys[0], shape, DType::f64), DType::c128) +
+             astype(random::normal(keys[1], shape, DType::f64), DType::c128) * std::complex<double>(0, 1);
+    }
     case Values::positive: return random::uniform(key, shape, operand.dtype, 0.5, 2.0);
     case Values::unit: return random::uniform(key, shape, operand.dtype, -1.0, 1.0);
     case Values::boolean: return random::bernoulli(key, 0.5, shape);

@@ -13,9 +13,20 @@ namespace kiln::llvm_backend {
 
 using ir::Primitive;
 
-bool is_fusible_elementwise(Primitive op) { return ops::rules(op).fusion == ops::Fusion::elementwise; }
+bool touches_complex(const ir::Graph& graph, const ir::Node& node) {
+  if (is_complex(node.type.dtype)) return true;
+  for (ir::ValueId input : node.inputs)
+    if (is_complex(graph.nodes[static_cast<size_t>(input)].type.dtype)) return true;
+  return false;
+}
 
-bool is_fusible_reduction(Primitive op) { return ops::rules(op).fusion == ops::Fusion::reduction; }
+bool is_fusible_elementwise(const ir::Graph& graph, const ir::Node& node) {
+  return ops::rules(node.op).fusion == ops::Fusion::elementwise && !touches_complex(graph, node);
+}
+
+bool is_fusible_reduction(const ir::Graph& graph, const ir::Node& node) {
+  return ops::rules(node.op).fusion == ops::Fusion::reduction && !touches_complex(graph, node);
+}
 
 int operation_cost(Primitive op) { return ops::rules(op).cost; }
 
@@ -285,7 +296,7 @@ std::vector<char> choose_materialized(const ir::Graph& graph, const std::vector<
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
     if (node.op == Primitive::input) materialize(static_cast<ir::ValueId>(i));
-    if (!is_fusible_elementwise(node.op)) {
+    if (!is_fusible_elementwise(graph, node)) {
       // Reductions, views and every other step read their inputs from memory,
       // except that a reduction computes its elementwise producer in place.
       bool skip = absorbed[i] && !materialized[i];
@@ -297,7 +308,7 @@ std::vector<char> choose_materialized(const ir::Graph& graph, const std::vector<
           continue;
         }
         const ir::Node& producer = graph.nodes[static_cast<size_t>(input)];
-        bool fused_into_reduction = is_fusible_reduction(node.op) && is_fusible_elementwise(producer.op);
+        bool fused_into_reduction = is_fusible_reduction(graph, node) && is_fusible_elementwise(graph, producer);
         if (!fused_into_reduction) materialize(input);
       }
     } else {
@@ -376,8 +387,8 @@ Kernel standalone_kernel(const ir::Node& node, ir::ValueId id) {
 // elementwise value upstream of it; the materialized values it meets are its leaves.
 Kernel fused_kernel(const ir::Graph& graph, const Plan& plan, ir::ValueId id) {
   Kernel kernel;
-  kernel.kind =
-      is_fusible_reduction(graph.nodes[static_cast<size_t>(id)].op) ? Kernel::Kind::reduce : Kernel::Kind::elementwise;
+  kernel.kind = is_fusible_reduction(graph, graph.nodes[static_cast<size_t>(id)]) ? Kernel::Kind::reduce
+                                                                                  : Kernel::Kind::elementwise;
   kernel.root = id;
   std::vector<char> in_region(graph.nodes.size(), 0);
   std::vector<ir::ValueId> stack{id};
@@ -410,7 +421,7 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
     const ir::Node& node = graph.nodes[i];
     auto id = static_cast<ir::ValueId>(i);
     if (!plan.materialized[i] || node.op == Primitive::input) continue;
-    bool fused = is_fusible_reduction(node.op) || is_fusible_elementwise(node.op);
+    bool fused = is_fusible_reduction(graph, node) || is_fusible_elementwise(graph, node);
     if (is_floating_matmul(node)) {
       plan.steps.push_back(matmul_step(graph, plan, absorbed, id));
     } else if (ops::rules(node.op).fusion == ops::Fusion::control) {
@@ -419,6 +430,8 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
       plan.steps.push_back({Step::Kind::view, id, -1});
     } else if (literal_only[i] && node.type.size() <= runtime::max_folded_elements) {
       plan.steps.push_back({Step::Kind::constant, id, -1});
+    } else if (touches_complex(graph, node)) {
+      plan.steps.push_back({Step::Kind::reference, id, -1});  // see touches_complex
     } else if (!fused && standalone_supported(graph, node)) {
       add_kernel_step(plan, standalone_kernel(node, id));
     } else if (ops::rules(node.op).fusion == ops::Fusion::collective) {

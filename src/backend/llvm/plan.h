@@ -83,7 +83,13 @@ struct Plan {
   std::vector<ir::Primitive> reference_primitives;
 };
 
-bool is_fusible_elementwise(ir::Primitive op);
+/// Complex numbers are not lowered to native code: a node that computes or
+/// reads c64 or c128 values is its own step, which calls the primitive's
+/// reference kernel (as a library call), so eager, interpreted and compiled
+/// results are the same bits. Movement steps that only view memory stay views.
+bool touches_complex(const ir::Graph& graph, const ir::Node& node);
+/// An elementwise node computed inside the loop of the kernel that reads it.
+bool is_fusible_elementwise(const ir::Graph& graph, const ir::Node& node);
 /// The space an elementwise or reduce kernel's code indexes: its root's
 /// shape, or a reduction's input shape.
 const Shape& kernel_space(const ir::Graph& graph, const Kernel& kernel);
@@ -98,7 +104,8 @@ bool reads_at_flat_index(const ir::Graph& graph, const Kernel& kernel);
 /// An elementwise kernel that reads at its flat index: it loops over flat
 /// element indices, so its code does not depend on the shape.
 bool is_flat(const ir::Graph& graph, const Kernel& kernel);
-bool is_fusible_reduction(ir::Primitive op);
+/// A reduction node that roots a fused reduce kernel.
+bool is_fusible_reduction(const ir::Graph& graph, const ir::Node& node);
 /// Roughly how many vector operations one element of `op` costs in a fused
 /// loop: tens for the transcendental functions (exp, tanh, ...), else 1.
 int operation_cost(ir::Primitive op);

@@ -45,7 +45,12 @@ void check_world(const Node& node) {
 
 void check_reduce_op(const Node& node, ReduceOp op, DType dtype) {
   if (op > ReduceOp::min) reject(node, "has no reduction operation " + std::to_string(static_cast<int>(op)));
-  if (op == ReduceOp::mean && !is_floating(dtype))
+  if ((op == ReduceOp::max || op == ReduceOp::min) && is_complex(dtype))
+    reject(node,
+           std::string(comm::reduce_op_name(op)) + " of " + std::string(dtype_name(dtype)) +
+               " values: complex numbers have no order",
+           "reduce kiln::real(x), kiln::imag(x) or kiln::abs(x)");
+  if (op == ReduceOp::mean && !is_floating(dtype) && !is_complex(dtype))
     reject(node, "mean of " + std::string(dtype_name(dtype)) + " values", "convert to f32 or f64 first (astype)");
   if (dtype == DType::bool_ && (op == ReduceOp::sum || op == ReduceOp::mean))
     reject(node, std::string(comm::reduce_op_name(op)) + " of bool values",

@@ -55,7 +55,13 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
   }
   try {
     bool native_rounding = ops::native_differs_from_reference(ops::rules(op), node.type.dtype);
-    if (const EagerCompiler* compiler = count > 0 ? eager_compiler_for(elements, native_rounding) : nullptr) {
+    // Complex values run their reference kernels in compiled graphs too
+    // (backend/llvm/plan.h): compiling one operation would only add a compile.
+    bool complex_values = is_complex(node.type.dtype);
+    for (size_t i = 0; i < count; ++i) complex_values = complex_values || is_complex(types[i]->dtype);
+    const EagerCompiler* compiler =
+        count > 0 && !complex_values ? eager_compiler_for(elements, native_rounding) : nullptr;
+    if (compiler) {
       auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
       return compiler->run(arrays, build);
     }
@@ -100,6 +106,7 @@ const EagerCompiler* eager_compiler_for(int64_t elements, bool native_rounding) 
 
 Scalar scalar_as(Scalar value, DType dtype) {
   return dispatch(dtype, [&]<class T>() -> Scalar {
+    if (value.kind() == Scalar::Kind::complex) return Scalar(convert_element<T>(value.as_complex()));
     if (value.kind() == Scalar::Kind::floating) return Scalar(convert_element<T>(value.as_double()));
     return Scalar(convert_element<T>(value.as_int()));
   });

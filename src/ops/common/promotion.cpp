@@ -12,15 +12,38 @@ namespace kiln::ops {
 
 namespace {
 // JAX's type lattice (README, "Dtypes"): an edge goes from a type to each
-// type just above it; i* and f* are the weak integer and float (C++ numbers).
-// A promotion is the least upper bound of the two operands' nodes.
-enum Node { b, weak_int, u8, u16, u32, u64, s8, s16, s32, s64, weak_float, bf16, f16, f32, f64, node_count };
+// type just above it; i*, f* and c* are the weak integer, float and complex
+// (C++ numbers). A promotion is the least upper bound of the two operands'
+// nodes. The complex part is JAX's, which agrees with the Array API
+// standard's table (f32 + c64 = c64, f64 + c64 = c128, f32 + c128 = c128).
+enum Node {
+  b,
+  weak_int,
+  u8,
+  u16,
+  u32,
+  u64,
+  s8,
+  s16,
+  s32,
+  s64,
+  weak_float,
+  bf16,
+  f16,
+  f32,
+  f64,
+  weak_complex,
+  c64,
+  c128,
+  node_count
+};
 
 constexpr uint32_t bit(Node node) { return 1u << node; }
 
 // Each node's upper set (itself and every node above it), from the edges
 // b->i*, i*->u8,i8, u8->i16,u16, u16->i32,u32, u32->i64,u64, u64->f*,
-// i8->i16, i16->i32, i32->i64, i64->f*, f*->bf16,f16, bf16->f32, f16->f32, f32->f64.
+// i8->i16, i16->i32, i32->i64, i64->f*, f*->bf16,f16,c*, bf16->f32, f16->f32,
+// f32->f64,c64, f64->c128, c*->c64, c64->c128.
 std::array<uint32_t, node_count> upper_sets() {
   std::array<std::vector<Node>, node_count> above;
   above[b] = {weak_int};
@@ -33,10 +56,13 @@ std::array<uint32_t, node_count> upper_sets() {
   above[s16] = {s32};
   above[s32] = {s64};
   above[s64] = {weak_float};
-  above[weak_float] = {bf16, f16};
+  above[weak_float] = {bf16, f16, weak_complex};
   above[bf16] = {f32};
   above[f16] = {f32};
-  above[f32] = {f64};
+  above[f32] = {f64, c64};
+  above[f64] = {c128};
+  above[weak_complex] = {c64};
+  above[c64] = {c128};
   std::array<uint32_t, node_count> sets{};
   for (int node = node_count; node-- > 0;) {  // every edge goes to a later node
     sets[static_cast<size_t>(node)] = bit(static_cast<Node>(node));
@@ -46,7 +72,8 @@ std::array<uint32_t, node_count> upper_sets() {
 }
 
 Node node_of(TypeClass t) {
-  if (t.weak && t.dtype != DType::bool_) return is_floating(t.dtype) ? weak_float : weak_int;
+  if (t.weak && t.dtype != DType::bool_)
+    return is_complex(t.dtype) ? weak_complex : is_floating(t.dtype) ? weak_float : weak_int;
   switch (t.dtype) {
     case DType::bool_: return b;
     case DType::i8: return s8;
@@ -61,13 +88,15 @@ Node node_of(TypeClass t) {
     case DType::f16: return f16;
     case DType::f32: return f32;
     case DType::f64: return f64;
+    case DType::c64: return c64;
+    case DType::c128: return c128;
   }
   return f64;
 }
 
-constexpr std::array<DType, node_count> node_dtype{DType::bool_, DType::i32,  DType::u8,  DType::u16, DType::u32,
-                                                   DType::u64,   DType::i8,   DType::i16, DType::i32, DType::i64,
-                                                   DType::f32,   DType::bf16, DType::f16, DType::f32, DType::f64};
+constexpr std::array<DType, node_count> node_dtype{
+    DType::bool_, DType::i32, DType::u8,   DType::u16, DType::u32, DType::u64, DType::i8,  DType::i16, DType::i32,
+    DType::i64,   DType::f32, DType::bf16, DType::f16, DType::f32, DType::f64, DType::c64, DType::c64, DType::c128};
 }  // namespace
 
 TypeClass promote(TypeClass a, TypeClass c) {
@@ -76,7 +105,8 @@ TypeClass promote(TypeClass a, TypeClass c) {
   // The least upper bound: the common node whose own upper set is all of them.
   int join = 0;
   while (upper[static_cast<size_t>(join)] != common) ++join;
-  if (join != weak_int && join != weak_float) return {node_dtype[static_cast<size_t>(join)], false};
+  if (join != weak_int && join != weak_float && join != weak_complex)
+    return {node_dtype[static_cast<size_t>(join)], false};
   // A weak result keeps the wider weak dtype of its kind when an operand has
   // one (a weak i64 or f64 from an earlier promotion), else the kind's default.
   DType wide = node_dtype[static_cast<size_t>(join)];
@@ -94,8 +124,15 @@ TypeClass type_class(const Operand& operand) {
     case Scalar::Kind::boolean: return {DType::bool_, false};
     case Scalar::Kind::integer: return {DType::i32, true};
     case Scalar::Kind::floating: break;
+    case Scalar::Kind::complex: return {DType::c64, true};
   }
   return {DType::f32, true};
+}
+
+void check_ordered(std::string_view operation, const AbstractValue& x, Location where) {
+  if (!is_complex(x.dtype)) return;
+  detail::raise(operation, "needs ordered values, got " + x.to_string() + ": complex numbers have no order", where,
+                "apply it to kiln::real(x), kiln::imag(x) or kiln::abs(x)");
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation, Location where) {

@@ -21,6 +21,11 @@ struct TypeClass {
 TypeClass promote(TypeClass a, TypeClass b);
 TypeClass type_class(const Operand& operand);
 
+/// Throws for a complex `x`: complex numbers have no order, so sorting,
+/// extremes and their arguments refuse them (the Array API standard leaves
+/// them unspecified; JAX refuses them too).
+void check_ordered(std::string_view operation, const AbstractValue& x, Location where);
+
 /// NumPy broadcasting of two shapes; throws naming `operation`.
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation, Location where);
 

@@ -153,7 +153,8 @@ bool truthy(const Array& value) {
 
 int64_t integer_value(const Array& value) {
   const detail::ArrayImpl& impl = *detail::impl(value);
-  return detail::dispatch(impl.type.dtype, [&]<class T>() { return static_cast<int64_t>(impl.data<T>()[0]); });
+  return detail::dispatch(impl.type.dtype,
+                          [&]<class T>() { return detail::convert_element<int64_t>(impl.data<T>()[0]); });
 }
 
 // Row t of x, as an array of its own.

@@ -35,6 +35,8 @@ Array evaluate_literal(const Node& node, std::span<const Array>) {
   detail::dispatch(node.type.dtype, [&]<class T>() {
     T* out = detail::impl(result)->mutable_data<T>();
     if constexpr (detail::is_floating_element<T>) out[0] = static_cast<T>(node.attrs.scalar.as_double());
+    else if constexpr (detail::is_complex_element<T>)
+      out[0] = detail::convert_element<T>(node.attrs.scalar.as_complex());
     else out[0] = static_cast<T>(node.attrs.scalar.as_int());
   });
   return result;
@@ -82,6 +84,7 @@ DType default_dtype(const Scalar& value) {
     case Scalar::Kind::boolean: return DType::bool_;
     case Scalar::Kind::integer: return DType::i32;
     case Scalar::Kind::floating: break;
+    case Scalar::Kind::complex: return DType::c64;
   }
   return DType::f32;
 }
@@ -144,6 +147,10 @@ Array filled(const char* operation, Shape shape, Scalar value, std::optional<DTy
   OperationScope at(operation, where);
   ops::check_shape(shape, operation, where);
   DType type = dtype.value_or(ops::default_dtype(value));
+  if (value.kind() == Scalar::Kind::complex && !is_complex(type))
+    detail::raise(operation,
+                  "cannot fill " + std::string(dtype_name(type)) + " with the complex number " + value.to_string(),
+                  where, "ask for kiln::c64 or kiln::c128, or pass the real part");
   return ops::broadcast_to_shape(detail::literal(value, type, false, where), shape, where);
 }
 

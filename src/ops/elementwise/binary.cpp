@@ -32,6 +32,26 @@ constexpr bool is_numeric_only(Primitive op) {
          op == Primitive::remainder;
 }
 
+// Complex numbers have arithmetic and equality; they have no order (the
+// Array API standard leaves comparisons of them unspecified and JAX refuses
+// them), no floor, no sign to copy and no next representable number.
+constexpr bool supports_complex(Primitive op) {
+  return op == Primitive::add || op == Primitive::sub || op == Primitive::mul || op == Primitive::div ||
+         op == Primitive::pow || op == Primitive::eq || op == Primitive::ne || op == Primitive::select;
+}
+
+[[noreturn]] void raise_complex(std::string_view name, const std::string& a, const std::string& b, Location where) {
+  bool ordering = name == "lt" || name == "le" || name == "gt" || name == "ge" || name == "less" ||
+                  name == "less_equal" || name == "greater" || name == "greater_equal" || name == "max" ||
+                  name == "min" || name == "maximum" || name == "minimum" || name == "clip";
+  detail::raise(name, "is not defined for complex numbers, got " + a + " and " + b, where,
+                ordering ? "complex numbers have no order: compare kiln::real(x), kiln::imag(x) or kiln::abs(x)"
+                         : "apply it to kiln::real(x) and kiln::imag(x), or to kiln::abs(x)");
+}
+[[noreturn]] void raise_complex(std::string_view name, const AbstractValue& a, const AbstractValue& b, Location where) {
+  raise_complex(name, a.to_string(), b.to_string(), where);
+}
+
 AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* const> inputs) {
   std::string_view name = ir::primitive_name(node.op);
   size_t first = node.op == Primitive::select ? 1 : 0;
@@ -55,7 +75,8 @@ AbstractValue infer_binary(const Node& node, std::span<const AbstractValue* cons
   if (a.dtype == DType::bool_ && is_numeric_only(node.op))
     detail::raise(name, "is not defined for bool operands " + a.to_string() + " and " + b.to_string(), node.where,
                   "convert with astype(x, kiln::i32) first, or use logical_and/logical_or/logical_not");
-  if (is_float_only(node.op) && !is_floating(a.dtype))
+  if (is_complex(a.dtype) && !supports_complex(node.op)) raise_complex(name, a, b, node.where);
+  if (is_float_only(node.op) && !is_floating(a.dtype) && !is_complex(a.dtype))
     detail::raise(name, "needs floating operands, got " + a.to_string(), node.where);
   return {a.dtype, a.weak && b.weak, a.shape};
 }
@@ -128,7 +149,7 @@ inline constexpr bool no_rule = false;
 /// wrap on overflow, as NumPy does (through unsigned arithmetic, without UB);
 /// bool add/max are "or" and mul/min "and".
 template <Primitive op, class T>
-auto reference(T a, T b) {
+auto real_reference(T a, T b) {
   using U = detail::wrapping_type<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>;
   constexpr bool boolean = std::is_same_v<T, bool>, integral = std::is_integral_v<T> && !boolean;
   if constexpr (op == Primitive::add) {
@@ -171,6 +192,31 @@ auto reference(T a, T b) {
   else static_assert(no_rule<op>, "binary primitive without a reference kernel");
 }
 
+/// Complex numbers: arithmetic, pow and (in)equality; infer_binary refuses
+/// the rest. pow(a, 0) is 1 and pow(0, b) is 0 for a positive real b, as
+/// NumPy's, where exp(b log a) would give NaN.
+template <Primitive op, class T>
+auto complex_reference(T a, T b) {
+  if constexpr (op == Primitive::add) return T(a + b);
+  else if constexpr (op == Primitive::sub) return T(a - b);
+  else if constexpr (op == Primitive::mul) return T(a * b);
+  else if constexpr (op == Primitive::div) return T(a / b);
+  else if constexpr (op == Primitive::pow) {
+    if (b == T(0)) return T(1);
+    if (a == T(0) && b.imag() == 0 && b.real() > 0) return T(0);
+    return T(std::pow(a, b));
+  } else if constexpr (op == Primitive::eq) return a == b;
+  else if constexpr (op == Primitive::ne) return a != b;
+  else if constexpr (is_comparison(op)) return false;  // refused by infer_binary
+  else return T(0);                                    // refused by infer_binary
+}
+
+template <Primitive op, class T>
+auto reference(T a, T b) {
+  if constexpr (detail::is_complex_element<T>) return complex_reference<op>(a, b);
+  else return real_reference<op>(a, b);
+}
+
 template <Primitive op>
 Array evaluate(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
@@ -206,14 +252,22 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   if (!a.is_number() && !b.is_number() && !is_logical(op)) {
     const auto& ta = detail::impl_of(a.array(), name, where).type;
     const auto& tb = detail::impl_of(b.array(), name, where).type;
-    bool ready = ta == tb && ta.dtype != DType::bool_ && (!is_float_only(op) || is_floating(ta.dtype));
+    bool ready = ta == tb && ta.dtype != DType::bool_ && (!is_float_only(op) || is_floating(ta.dtype)) &&
+                 (!is_complex(ta.dtype) || supports_complex(op));
     if (ready) return detail::apply(op, a.array(), b.array(), {}, where);
   }
   static const Shape scalar_shape;
   const Shape& sa = a.is_number() ? scalar_shape : detail::impl_of(a.array(), name, where).type.shape;
   const Shape& sb = b.is_number() ? scalar_shape : detail::impl_of(b.array(), name, where).type.shape;
   TypeClass target = promote(type_class(a), type_class(b));
-  if (is_float_only(op) && !is_floating(target.dtype)) target = {DType::f32, target.weak};
+  auto describe_operand = [&](const Operand& o, const Shape& shape) {
+    if (o.is_number()) return "the number " + o.number().to_string();
+    const auto& type = detail::impl_of(o.array(), name, where).type;
+    return std::string(dtype_name(type.dtype)) + shape_string(shape);
+  };
+  if (is_complex(target.dtype) && !supports_complex(op) && !is_logical(op))
+    raise_complex(name, describe_operand(a, sa), describe_operand(b, sb), where);
+  if (is_float_only(op) && !is_floating(target.dtype) && !is_complex(target.dtype)) target = {DType::f32, target.weak};
   if (is_logical(op)) target = {DType::bool_, false};
   if (target.dtype == DType::bool_ && is_numeric_only(op)) {
     auto describe = [&](const Operand& o, const Shape& shape) {
@@ -225,9 +279,10 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
   Shape shape = broadcast_shapes(sa, sb, name, where);
   // Eagerly, an array with a number on a large array: compile literal,
   // broadcast and operation together instead of materializing the broadcast.
-  const detail::EagerCompiler* compiler = a.is_number() != b.is_number() && !detail::tracing_active()
-                                              ? detail::eager_compiler_for(shape_size(shape))
-                                              : nullptr;
+  const detail::EagerCompiler* compiler =
+      a.is_number() != b.is_number() && !detail::tracing_active() && !is_complex(target.dtype)
+          ? detail::eager_compiler_for(shape_size(shape))
+          : nullptr;
   if (compiler) {
     const Operand& array = a.is_number() ? b : a;
     auto build = [&](std::span<const Array> placeholders) {

@@ -102,7 +102,7 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
   detail::ArrayImpl& out = *detail::impl(result);
   int64_t n = node.type.size();
   detail::dispatch(node.type.dtype, [&]<class T>() {
-    if constexpr (detail::is_floating_element<T>) {
+    if constexpr (detail::is_floating_element<T> || detail::is_complex_element<T>) {
       KILN_CHECK(false, "bitwise primitive reached its kernel with a floating operand");
     } else {
       const T* a = detail::impl(inputs[0])->data<T>();

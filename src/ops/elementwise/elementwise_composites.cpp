@@ -23,9 +23,10 @@ namespace {
 
 constexpr double infinity = std::numeric_limits<double>::infinity();
 
-// Integers and bool computed in f32, keeping a C++ number's weak type (as exp does).
+// Integers and bool computed in f32, keeping a C++ number's weak type (as exp
+// does); complex numbers as they are.
 Array floating(const Array& x, Location where = Location::current()) {
-  if (is_floating(x.dtype())) return x;
+  if (is_floating(x.dtype()) || is_complex(x.dtype())) return x;
   return ops::convert_to(x, DType::f32, x.weak_type(), where);
 }
 
@@ -152,12 +153,14 @@ Array radians(const Array& x, Location where) {
 
 Array isinf(const Array& x, Location where) {
   OperationScope at("isinf", where);
+  if (is_complex(x.dtype())) return logical_or(isinf(real(x)), isinf(imag(x)));
   if (!is_floating(x.dtype())) return full(x.shape(), false, DType::bool_);
   return abs(x) == infinity;
 }
 
 Array isfinite(const Array& x, Location where) {
   OperationScope at("isfinite", where);
+  if (is_complex(x.dtype())) return logical_and(isfinite(real(x)), isfinite(imag(x)));
   if (!is_floating(x.dtype())) return full(x.shape(), true, DType::bool_);
   return abs(x) < infinity;  // false for NaN too
 }

@@ -3,6 +3,8 @@
 // builders (neg, exp, ..., erfinv, astype, stop_gradient) with their
 // composites (square, relu).
 #include <cmath>
+#include <complex>
+#include <limits>
 #include <numbers>
 #include <type_traits>
 
@@ -18,6 +20,10 @@ namespace kiln {
 namespace ops {
 namespace {
 
+constexpr bool is_complex_part(Primitive op) {
+  return op == Primitive::conj || op == Primitive::real || op == Primitive::imag;
+}
+
 constexpr bool is_float_only(Primitive op) {
   return op == Primitive::exp || op == Primitive::exp2 || op == Primitive::log || op == Primitive::log2 ||
          op == Primitive::log10 || op == Primitive::log1p || op == Primitive::expm1 || op == Primitive::atan ||
@@ -26,10 +32,34 @@ constexpr bool is_float_only(Primitive op) {
          op == Primitive::floor || op == Primitive::ceil || op == Primitive::round || op == Primitive::is_nan;
 }
 
+// The primitives defined on complex numbers: arithmetic, the holomorphic
+// functions std::complex provides, abs, NaN tests and the parts.
+constexpr bool supports_complex(Primitive op) {
+  return op == Primitive::neg || op == Primitive::abs || op == Primitive::sign || op == Primitive::exp ||
+         op == Primitive::log || op == Primitive::log10 || op == Primitive::sqrt || op == Primitive::rsqrt ||
+         op == Primitive::sin || op == Primitive::cos || op == Primitive::tanh || op == Primitive::is_nan ||
+         op == Primitive::convert || op == Primitive::stop_gradient || is_complex_part(op);
+}
+
+/// The real dtype of a complex one's parts.
+DType part_dtype(DType dtype) { return dtype == DType::c128 ? DType::f64 : DType::f32; }
+
 AbstractValue infer_unary(const Node& node, std::span<const AbstractValue* const> inputs) {
   const AbstractValue& x = *inputs[0];
   std::string_view name = ir::primitive_name(node.op);
   if (node.op == Primitive::convert) return {node.attrs.dtype, !node.attrs.ints.empty(), x.shape};
+  if (is_complex(x.dtype)) {
+    if (!supports_complex(node.op))
+      detail::raise(name, "is not defined for complex numbers, got " + x.to_string(), node.where,
+                    "apply it to kiln::real(x) and kiln::imag(x), or to kiln::abs(x)");
+    if (node.op == Primitive::is_nan) return {DType::bool_, false, x.shape};
+    if (node.op == Primitive::abs || node.op == Primitive::real || node.op == Primitive::imag)
+      return {part_dtype(x.dtype), x.weak, x.shape};
+    return x;
+  }
+  if (is_complex_part(node.op))
+    detail::raise(name, "needs a complex operand, got " + x.to_string(), node.where,
+                  "call kiln::" + std::string(name) + ", which takes real arrays as NumPy does");
   if (is_float_only(node.op) && !is_floating(x.dtype))
     detail::raise(name, "needs a floating operand, got " + x.to_string(), node.where, "convert with astype first");
   if (node.op == Primitive::is_nan) return {DType::bool_, false, x.shape};
@@ -61,7 +91,8 @@ inline constexpr bool no_rule = false;
 /// floating for the float-only primitives; infer_unary converts the rest).
 template <Primitive op, class T>
 T reference(T x) {
-  if constexpr (op == Primitive::neg) return wrapping_neg(x);
+  if constexpr (is_complex_part(op)) return x;  // (only complex operands reach these: complex_reference)
+  else if constexpr (op == Primitive::neg) return wrapping_neg(x);
   else if constexpr (op == Primitive::abs) {
     if constexpr (detail::is_floating_element<T>) return std::abs(x);  // abs(-0) is +0
     else return x < 0 ? wrapping_neg(x) : x;
@@ -99,6 +130,36 @@ T reference(T x) {
   else static_assert(no_rule<op>, "unary primitive without a reference kernel");
 }
 
+/// The reference kernel of one complex element, R the result's element
+/// (the part's type for abs, real and imag). std::complex computes each
+/// function with C99's special values (as NumPy's do).
+template <Primitive op, class T, class R>
+R complex_reference(T x) {
+  using Part = typename T::value_type;
+  if constexpr (op == Primitive::neg) return -x;
+  else if constexpr (op == Primitive::abs) return std::abs(x);  // hypot: no overflow in the squares
+  else if constexpr (op == Primitive::real) return x.real();
+  else if constexpr (op == Primitive::imag) return x.imag();
+  else if constexpr (op == Primitive::conj) return std::conj(x);
+  else if constexpr (op == Primitive::sign) {
+    // x / |x|, 0 at 0 (NumPy 2's and JAX's); NaN parts give NaN.
+    if (detail::is_nan_element(x))
+      return T(std::numeric_limits<Part>::quiet_NaN(), std::numeric_limits<Part>::quiet_NaN());
+    Part magnitude = std::abs(x);
+    if (magnitude == 0) return T(0);
+    return T(x.real() / magnitude, x.imag() / magnitude);
+  } else if constexpr (op == Primitive::exp) return std::exp(x);
+  else if constexpr (op == Primitive::log) return std::log(x);
+  else if constexpr (op == Primitive::log10) return std::log10(x);
+  else if constexpr (op == Primitive::sqrt) return std::sqrt(x);
+  else if constexpr (op == Primitive::rsqrt) return T(1) / std::sqrt(x);
+  else if constexpr (op == Primitive::sin) return std::sin(x);
+  else if constexpr (op == Primitive::cos) return std::cos(x);
+  else if constexpr (op == Primitive::tanh) return std::tanh(x);
+  else if constexpr (op == Primitive::stop_gradient) return x;
+  else return R();  // refused by infer_unary
+}
+
 /// The derivative as a product: the seed (cotangent or tangent) times f'(x),
 /// written with the output y where that is cheaper or more accurate. An
 /// elementwise function has a diagonal Jacobian, so vjp and jvp share it.
@@ -126,6 +187,7 @@ Array derivative(const Array& x, const Array& y, const Array& seed) {
   else if constexpr (op == Primitive::erf_inv) return seed * (kiln::exp(y * y) * (std::sqrt(std::numbers::pi) / 2));
   else if constexpr (op == Primitive::sin) return seed * kiln::cos(x);
   else if constexpr (op == Primitive::cos) return -(seed * kiln::sin(x));
+  else if constexpr (is_complex_part(op)) return seed;  // never reached: vjp and jvp differentiate the parts
   else if constexpr (op == Primitive::sign || op == Primitive::floor || op == Primitive::ceil || op == Primitive::round)
     // Piecewise constant: zero almost everywhere. A zero (not a missing)
     // derivative lets gradients flow through them as zeros, as in JAX.
@@ -176,6 +238,7 @@ ScalarValue lower(ScalarEmitter& e, const Node& node, std::span<const ScalarValu
   else if constexpr (op == Primitive::is_nan) return e.is_nan(x);
   else if constexpr (op == Primitive::convert) return e.convert(x, dtype, node.type.dtype);
   else if constexpr (op == Primitive::stop_gradient) return x;
+  else if constexpr (is_complex_part(op)) return x;  // never reached: complex nodes are not fused (their row says why)
   else static_assert(no_rule<op>, "unary primitive without a native lowering");
 }
 
@@ -206,9 +269,15 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
     } else if constexpr (op == Primitive::is_nan) {
       bool* o = out.mutable_data<bool>();
       for (int64_t i = 0; i < n; ++i) {
-        if constexpr (detail::is_floating_element<T>) o[i] = std::isnan(in[i]);
-        else o[i] = false;
+        o[i] = detail::is_nan_element(in[i]);
       }
+    } else if constexpr (detail::is_complex_element<T>) {
+      using R = std::conditional_t<op == Primitive::abs || op == Primitive::real || op == Primitive::imag,
+                                   typename T::value_type, T>;
+      R* o = out.mutable_data<R>();
+      for (int64_t i = 0; i < n; ++i) o[i] = complex_reference<op, T, R>(in[i]);
+    } else if constexpr (is_complex_part(op)) {
+      KILN_CHECK(false, "conj, real or imag reached its kernel with a real operand");
     } else if constexpr (is_float_only(op) && !detail::is_floating_element<T>) {
       KILN_CHECK(false, "float-only unary primitive reached its kernel with an integer operand");
     } else if constexpr (std::is_same_v<T, bool> && op != Primitive::logical_not && op != Primitive::stop_gradient) {
@@ -223,15 +292,40 @@ Array evaluate(const Node& node, std::span<const Array> inputs) {
   return result;
 }
 
+// Complex derivatives follow JAX's convention: a vjp is the transpose of
+// the jvp (never its conjugate transpose), so a holomorphic f has
+// vjp(c) = c * f'(z) like a real one, and grad of a real-valued f of z = x + iy
+// is df/dx - i df/dy (PyTorch's is its conjugate). The parts are real-linear
+// maps: real's transpose takes c to c + 0i, imag's to -ic, conj's to conj(c).
+// abs of complex z has the jvp t -> real(t conj(z) / |z|), whose transpose is
+// c -> c conj(z) / |z| (0 at z = 0, as JAX's).
+bool complex_operand(const Array& x) { return is_complex(detail::impl(x)->type.dtype); }
+
+Array complex_abs_direction(const Array& z, const Array& magnitude) {
+  Array safe = kiln::where(magnitude == 0, 1, magnitude);
+  return kiln::conj(z) / safe;
+}
+
 template <Primitive op>
 std::vector<Array> vjp(const Node& node, std::span<const Array> inputs, const Array& output, const Array& cotangent) {
   if constexpr (op == Primitive::stop_gradient) {
     return {Array()};
   } else if constexpr (op == Primitive::convert) {
-    // Only a floating input has a cotangent; it takes the input's dtype back.
+    // Only a floating or complex input has a cotangent; it takes the input's
+    // dtype back (a complex cotangent of a real input keeps its real part).
     const detail::AbstractValue& x = detail::impl(inputs[0])->type;
-    if (!is_floating(x.dtype)) return {Array()};
+    if (!is_floating(x.dtype) && !is_complex(x.dtype)) return {Array()};
     return {convert_to(cotangent, x.dtype, x.weak, node.where)};
+  } else if constexpr (op == Primitive::conj) {
+    return {kiln::conj(cotangent)};
+  } else if constexpr (op == Primitive::real || op == Primitive::imag) {
+    const detail::AbstractValue& x = detail::impl(inputs[0])->type;
+    Array lifted = convert_to(cotangent, x.dtype, x.weak, node.where);
+    if constexpr (op == Primitive::real) return {lifted};
+    else return {lifted * std::complex<double>(0, -1)};
+  } else if constexpr (op == Primitive::abs) {
+    if (complex_operand(inputs[0])) return {cotangent * complex_abs_direction(inputs[0], output)};
+    return {derivative<op>(inputs[0], output, cotangent)};
   } else {
     return {derivative<op>(inputs[0], output, cotangent)};
   }
@@ -242,7 +336,13 @@ Array jvp(const Node& node, std::span<const Array> inputs, const Array& output, 
   if constexpr (op == Primitive::stop_gradient) return zeros_like(output);
   else if constexpr (op == Primitive::convert)
     return convert_to(tangents[0], node.type.dtype, node.type.weak, node.where);
-  else return derivative<op>(inputs[0], output, tangents[0]);
+  else if constexpr (op == Primitive::conj) return kiln::conj(tangents[0]);
+  else if constexpr (op == Primitive::real) return kiln::real(tangents[0]);
+  else if constexpr (op == Primitive::imag) return kiln::imag(tangents[0]);
+  else if constexpr (op == Primitive::abs) {
+    if (complex_operand(inputs[0])) return kiln::real(tangents[0] * complex_abs_direction(inputs[0], output));
+    return derivative<op>(inputs[0], output, tangents[0]);
+  } else return derivative<op>(inputs[0], output, tangents[0]);
 }
 
 std::string describe_convert(const Node& node) { return "dtype=" + std::string(dtype_name(node.attrs.dtype)); }
@@ -258,9 +358,15 @@ PrimitiveRules row() {
   }
   if constexpr (op == Primitive::convert) rules.describe = &describe_convert;
   rules.batch = &batch_elementwise;
-  rules.fusion = Fusion::elementwise;
+  if constexpr (is_complex_part(op)) {
+    // Complex numbers stay out of native code (backend/llvm/plan.h, touches_complex).
+    rules.fusion = Fusion::kernel;
+    rules.no_native_lowering = "complex operands only: compiled graphs call the reference kernel";
+  } else {
+    rules.fusion = Fusion::elementwise;
+    rules.lower = &lower<op>;
+  }
   rules.cost = cost(op);
-  rules.lower = &lower<op>;
   return rules;
 }
 
@@ -268,7 +374,7 @@ Array unary(Primitive op, const Array& x, Location where) {
   const auto& type = detail::impl_of(x, ir::primitive_name(op).data(), where).type;
   Array operand = x;
   // Transcendental functions of integers and bool compute in the default float (JAX).
-  if (is_float_only(op) && !is_floating(type.dtype)) {
+  if (is_float_only(op) && !is_floating(type.dtype) && !is_complex(type.dtype)) {
     if (op == Primitive::floor || op == Primitive::ceil || op == Primitive::round) return x;
     if (op == Primitive::is_nan) {
       return broadcast_to_shape(detail::literal(false, DType::bool_, false, where), type.shape, where);
@@ -314,6 +420,26 @@ Array round(const Array& x, Location where) { return ops::unary(Primitive::round
 Array logical_not(const Array& x, Location where) { return ops::unary(Primitive::logical_not, x, where); }
 Array isnan(const Array& x, Location where) { return ops::unary(Primitive::is_nan, x, where); }
 Array stop_gradient(const Array& x, Location where) { return ops::unary(Primitive::stop_gradient, x, where); }
+
+// Of real arrays, NumPy's: conj and real are the array, imag is zeros.
+Array conj(const Array& x, Location where) {
+  if (!is_complex(detail::impl_of(x, "conj", where).type.dtype)) return x;
+  return ops::unary(Primitive::conj, x, where);
+}
+Array real(const Array& x, Location where) {
+  if (!is_complex(detail::impl_of(x, "real", where).type.dtype)) return x;
+  return ops::unary(Primitive::real, x, where);
+}
+Array imag(const Array& x, Location where) {
+  const auto& type = detail::impl_of(x, "imag", where).type;
+  if (!is_complex(type.dtype))
+    return ops::broadcast_to_shape(detail::literal(0, type.dtype, type.weak, where), type.shape, where);
+  return ops::unary(Primitive::imag, x, where);
+}
+Array angle(const Array& x, Location where) {
+  detail::OperationScope at("angle", where);
+  return arctan2(imag(x), real(x));
+}
 Array square(const Array& x, Location where) {
   detail::OperationScope at("square", where);
   return x * x;

@@ -70,6 +70,9 @@ AbstractValue infer_scatter(const Node& node, std::span<const AbstractValue* con
     detail::raise("scatter", "attributes must be {mode}, got " + ints_string(node.attrs.ints), node.where);
   const AbstractValue& x = *inputs[0];
   const AbstractValue& updates = *inputs[2];
+  auto mode = static_cast<ScatterMode>(node.attrs.ints[0]);
+  if (mode == ScatterMode::max || mode == ScatterMode::min)
+    check_ordered(mode == ScatterMode::max ? "scatter_max" : "scatter_min", x, node.where);
   Shape expected = gathered_shape("scatter", x, *inputs[1], node.where);
   if (updates.dtype != x.dtype || updates.shape != expected)
     detail::raise("scatter",
@@ -91,7 +94,7 @@ std::vector<int64_t> window_positions(const Array& indices, const Shape& x_shape
     for (size_t b = 0; b < result.size(); ++b) {
       int64_t position = 0;
       for (size_t d = 0; d < k; ++d) {
-        auto index = static_cast<int64_t>(data[b * k + d]);
+        auto index = detail::convert_element<int64_t>(data[b * k + d]);  // (an integer dtype)
         int64_t extent = x_shape[d];
         if (index < 0) index += extent;
         if (clamp) index = std::clamp<int64_t>(index, 0, extent - 1);
@@ -143,9 +146,13 @@ T combine(ScatterMode mode, T old, T update) {
     case ScatterMode::max:
     case ScatterMode::min:
       // NaN propagates, as XLA's max and min do.
-      if (detail::is_nan_element(old)) return old;
-      if (detail::is_nan_element(update)) return update;
-      return (mode == ScatterMode::max ? old < update : update < old) ? update : old;
+      if constexpr (detail::is_complex_element<T>) {
+        return update;  // refused by infer_scatter
+      } else {
+        if (detail::is_nan_element(old)) return old;
+        if (detail::is_nan_element(update)) return update;
+        return (mode == ScatterMode::max ? old < update : update < old) ? update : old;
+      }
   }
   return update;
 }

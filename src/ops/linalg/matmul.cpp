@@ -2,7 +2,10 @@
 // dtypes): shape/dtype rule, reference kernel, and the public builder with
 // NumPy semantics (1-d operands, broadcast batch dims, promotion), and its
 // derivative rules.
+#include <cblas.h>
+
 #include <algorithm>
+#include <complex>
 #include <type_traits>
 
 #include "core/dispatch.h"
@@ -53,6 +56,28 @@ A multiply_add(A acc, A x, A y) {
   }
 }
 
+// Complex products are OpenBLAS's cgemm and zgemm, one call per batch entry,
+// in the reference kernel itself: eager, interpreted and compiled graphs all
+// run this kernel on complex numbers (backend/llvm/plan.h, touches_complex),
+// so their results are the same bits.
+template <class T>
+void complex_gemm(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_t k, int64_t n) {
+  const T one(1), zero(0);
+  for (int64_t s = 0; s < batch; ++s) {
+    const T* a = lhs + s * m * k;
+    const T* b = rhs + s * k * n;
+    T* c = out + s * m * n;
+    if (k == 0) {
+      std::fill(c, c + m * n, zero);
+      continue;
+    }
+    auto gemm = std::is_same_v<T, std::complex<float>> ? &cblas_cgemm : &cblas_zgemm;
+    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+         static_cast<blasint>(k), &one, a, static_cast<blasint>(k), b, static_cast<blasint>(n), &zero, c,
+         static_cast<blasint>(n));
+  }
+}
+
 Array evaluate_matmul(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& a = *detail::impl(inputs[0]);
   const detail::ArrayImpl& b = *detail::impl(inputs[1]);
@@ -62,6 +87,17 @@ Array evaluate_matmul(const Node& node, std::span<const Array> inputs) {
   int64_t m = a_shape[rank - 2], k = a_shape[rank - 1], n = b.type.shape[rank - 1];
   int64_t batch = 1;
   for (size_t i = 0; i + 2 < rank; ++i) batch *= a_shape[i];
+  if (m == 0 || n == 0) return result;
+  if (node.type.dtype == DType::c64) {
+    using C = std::complex<float>;
+    complex_gemm(a.data<C>(), b.data<C>(), detail::impl(result)->mutable_data<C>(), batch, m, k, n);
+    return result;
+  }
+  if (node.type.dtype == DType::c128) {
+    using C = std::complex<double>;
+    complex_gemm(a.data<C>(), b.data<C>(), detail::impl(result)->mutable_data<C>(), batch, m, k, n);
+    return result;
+  }
   detail::dispatch(node.type.dtype, [&]<class T>() {
     using A = Accumulator<T>;
     const T* lhs = a.data<T>();

@@ -303,6 +303,7 @@ Array pool(const Array& x, std::vector<int64_t> window, const PoolOptions& optio
   Scalar fill = !extreme ? Scalar(0) : detail::dispatch(type.dtype, [&]<class T>() -> Scalar {
     double sign = reduction == WindowReduction::max ? -1 : 1;
     if constexpr (detail::is_floating_element<T>) return Scalar(sign * std::numeric_limits<double>::infinity());
+    else if constexpr (detail::is_complex_element<T>) return Scalar(0);  // refused below, by the extremes
     else if constexpr (std::is_same_v<T, bool>) return Scalar(sign > 0);
     else if (sign < 0) return Scalar(static_cast<int64_t>(std::numeric_limits<T>::lowest()));
     else return Scalar(std::numeric_limits<T>::max());

@@ -26,6 +26,7 @@ AbstractValue infer_cumulative(const Node& node, std::span<const AbstractValue* 
   const char* name = ir::primitive_name(node.op).data();
   if (inputs.size() != 1) detail::raise(name, "takes 1 operand, got " + std::to_string(inputs.size()), node.where);
   const AbstractValue& x = *inputs[0];
+  if (node.op != Primitive::cumprod) check_ordered(name, x, node.where);
   size_t ints = node.op == Primitive::cumprod ? 2 : 1;
   if (node.attrs.ints.size() != ints || node.attrs.ints[0] < 0 || node.attrs.ints[0] >= x.ndim())
     detail::raise(name, "attributes " + ints_string(node.attrs.ints) + " do not fit " + x.to_string(), node.where);
@@ -38,21 +39,25 @@ Array evaluate_cumulative(const Node& node, std::span<const Array> inputs) {
   AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
   bool maximum = node.op == Primitive::cummax;
   detail::dispatch(x.type.dtype, [&]<class T>() {
-    const T* in = x.data<T>();
-    T* out = detail::impl(result)->mutable_data<T>();
-    split.each_line([&](int64_t o, int64_t i) {
-      int64_t base = o * split.extent * split.inner + i;
-      for (int64_t j = 0; j < split.extent; ++j) {
-        T value = in[base + j * split.inner];
-        if (j > 0) {
-          T running = out[base + (j - 1) * split.inner];
-          bool keep = detail::is_nan_element(running) ||
-                      (!detail::is_nan_element(value) && (maximum ? !(running < value) : !(value < running)));
-          if (keep) value = running;
+    if constexpr (detail::is_complex_element<T>) {
+      KILN_CHECK(false, "complex operands reached a kernel whose shape rule refuses them");
+    } else {
+      const T* in = x.data<T>();
+      T* out = detail::impl(result)->mutable_data<T>();
+      split.each_line([&](int64_t o, int64_t i) {
+        int64_t base = o * split.extent * split.inner + i;
+        for (int64_t j = 0; j < split.extent; ++j) {
+          T value = in[base + j * split.inner];
+          if (j > 0) {
+            T running = out[base + (j - 1) * split.inner];
+            bool keep = detail::is_nan_element(running) ||
+                        (!detail::is_nan_element(value) && (maximum ? !(running < value) : !(value < running)));
+            if (keep) value = running;
+          }
+          out[base + j * split.inner] = value;
         }
-        out[base + j * split.inner] = value;
-      }
-    });
+      });
+    }
   });
   return result;
 }

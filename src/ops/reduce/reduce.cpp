@@ -33,6 +33,8 @@ void check_arity(const Node& node, std::span<const AbstractValue* const> inputs)
 AbstractValue infer_reduce(const Node& node, std::span<const AbstractValue* const> inputs) {
   check_arity(node, inputs);
   const AbstractValue& x = *inputs[0];
+  if (node.op == Primitive::reduce_max || node.op == Primitive::reduce_min)
+    check_ordered(ir::primitive_name(node.op), x, node.where);
   const std::vector<int64_t>& axes = node.attrs.ints;
   for (size_t i = 0; i < axes.size(); ++i)
     if (axes[i] < 0 || axes[i] >= x.ndim() || (i > 0 && axes[i] <= axes[i - 1]))
@@ -61,6 +63,7 @@ int64_t checked_axis(const Node& node, const AbstractValue& x) {
 AbstractValue infer_argument_reduce(const Node& node, std::span<const AbstractValue* const> inputs) {
   check_arity(node, inputs);
   const AbstractValue& x = *inputs[0];
+  check_ordered(ir::primitive_name(node.op), x, node.where);
   int64_t axis = checked_axis(node, x);
   Shape shape = x.shape;
   shape.erase(shape.begin() + axis);
@@ -84,8 +87,11 @@ AbstractValue infer_cumsum(const Node& node, std::span<const AbstractValue* cons
 // f32 sums and of any compiled f32 kernel (each differs from it by its own
 // error alone, not by the sum of two f32 roundings).
 // f16 and bf16 likewise.
+// c64 likewise in complex<double>.
 template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<T, float> || HalfFloat<T>, double, T>;
+using Accumulator =
+    std::conditional_t<std::is_same_v<T, float> || HalfFloat<T>, double,
+                       std::conditional_t<std::is_same_v<T, std::complex<float>>, std::complex<double>, T>>;
 
 // The reference's combining step of each Reduction (the row's), so a
 // reduction primitive without one fails the registry instead of computing
@@ -98,9 +104,11 @@ A reduce_identity(Reduction reduction) {
     case Reduction::product: return A(1);
     case Reduction::max:
       if constexpr (std::is_same_v<A, bool>) return false;
+      else if constexpr (detail::is_complex_element<A>) break;  // refused by infer_reduce
       else return floating ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
     case Reduction::min:
       if constexpr (std::is_same_v<A, bool>) return true;
+      else if constexpr (detail::is_complex_element<A>) break;
       else return floating ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
     case Reduction::none: break;
   }
@@ -125,12 +133,15 @@ A reduce_combine(Reduction reduction, A acc, A value) {
         else return acc * value;
       case Reduction::max:
       case Reduction::min:
-        if constexpr (detail::is_floating_element<A>) {
-          // NaN propagates: once the accumulator is NaN it stays NaN.
-          if (std::isnan(acc) || std::isnan(value)) return std::isnan(acc) ? acc : value;
+        if constexpr (detail::is_complex_element<A>) break;  // refused by infer_reduce
+        else {
+          if constexpr (detail::is_floating_element<A>) {
+            // NaN propagates: once the accumulator is NaN it stays NaN.
+            if (std::isnan(acc) || std::isnan(value)) return std::isnan(acc) ? acc : value;
+          }
+          if (reduction == Reduction::max) return value > acc ? value : acc;
+          return value < acc ? value : acc;
         }
-        if (reduction == Reduction::max) return value > acc ? value : acc;
-        return value < acc ? value : acc;
       case Reduction::none: break;
     }
     KILN_CHECK(false, "reference reduction for a primitive that names no combining operation");
@@ -192,14 +203,18 @@ Array evaluate_argument_reduce(const Node& node, std::span<const Array> inputs) 
   AxisSplit split = split_at(x.type.shape, node.attrs.ints[0]);
   int32_t* out = detail::impl(result)->mutable_data<int32_t>();
   detail::dispatch(x.type.dtype, [&]<class T>() {
-    const T* in = x.data<T>();
-    for (int64_t o = 0; o < split.outer; ++o) {
-      for (int64_t i = 0; i < split.inner; ++i) {
-        const T* line = in + o * split.extent * split.inner + i;
-        int64_t best = 0;
-        for (int64_t j = 1; j < split.extent; ++j)
-          if (displaces(node.op, line[j * split.inner], line[best * split.inner])) best = j;
-        out[o * split.inner + i] = static_cast<int32_t>(best);
+    if constexpr (detail::is_complex_element<T>) {
+      KILN_CHECK(false, "complex operands reached a kernel whose shape rule refuses them");
+    } else {
+      const T* in = x.data<T>();
+      for (int64_t o = 0; o < split.outer; ++o) {
+        for (int64_t i = 0; i < split.inner; ++i) {
+          const T* line = in + o * split.extent * split.inner + i;
+          int64_t best = 0;
+          for (int64_t j = 1; j < split.extent; ++j)
+            if (displaces(node.op, line[j * split.inner], line[best * split.inner])) best = j;
+          out[o * split.inner + i] = static_cast<int32_t>(best);
+        }
       }
     }
   });
@@ -466,7 +481,7 @@ Array cumsum_jvp(const Node& node, std::span<const Array>, const Array&, std::sp
 
 /// Integers and bool computed in the default float, as JAX does for mean, logsumexp, softmax.
 Array as_floating(const Array& x, const AbstractValue& type, Location where) {
-  if (is_floating(type.dtype)) return x;
+  if (is_floating(type.dtype) || is_complex(type.dtype)) return x;
   return convert_to(x, DType::f32, type.weak && type.dtype != DType::bool_, where);
 }
 

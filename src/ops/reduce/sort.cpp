@@ -29,6 +29,7 @@ AbstractValue check_sort(const Node& node, std::span<const AbstractValue* const>
   const char* name = ir::primitive_name(node.op).data();
   if (inputs.size() != 1) detail::raise(name, "takes 1 operand, got " + std::to_string(inputs.size()), node.where);
   const AbstractValue& x = *inputs[0];
+  check_ordered(name, x, node.where);
   const std::vector<int64_t>& a = node.attrs.ints;
   if (a.size() != ints || a[0] < 0 || a[0] >= x.ndim() || (a[1] != 0 && a[1] != 1))
     detail::raise(name, "attributes " + ints_string(a) + " do not fit " + x.to_string(), node.where);
@@ -71,22 +72,26 @@ Array evaluate_sort(const Node& node, std::span<const Array> inputs) {
   Array result = detail::allocate(node.type);
   AxisSplit lines = split_at(x.type.shape, node.attrs.ints[0]);
   detail::dispatch(x.type.dtype, [&]<class T>() {
-    const T* in = x.data<T>();
-    T* out = detail::impl(result)->mutable_data<T>();
-    std::vector<T> line(static_cast<size_t>(lines.extent));
-    Order<T> order{descending(node)};
-    lines.each_line([&](int64_t o, int64_t i) {
-      int64_t start = o * lines.extent * lines.inner + i;
-      for (int64_t j = 0; j < lines.extent; ++j) line[static_cast<size_t>(j)] = in[start + j * lines.inner];
-      // NaNs set apart first, so the sort itself compares numbers only.
-      auto numbers =
-          std::partition(line.begin(), line.end(), [&](T v) { return order.descending == detail::is_nan_element(v); });
-      auto first = order.descending ? numbers : line.begin();
-      auto last = order.descending ? line.end() : numbers;
-      if (order.descending) std::sort(first, last, [](T a, T b) { return b < a; });
-      else std::sort(first, last);
-      for (int64_t j = 0; j < lines.extent; ++j) out[start + j * lines.inner] = line[static_cast<size_t>(j)];
-    });
+    if constexpr (detail::is_complex_element<T>) {
+      KILN_CHECK(false, "complex operands reached a kernel whose shape rule refuses them");
+    } else {
+      const T* in = x.data<T>();
+      T* out = detail::impl(result)->mutable_data<T>();
+      std::vector<T> line(static_cast<size_t>(lines.extent));
+      Order<T> order{descending(node)};
+      lines.each_line([&](int64_t o, int64_t i) {
+        int64_t start = o * lines.extent * lines.inner + i;
+        for (int64_t j = 0; j < lines.extent; ++j) line[static_cast<size_t>(j)] = in[start + j * lines.inner];
+        // NaNs set apart first, so the sort itself compares numbers only.
+        auto numbers = std::partition(line.begin(), line.end(),
+                                      [&](T v) { return order.descending == detail::is_nan_element(v); });
+        auto first = order.descending ? numbers : line.begin();
+        auto last = order.descending ? line.end() : numbers;
+        if (order.descending) std::sort(first, last, [](T a, T b) { return b < a; });
+        else std::sort(first, last);
+        for (int64_t j = 0; j < lines.extent; ++j) out[start + j * lines.inner] = line[static_cast<size_t>(j)];
+      });
+    }
   });
   return result;
 }
@@ -97,52 +102,56 @@ Array evaluate_argsort(const Node& node, std::span<const Array> inputs) {
   AxisSplit lines = split_at(x.type.shape, node.attrs.ints[0]);
   int64_t k = node.attrs.ints[2];
   detail::dispatch(x.type.dtype, [&]<class T>() {
-    const T* in = x.data<T>();
-    using Entry = std::pair<T, int64_t>;
-    std::vector<Entry> line;
-    Order<T> order{descending(node)};
-    // Ties broken by position: a total order, so the result is stable.
-    auto before = [&](const Entry& a, const Entry& b) {
-      if (order(a.first, b.first)) return true;
-      return !order(b.first, a.first) && a.second < b.second;
-    };
-    detail::dispatch(node.type.dtype, [&]<class I>() {
-      if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
-        I* out = detail::impl(result)->mutable_data<I>();
-        lines.each_line([&](int64_t o, int64_t i) {
-          int64_t start = o * lines.extent * lines.inner + i;
-          line.clear();
-          if (k == 0) return;
-          if (2 * k >= lines.extent) {
-            for (int64_t j = 0; j < lines.extent; ++j) line.push_back({in[start + j * lines.inner], j});
-            if (k == lines.extent) std::sort(line.begin(), line.end(), before);
-            else std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
-          } else {
-            // A few of many: a heap of the first k so far, whose root (the
-            // last of them) each later element must beat to get in.
-            // Positions only grow, so a later element ties with none it must
-            // beat: one comparison with the root's value, held in a register.
-            const T* row = in + start;
-            for (int64_t j = 0; j < k; ++j) line.push_back({row[j * lines.inner], j});
-            std::make_heap(line.begin(), line.end(), before);
-            T threshold = line.front().first;
-            for (int64_t j = k; j < lines.extent; ++j) {
-              T value = row[j * lines.inner];
-              if (!order(value, threshold)) [[likely]]
-                continue;
-              std::pop_heap(line.begin(), line.end(), before);
-              line.back() = {value, j};
-              std::push_heap(line.begin(), line.end(), before);
-              threshold = line.front().first;
+    if constexpr (detail::is_complex_element<T>) {
+      KILN_CHECK(false, "complex operands reached a kernel whose shape rule refuses them");
+    } else {
+      const T* in = x.data<T>();
+      using Entry = std::pair<T, int64_t>;
+      std::vector<Entry> line;
+      Order<T> order{descending(node)};
+      // Ties broken by position: a total order, so the result is stable.
+      auto before = [&](const Entry& a, const Entry& b) {
+        if (order(a.first, b.first)) return true;
+        return !order(b.first, a.first) && a.second < b.second;
+      };
+      detail::dispatch(node.type.dtype, [&]<class I>() {
+        if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
+          I* out = detail::impl(result)->mutable_data<I>();
+          lines.each_line([&](int64_t o, int64_t i) {
+            int64_t start = o * lines.extent * lines.inner + i;
+            line.clear();
+            if (k == 0) return;
+            if (2 * k >= lines.extent) {
+              for (int64_t j = 0; j < lines.extent; ++j) line.push_back({in[start + j * lines.inner], j});
+              if (k == lines.extent) std::sort(line.begin(), line.end(), before);
+              else std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
+            } else {
+              // A few of many: a heap of the first k so far, whose root (the
+              // last of them) each later element must beat to get in.
+              // Positions only grow, so a later element ties with none it must
+              // beat: one comparison with the root's value, held in a register.
+              const T* row = in + start;
+              for (int64_t j = 0; j < k; ++j) line.push_back({row[j * lines.inner], j});
+              std::make_heap(line.begin(), line.end(), before);
+              T threshold = line.front().first;
+              for (int64_t j = k; j < lines.extent; ++j) {
+                T value = row[j * lines.inner];
+                if (!order(value, threshold)) [[likely]]
+                  continue;
+                std::pop_heap(line.begin(), line.end(), before);
+                line.back() = {value, j};
+                std::push_heap(line.begin(), line.end(), before);
+                threshold = line.front().first;
+              }
+              std::sort_heap(line.begin(), line.end(), before);
             }
-            std::sort_heap(line.begin(), line.end(), before);
-          }
-          int64_t out_start = o * k * lines.inner + i;
-          for (int64_t j = 0; j < k; ++j)
-            out[out_start + j * lines.inner] = static_cast<I>(line[static_cast<size_t>(j)].second);
-        });
-      }
-    });
+            int64_t out_start = o * k * lines.inner + i;
+            for (int64_t j = 0; j < k; ++j)
+              out[out_start + j * lines.inner] = static_cast<I>(line[static_cast<size_t>(j)].second);
+          });
+        }
+      });
+    }
   });
   return result;
 }
