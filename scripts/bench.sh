@@ -9,6 +9,7 @@ cmake --build build/bench
 name=${1:-bench_jit}
 shift || true
 if [ "$name" = bench_python ]; then
+  cmake --build build/bench --target bench_python_reference
   # Debian's python3 (python3-numpy, python3-torch), with the package this build assembled.
   PYTHONPATH=build/bench/python exec /usr/bin/python3 bench/python/bench_python.py build/bench/bench/bench_python_reference "$@"
 fi

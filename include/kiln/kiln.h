@@ -6,6 +6,7 @@
 #include "kiln/control.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/fft.h"
 #include "kiln/grad.h"
 #include "kiln/graph.h"
 #include "kiln/io.h"

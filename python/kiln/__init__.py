@@ -42,6 +42,8 @@ from ._kiln import (  # noqa: E402
     bfloat16,
     float32,
     float64,
+    complex64,
+    complex128,
     asarray,
     from_dlpack,
     astype,
@@ -121,6 +123,10 @@ from ._kiln import (  # noqa: E402
     degrees,
     radians,
     stop_gradient,
+    conj,
+    real,
+    imag,
+    angle,
     where,
     nan_to_num,
     isclose,
@@ -198,7 +204,7 @@ from ._kiln import (  # noqa: E402
 from ._array import Device as _Device  # noqa: E402,F401  (adds the Python-side methods of Array)
 from ._api import *  # noqa: E402,F401,F403
 from ._api import __array_namespace_info__  # noqa: E402,F401
-from . import linalg, nn, random  # noqa: E402,F401
+from . import fft, linalg, nn, random  # noqa: E402,F401
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

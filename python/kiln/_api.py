@@ -15,7 +15,7 @@ from ._kiln import Array as _Array
 __all__ = [
     "unstack", "moveaxis", "array", "empty", "empty_like", "zeros_like", "ones_like", "reshape", "concat", "concatenate", "roll",
     "repeat", "split", "array_split", "pad", "flatten", "transpose", "matrix_transpose", "tensordot", "vecdot",
-    "einsum", "dot", "clip", "round", "trunc", "signbit", "logical_xor", "positive", "real", "imag", "conj",
+    "einsum", "dot", "clip", "round", "trunc", "signbit", "logical_xor", "positive",
     "cumulative_sum", "nonzero", "argwhere", "searchsorted", "unique_values", "unique_counts", "unique_inverse",
     "unique_all", "unique", "result_type", "can_cast", "finfo", "iinfo", "isdtype", "softmax", "log_softmax",
     "sigmoid", "relu", "one_hot",
@@ -163,7 +163,7 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    product = _kiln.multiply(conj(x1), x2)
+    product = _kiln.multiply(_kiln.conj(x1), x2)
     return _kiln.sum(product, axis=axis, dtype=product.dtype)
 
 
@@ -223,18 +223,6 @@ def logical_xor(x1, x2, /):
 
 
 def positive(x, /):
-    return _kiln.asarray(x)
-
-
-def real(x, /):
-    return _kiln.asarray(x)
-
-
-def imag(x, /):
-    return zeros_like(x)
-
-
-def conj(x, /):
     return _kiln.asarray(x)
 
 
@@ -401,6 +389,8 @@ class finfo:
             self.min, self.smallest_normal = -self.max, 2.0 ** -126
             self.resolution = 0.01
             return
+        if _kiln._is_complex(self.dtype):  # the limits of its parts, as the standard says
+            self.dtype = _kiln.float32 if self.dtype == _kiln.complex64 else _kiln.float64
         if not _kiln._is_floating(self.dtype):
             raise ValueError("finfo: %s is not a floating dtype; use kn.iinfo for integers" % self.dtype + _kiln._at())
         info = _np.finfo(_np.dtype(self.dtype.name))

@@ -13,7 +13,8 @@ namespace {
 
 std::optional<Operand> operand_or_nothing(py::handle other, Location where) {
   if (const Array* array = array_pointer(other)) return Operand(*array, where);
-  if (PyBool_Check(other.ptr()) || PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr()))
+  if (PyBool_Check(other.ptr()) || PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr()) ||
+      PyComplex_Check(other.ptr()))
     return to_operand(other, where);
   if (py::isinstance<py::array>(other) || py::isinstance(other, py::module_::import("numpy").attr("generic")))
     return Operand(to_array(other), where);
@@ -51,6 +52,10 @@ py::object python_number(const Array& array, Location where) {
   if (dtype == DType::bool_) return py::bool_(array.item<bool>(where));
   if (dtype == DType::u64) return py::int_(array.item<uint64_t>(where));
   if (is_integer(dtype)) return py::int_(array.item<int64_t>(where));
+  if (is_complex(dtype)) {
+    std::complex<double> value = array.item<std::complex<double>>(where);
+    return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(value.real(), value.imag()));
+  }
   return py::float_(array.item<double>(where));
 }
 

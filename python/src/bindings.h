@@ -71,6 +71,7 @@ void bind_manipulation(py::module_& module);
 void bind_linalg(py::module_& module);
 void bind_nn(py::module_& module);
 void bind_random(py::module_& module);
+void bind_fft(py::module_& module);
 void bind_io(py::module_& module);
 
 }  // namespace kiln::python

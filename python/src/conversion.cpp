@@ -51,6 +51,8 @@ const char* numpy_name(DType dtype) {
     case DType::bf16: return "bfloat16";
     case DType::f32: return "float32";
     case DType::f64: return "float64";
+    case DType::c64: return "complex64";
+    case DType::c128: return "complex128";
   }
   return "?";
 }
@@ -60,6 +62,7 @@ DType to_dtype(py::handle object) {
   if (object.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::bool_;
   if (object.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::i32;
   if (object.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::f32;
+  if (object.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return DType::c64;
   std::string name;
   if (py::isinstance<py::str>(object)) {
     name = object.cast<std::string>();
@@ -78,8 +81,10 @@ DType to_dtype(py::handle object) {
     if (name == numpy_name(dtype) || name == dtype_name(dtype)) return dtype;
   }
   if (name == "bool_") return DType::bool_;
-  throw py::type_error("kiln has no dtype " + name + " (given " + describe(object) +
-                       "); its dtypes are bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64");
+  throw py::type_error(
+      "kiln has no dtype " + name + " (given " + describe(object) +
+      "); its dtypes are bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64, complex64, "
+      "complex128");
 }
 
 std::optional<DType> to_optional_dtype(py::handle object) {
@@ -100,6 +105,8 @@ std::optional<Scalar> to_scalar(py::handle object) {
     return Scalar(static_cast<int64_t>(integer));
   }
   if (PyFloat_CheckExact(value)) return Scalar(PyFloat_AS_DOUBLE(value));
+  if (PyComplex_CheckExact(value))
+    return Scalar(std::complex<double>(PyComplex_RealAsDouble(value), PyComplex_ImagAsDouble(value)));
   return std::nullopt;
 }
 
@@ -110,6 +117,7 @@ Operand to_operand(py::handle object, Location where) {
       case Scalar::Kind::boolean: return Operand(number->as_int() != 0, where);
       case Scalar::Kind::integer: return Operand(number->as_int(), where);
       case Scalar::Kind::floating: return Operand(number->as_double(), where);
+      case Scalar::Kind::complex: return Operand(number->as_complex(), where);
     }
   }
   return Operand(to_array(object), where);
@@ -206,6 +214,7 @@ void bind_dtypes(py::module_& module) {
   module.def("_is_floating", &is_floating);
   module.def("_is_integer", &is_integer);
   module.def("_is_unsigned", &is_unsigned);
+  module.def("_is_complex", &is_complex);
 }
 
 }  // namespace kiln::python

@@ -110,6 +110,10 @@ void bind_elementwise(py::module_& module) {
   def_unary<stop_gradient>(module, "stop_gradient");
   def_unary<sigmoid>(module, "sigmoid");
   def_unary<relu>(module, "relu");
+  def_unary<conj>(module, "conj");
+  def_unary<real>(module, "real");
+  def_unary<imag>(module, "imag");
+  def_unary<angle>(module, "angle");
 
   module.def(
       "where",

@@ -94,6 +94,7 @@ std::optional<DType> dtype_of_numpy(const py::array& array) {
              : size == 4 ? std::optional(DType::f32)
              : size == 8 ? std::optional(DType::f64)
                          : std::nullopt;
+    case 'c': return size == 8 ? std::optional(DType::c64) : size == 16 ? std::optional(DType::c128) : std::nullopt;
     default: return std::nullopt;
   }
 }
@@ -142,13 +143,14 @@ Array from_sequence(py::handle object, std::optional<DType> dtype) {
                           py::str(error.value()).cast<std::string>());
   }
   char kind = array.dtype().kind();
-  if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f')
+  if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c')
     throw py::type_error("asarray: cannot make a kiln array of " + std::string(py::repr(object)).substr(0, 80) +
                          " (NumPy reads it as dtype " + std::string(py::str(array.dtype())) +
                          "); give numbers, nested lists of numbers, or arrays");
   // NumPy scalars (np.float64(1.5)) keep their dtype; Python's numbers take kiln's defaults.
   if (!dtype && !py::isinstance<py::array>(object) && !py::hasattr(object, "dtype")) {
     if (kind == 'f' && array.dtype().itemsize() == 8) dtype = DType::f32;
+    if (kind == 'c' && array.dtype().itemsize() == 16) dtype = DType::c64;
     if (kind == 'i' && array.dtype().itemsize() == 8) {
       bool fits = array.size() == 0 || (array.attr("min")().cast<int64_t>() >= INT32_MIN &&
                                         array.attr("max")().cast<int64_t>() <= INT32_MAX);
@@ -180,6 +182,8 @@ std::optional<DType> dtype_of_dlpack(DLDataType type) {
              : type.bits == 64 ? std::optional(DType::f64)
                                : std::nullopt;
     case kDLBfloat: return type.bits == 16 ? std::optional(DType::bf16) : std::nullopt;
+    case kDLComplex:
+      return type.bits == 64 ? std::optional(DType::c64) : type.bits == 128 ? std::optional(DType::c128) : std::nullopt;
     case dlpack_bool_code: return type.bits == 8 ? std::optional(DType::bool_) : std::nullopt;
     default: return std::nullopt;
   }
@@ -189,6 +193,7 @@ DLDataType dlpack_type(DType dtype) {
   auto bits = static_cast<uint8_t>(dtype_size(dtype) * 8);
   if (dtype == DType::bool_) return DLDataType{dlpack_bool_code, 8, 1};
   if (dtype == DType::bf16) return DLDataType{kDLBfloat, 16, 1};
+  if (is_complex(dtype)) return DLDataType{kDLComplex, bits, 1};
   if (is_floating(dtype)) return DLDataType{kDLFloat, bits, 1};
   return DLDataType{static_cast<uint8_t>(is_unsigned(dtype) ? kDLUInt : kDLInt), bits, 1};
 }
@@ -305,6 +310,8 @@ const char* buffer_format(DType dtype) {
     case DType::f16: return "e";
     case DType::f32: return "f";
     case DType::f64: return "d";
+    case DType::c64: return "Zf";
+    case DType::c128: return "Zd";
     case DType::bf16: return nullptr;
   }
   return nullptr;

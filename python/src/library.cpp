@@ -209,6 +209,61 @@ void bind_random_module(py::module_& module) {
   });
 }
 
+fft::Norm to_norm(const std::string& norm) {
+  if (norm == "backward") return fft::Norm::backward;
+  if (norm == "ortho") return fft::Norm::ortho;
+  if (norm == "forward") return fft::Norm::forward;
+  throw py::value_error("fft: norm must be 'backward', 'ortho' or 'forward', got '" + norm + "'");
+}
+
+std::optional<Shape> optional_shape(py::handle s, const char* operation) {
+  if (s.is_none()) return std::nullopt;
+  return to_int_list(s, operation, "s");
+}
+
+std::optional<std::vector<int64_t>> optional_axes(py::handle axes, const char* operation) {
+  if (axes.is_none()) return std::nullopt;
+  return to_int_list(axes, operation, "axes");
+}
+
+void bind_fft_module(py::module_& module) {
+  py::module_ transforms = module.def_submodule("_fft", "kiln's discrete Fourier transforms (import as kn.fft)");
+  using OneAxis = Array (*)(const Array&, std::optional<int64_t>, int64_t, fft::Norm, Location);
+  auto one_axis = [&transforms](const char* name, OneAxis function) {
+    transforms.def(name, [function](py::handle x, std::optional<int64_t> n, int64_t axis, const std::string& norm) {
+      return function(to_array(x), n, axis, to_norm(norm), here());
+    });
+  };
+  one_axis("fft", &fft::fft);
+  one_axis("ifft", &fft::ifft);
+  one_axis("rfft", &fft::rfft);
+  one_axis("irfft", &fft::irfft);
+  one_axis("hfft", &fft::hfft);
+  one_axis("ihfft", &fft::ihfft);
+  using Axes = Array (*)(const Array&, std::optional<Shape>, std::optional<std::vector<int64_t>>, fft::Norm, Location);
+  auto several_axes = [&transforms](const char* name, Axes function) {
+    transforms.def(name, [function, name](py::handle x, py::handle s, py::handle axes, const std::string& norm) {
+      return function(to_array(x), optional_shape(s, name), optional_axes(axes, name), to_norm(norm), here());
+    });
+  };
+  several_axes("fftn", &fft::fftn);
+  several_axes("ifftn", &fft::ifftn);
+  several_axes("rfftn", &fft::rfftn);
+  several_axes("irfftn", &fft::irfftn);
+  transforms.def("fftfreq", [](int64_t n, double d, py::handle dtype) {
+    return fft::fftfreq(n, d, to_optional_dtype(dtype).value_or(DType::f32), here());
+  });
+  transforms.def("rfftfreq", [](int64_t n, double d, py::handle dtype) {
+    return fft::rfftfreq(n, d, to_optional_dtype(dtype).value_or(DType::f32), here());
+  });
+  transforms.def("fftshift", [](py::handle x, py::handle axes) {
+    return fft::fftshift(to_array(x), to_axes(axes, "fftshift"), here());
+  });
+  transforms.def("ifftshift", [](py::handle x, py::handle axes) {
+    return fft::ifftshift(to_array(x), to_axes(axes, "ifftshift"), here());
+  });
+}
+
 }  // namespace
 
 void bind_linalg(py::module_& module) {
@@ -217,6 +272,7 @@ void bind_linalg(py::module_& module) {
 }
 void bind_nn(py::module_& module) { bind_nn_module(module); }
 void bind_random(py::module_& module) { bind_random_module(module); }
+void bind_fft(py::module_& module) { bind_fft_module(module); }
 
 void bind_io(py::module_& module) {
   module.def(

@@ -20,5 +20,6 @@ PYBIND11_MODULE(_kiln, module) {
   python::bind_linalg(module);
   python::bind_nn(module);
   python::bind_random(module);
+  python::bind_fft(module);
   python::bind_io(module);
 }

@@ -242,10 +242,11 @@ Array load_npy(const std::string& path, Location where) {
   bool big_endian = !header.descr.empty() && header.descr[0] == '>';
   auto dtype = dtype_of_descr(big_endian ? "<" + header.descr.substr(1) : header.descr);
   if (!dtype)
-    detail::raise("load_npy", quoted(path) + " holds dtype " + quoted(header.descr) + ", which kiln does not read",
-                  where,
-                  "kiln reads bool, int8 to int64, uint8 to uint64, float16, float32, float64 and bfloat16 ('|V2') "
-                  "arrays; convert the array to one of them before saving");
+    detail::raise(
+        "load_npy", quoted(path) + " holds dtype " + quoted(header.descr) + ", which kiln does not read", where,
+        "kiln reads bool, int8 to int64, uint8 to uint64, float16, float32, float64, complex64, complex128 and "
+        "bfloat16 ('|V2') "
+        "arrays; convert the array to one of them before saving");
   uint64_t elements = 1, bytes = 0;
   for (int64_t extent : header.shape)
     if (__builtin_mul_overflow(elements, static_cast<uint64_t>(extent), &elements))

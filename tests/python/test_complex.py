@@ -237,12 +237,17 @@ def test_npy_round_trip(tmp_path, name):
     ccheck(kn.load_npy(path), a, name)
 
 
-@pytest.mark.parametrize("name", CDTYPES)
-def test_safetensors_round_trip(tmp_path, name):
-    a = csample((4,), name, 12)
+def test_safetensors_round_trip(tmp_path):
+    a = csample((4,), "complex64", 12)
     path = str(tmp_path / "c.safetensors")
     kn.save(path, {"z": kn.asarray(a)})
-    ccheck(kn.load(path)["z"], a, name)
+    ccheck(kn.load(path)["z"], a, "complex64")
+
+
+def test_safetensors_has_no_complex128(tmp_path):
+    # The format names C64 and no wider complex type: kiln says so rather than invent one.
+    with pytest.raises(kn.Error, match="c128"):
+        kn.save(str(tmp_path / "c.safetensors"), {"z": kn.asarray(csample((4,), "complex128", 12))})
 
 
 def test_complex_in_the_namespace_info():

@@ -25,6 +25,7 @@ RuleTable build_table() {
   register_sort_rules(table);
   register_cumulative_rules(table);
   register_linalg_rules(table);
+  register_fft_rules(table);
   return table;
 }
 }  // namespace

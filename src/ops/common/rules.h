@@ -143,6 +143,7 @@ void register_collective_rules(RuleTable& table);
 void register_sort_rules(RuleTable& table);
 void register_cumulative_rules(RuleTable& table);
 void register_linalg_rules(RuleTable& table);
+void register_fft_rules(RuleTable& table);
 
 /// "[0,1,2]"
 std::string ints_string(const std::vector<int64_t>& values);

@@ -34,7 +34,29 @@ Array operand_array(const Operand& x) {
   return x.is_number() ? full({}, x.number(), std::nullopt, x.where()) : x.array();
 }
 
+// re + i im in the complex dtype of the real parts.
+Array complex_from(const Array& re, const Array& im) {
+  DType dtype = re.dtype() == DType::f64 ? DType::c128 : DType::c64;
+  return astype(re, dtype) + astype(im, dtype) * std::complex<double>(0, 1);
+}
+
 }  // namespace
+
+// The complex forms of expm1, log1p and sinh, from real functions of the
+// parts so that small arguments keep their accuracy (NumPy's formulas):
+//   expm1(x + iy) = expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y
+//   log1p(x + iy) = log1p(2x + x^2 + y^2) / 2 + i atan2(y, 1 + x)
+//   sinh(x + iy) = sinh x cos y + i cosh x sin y
+Array complex_expm1(const Array& z) {
+  Array x = real(z), y = imag(z);
+  Array half = sin(y * 0.5);
+  return complex_from(expm1(x) * cos(y) - 2.0 * half * half, exp(x) * sin(y));
+}
+
+Array complex_log1p(const Array& z) {
+  Array x = real(z), y = imag(z);
+  return complex_from(log1p(x * (x + 2.0) + y * y) * 0.5, arctan2(y, x + 1.0));
+}
 
 Array tan(const Array& x, Location where) {
   OperationScope at("tan", where);
@@ -44,6 +66,7 @@ Array tan(const Array& x, Location where) {
 // (e^x - e^-x) / 2 through expm1: no cancellation for small |x|.
 Array sinh(const Array& x, Location where) {
   OperationScope at("sinh", where);
+  if (is_complex(x.dtype())) return complex_from(sinh(real(x)) * cos(imag(x)), cosh(real(x)) * sin(imag(x)));
   Array values = floating(x);
   return (expm1(values) - expm1(-values)) * 0.5;
 }

@@ -11,6 +11,7 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "core/location_scope.h"
 #include "ops/common/apply.h"
 #include "ops/common/batching.h"
 #include "ops/common/promotion.h"
@@ -404,8 +405,19 @@ Array log(const Array& x, Location where) { return ops::unary(Primitive::log, x,
 Array log2(const Array& x, Location where) { return ops::unary(Primitive::log2, x, where); }
 Array log10(const Array& x, Location where) { return ops::unary(Primitive::log10, x, where); }
 Array arctan(const Array& x, Location where) { return ops::unary(Primitive::atan, x, where); }
-Array log1p(const Array& x, Location where) { return ops::unary(Primitive::log1p, x, where); }
-Array expm1(const Array& x, Location where) { return ops::unary(Primitive::expm1, x, where); }
+// Complex arguments go to composites of the real functions (elementwise_composites.cpp).
+Array complex_expm1(const Array& z);
+Array complex_log1p(const Array& z);
+Array log1p(const Array& x, Location where) {
+  if (!is_complex(detail::impl_of(x, "log1p", where).type.dtype)) return ops::unary(Primitive::log1p, x, where);
+  detail::OperationScope at("log1p", where);
+  return complex_log1p(x);
+}
+Array expm1(const Array& x, Location where) {
+  if (!is_complex(detail::impl_of(x, "expm1", where).type.dtype)) return ops::unary(Primitive::expm1, x, where);
+  detail::OperationScope at("expm1", where);
+  return complex_expm1(x);
+}
 Array sqrt(const Array& x, Location where) { return ops::unary(Primitive::sqrt, x, where); }
 Array rsqrt(const Array& x, Location where) { return ops::unary(Primitive::rsqrt, x, where); }
 Array tanh(const Array& x, Location where) { return ops::unary(Primitive::tanh, x, where); }
