@@ -122,25 +122,8 @@ TEST(Fft, CompiledAndBatchedEqualEager) {
   EXPECT_TRUE(testing::all_close(columns, fft::fft(x, std::nullopt, 0), 0, 0, "vmap over columns"));
 }
 
-// Central differences of a real function of a complex array: df/dx - i df/dy.
-std::vector<c128_t> numerical_gradient(const std::function<Array(const Array&)>& f, const Array& z) {
-  std::vector<c128_t> values = z.to_vector<c128_t>(), gradient(values.size());
-  const double step = 1e-6;
-  auto at = [&](size_t k, c128_t change) {
-    std::vector<c128_t> moved = values;
-    moved[k] += change;
-    return f(array(moved, z.shape())).item<double>();
-  };
-  for (size_t k = 0; k < values.size(); ++k) {
-    double dx = (at(k, {step, 0}) - at(k, {-step, 0})) / (2 * step);
-    double dy = (at(k, {0, step}) - at(k, {0, -step})) / (2 * step);
-    gradient[k] = {dx, -dy};
-  }
-  return gradient;
-}
-
 void expect_gradient(const std::function<Array(const Array&)>& f, const Array& z, const std::string& name) {
-  std::vector<c128_t> expected = numerical_gradient(f, z);
+  std::vector<c128_t> expected = testing::numerical_complex_gradient(f, z);
   std::vector<c128_t> actual = grad(f)(z).to_vector<c128_t>();
   ASSERT_EQ(actual.size(), expected.size()) << name;
   for (size_t k = 0; k < actual.size(); ++k)

@@ -104,4 +104,21 @@ bool close(double got, double expected, const DerivativeTolerance& t) {
   return ::testing::AssertionSuccess();
 }
 
+std::vector<std::complex<double>> numerical_complex_gradient(const std::function<Array(const Array&)>& f,
+                                                             const Array& z, double step) {
+  using Complex = std::complex<double>;
+  std::vector<Complex> values = z.to_vector<Complex>(), gradient(values.size());
+  auto at = [&](size_t k, Complex shift) {
+    std::vector<Complex> moved = values;
+    moved[k] += shift;
+    return f(array(moved, z.shape())).item<double>();
+  };
+  for (size_t k = 0; k < values.size(); ++k) {
+    double dx = (at(k, {step, 0}) - at(k, {-step, 0})) / (2 * step);
+    double dy = (at(k, {0, step}) - at(k, {0, -step})) / (2 * step);
+    gradient[k] = {dx, -dy};
+  }
+  return gradient;
+}
+
 }  // namespace kiln::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <complex>
 #include <functional>
 #include <vector>
 
@@ -23,5 +24,11 @@ struct DerivativeTolerance {
 /// differentiated). Each floating input element is perturbed once each way.
 ::testing::AssertionResult check_derivatives(const ArrayFunction& fn, const std::vector<Array>& inputs,
                                              DerivativeTolerance tolerance = {}, uint64_t seed = 7);
+
+/// The gradient of a real function of a complex array by central differences
+/// on each element's real and imaginary parts, in JAX's convention:
+/// df/dx - i df/dy (PyTorch's is its conjugate).
+std::vector<std::complex<double>> numerical_complex_gradient(const std::function<Array(const Array&)>& f,
+                                                             const Array& z, double step = 1e-6);
 
 }  // namespace kiln::testing

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/errors.h"
+#include "support/gradient_check.h"
 #include "support/numpy_oracle.h"
 
 namespace kiln {
@@ -25,22 +26,6 @@ Array random_complex(uint64_t seed, const Shape& shape, double lo, double hi) {
   testing::RandomArrays random(seed);
   Array re = random.uniform(shape, f64, lo, hi), im = random.uniform(shape, f64, lo, hi);
   return astype(re, c128) + astype(im, c128) * c128_t(0, 1);
-}
-
-// df/dx - i df/dy, element by element, by central differences.
-std::vector<c128_t> numerical_gradient(const RealFunction& f, const Array& z, double step = 1e-6) {
-  std::vector<c128_t> values = z.to_vector<c128_t>(), gradient(values.size());
-  auto at = [&](size_t k, c128_t shift) {
-    std::vector<c128_t> moved = values;
-    moved[k] += shift;
-    return f(array(moved, z.shape())).item<double>();
-  };
-  for (size_t k = 0; k < values.size(); ++k) {
-    double dx = (at(k, {step, 0}) - at(k, {-step, 0})) / (2 * step);
-    double dy = (at(k, {0, step}) - at(k, {0, -step})) / (2 * step);
-    gradient[k] = {dx, -dy};
-  }
-  return gradient;
 }
 
 ::testing::AssertionResult close(const std::vector<c128_t>& actual, const std::vector<c128_t>& expected, double tol,
@@ -86,7 +71,7 @@ TEST(ComplexDerivatives, GradIsDfDxMinusIDfDyAgainstFiniteDifferences) {
   for (const Case& c : cases()) {
     Array g = grad(c.f)(z);
     EXPECT_EQ(g.dtype(), c128) << c.name;
-    std::vector<c128_t> expected = numerical_gradient(c.f, z);
+    std::vector<c128_t> expected = testing::numerical_complex_gradient(c.f, z);
     EXPECT_TRUE(close(g.to_vector<c128_t>(), expected, 1e-6, c.name));
     // Compiled, the same bits as eager.
     Array compiled = jit(grad(c.f))(z);

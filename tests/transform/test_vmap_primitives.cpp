@@ -70,6 +70,18 @@ std::vector<Sample> samples() {
   list.push_back(unary(Primitive::logical_not, Values::boolean, DType::bool_));
   for (Primitive op : {Primitive::conj, Primitive::real, Primitive::imag})
     list.push_back(unary(op, Values::complex, DType::c128));
+  for (int64_t inverse : {0, 1})
+    list.push_back({Primitive::fft,
+                    inverse ? "ifft" : "fft",
+                    {{{2, 5}, DType::c128, Values::complex}},
+                    [inverse](const std::vector<Array>& in) { return primitive(Primitive::fft, in, {inverse}); }});
+  list.push_back({Primitive::rfft, "rfft", {{{2, 6}}}, [](const std::vector<Array>& in) {
+                    return primitive(Primitive::rfft, in);
+                  }});
+  list.push_back(
+      {Primitive::irfft, "irfft", {{{2, 4}, DType::c128, Values::complex}}, [](const std::vector<Array>& in) {
+         return primitive(Primitive::irfft, in, {7});
+       }});
   for (Primitive op : {Primitive::add, Primitive::sub, Primitive::mul, Primitive::div, Primitive::max, Primitive::min,
                        Primitive::eq, Primitive::ne, Primitive::lt, Primitive::le, Primitive::gt, Primitive::ge})
     list.push_back(binary(op));

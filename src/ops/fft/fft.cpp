@@ -369,6 +369,16 @@ std::pair<std::vector<int64_t>, std::vector<std::optional<int64_t>>> plan_axes(
   return {chosen, lengths};
 }
 
+// The complex transform along each of the axes, the last first (NumPy's order).
+Array complex_transforms(const Array& x, const std::optional<Shape>& s, const std::optional<std::vector<int64_t>>& axes,
+                         Norm norm, bool inverse, const char* operation, Location where) {
+  auto [chosen, lengths] = plan_axes(x, s, axes, operation, where);
+  Array result = as_complex(x);
+  for (size_t k = chosen.size(); k-- > 0;)
+    result = complex_transform(result, lengths[k], chosen[k], norm, inverse, operation, where);
+  return result;
+}
+
 }  // namespace
 
 Array fft(const Array& x, std::optional<int64_t> n, int64_t axis, Norm norm, Location where) {
@@ -407,21 +417,13 @@ Array ihfft(const Array& x, std::optional<int64_t> n, int64_t axis, Norm norm, L
 Array fftn(const Array& x, std::optional<Shape> s, std::optional<std::vector<int64_t>> axes, Norm norm,
            Location where) {
   detail::OperationScope scope("fftn", where);
-  auto [chosen, lengths] = plan_axes(x, s, axes, "fftn", where);
-  Array result = as_complex(x);
-  for (size_t k = chosen.size(); k-- > 0;)
-    result = complex_transform(result, lengths[k], chosen[k], norm, false, "fftn", where);
-  return result;
+  return complex_transforms(x, s, axes, norm, false, "fftn", where);
 }
 
 Array ifftn(const Array& x, std::optional<Shape> s, std::optional<std::vector<int64_t>> axes, Norm norm,
             Location where) {
   detail::OperationScope scope("ifftn", where);
-  auto [chosen, lengths] = plan_axes(x, s, axes, "ifftn", where);
-  Array result = as_complex(x);
-  for (size_t k = chosen.size(); k-- > 0;)
-    result = complex_transform(result, lengths[k], chosen[k], norm, true, "ifftn", where);
-  return result;
+  return complex_transforms(x, s, axes, norm, true, "ifftn", where);
 }
 
 Array rfftn(const Array& x, std::optional<Shape> s, std::optional<std::vector<int64_t>> axes, Norm norm,
