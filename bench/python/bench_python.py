@@ -62,7 +62,7 @@ def interop():
 
 
 def reference_times(binary):
-    output = subprocess.run([binary, str(REPEATS * 5)], check=True, capture_output=True, text=True).stdout
+    output = subprocess.run([binary, str(REPEATS)], check=True, capture_output=True, text=True).stdout
     times = {}
     for line in output.splitlines():
         name, low, middle = line.split()

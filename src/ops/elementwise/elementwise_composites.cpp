@@ -58,6 +58,27 @@ Array complex_log1p(const Array& z) {
   return complex_from(log1p(x * (x + 2.0) + y * y) * 0.5, arctan2(y, x + 1.0));
 }
 
+// The inverse functions of complex numbers on their principal branches (as
+// NumPy's), from log, sqrt and log1p; asinh on the half plane Re z >= 0 and
+// by oddness elsewhere, so that z + sqrt(z^2 + 1) never cancels.
+namespace {
+// i z and -i z by their parts: a complex product would lose the signed zero
+// (i (2 + 0i) must be -0 + 2i) that picks the side of a branch cut.
+Array times_i(const Array& z) { return complex_from(-imag(z), real(z)); }
+Array times_minus_i(const Array& z) { return complex_from(imag(z), -real(z)); }
+}  // namespace
+
+Array complex_arcsinh(const Array& z) {
+  Array flip = copysign(1.0, real(z)) < 0.0;  // -0 too: the side of the branch cut a signed zero names
+  Array w = kiln::where(flip, -z, z);
+  Array value = log(w + sqrt(w * w + 1.0));
+  return kiln::where(flip, -value, value);
+}
+
+Array complex_arctanh(const Array& z) { return (complex_log1p(z) - complex_log1p(-z)) * 0.5; }
+Array complex_arctan(const Array& z) { return times_minus_i(complex_arctanh(times_i(z))); }
+Array complex_log2(const Array& z) { return log(z) * (1.0 / std::numbers::ln2); }
+
 Array tan(const Array& x, Location where) {
   OperationScope at("tan", where);
   return sin(x) / cos(x);
@@ -86,12 +107,14 @@ Array cosine_of_arcsine(const Array& x) { return sqrt((1.0 - x) * (1.0 + x)); }
 
 Array arcsin(const Array& x, Location where) {
   OperationScope at("arcsin", where);
+  if (is_complex(x.dtype())) return times_minus_i(complex_arcsinh(times_i(x)));
   Array values = floating(x);
   return arctan2(values, cosine_of_arcsine(values));
 }
 
 Array arccos(const Array& x, Location where) {
   OperationScope at("arccos", where);
+  if (is_complex(x.dtype())) return std::numbers::pi / 2 - times_minus_i(complex_arcsinh(times_i(x)));
   Array values = floating(x);
   return arctan2(cosine_of_arcsine(values), values);
 }
@@ -122,6 +145,7 @@ Array log_of_twice(const Array& large, const Array& x) { return log(kiln::where(
 // without its cancellation for small a.
 Array arcsinh(const Array& x, Location where) {
   OperationScope at("arcsinh", where);
+  if (is_complex(x.dtype())) return complex_arcsinh(x);
   auto of_magnitude = [](const Array& a) {
     Array large = a > large_argument;
     Array moderate = kiln::where(large, 0.0, a);
@@ -137,6 +161,7 @@ Array arcsinh(const Array& x, Location where) {
 // far below, t (t + 2) overflows to inf rather than giving NaN.
 Array arccosh(const Array& x, Location where) {
   OperationScope at("arccosh", where);
+  if (is_complex(x.dtype())) return log(x + sqrt(x + 1.0) * sqrt(x - 1.0));
   Array values = floating(x);
   Array large = values > large_argument;
   Array t = kiln::where(large, 1.0, values) - 1.0;
@@ -149,6 +174,7 @@ Array arccosh(const Array& x, Location where) {
 // 2a^2 / (1 - a)) (fdlibm's split): 2a is exact and the rest small.
 Array arctanh(const Array& x, Location where) {
   OperationScope at("arctanh", where);
+  if (is_complex(x.dtype())) return complex_arctanh(x);
   auto of_magnitude = [](const Array& a) {
     Array twice = a * 2.0;
     Array complement = 1.0 - a;

@@ -402,9 +402,19 @@ Array sign(const Array& x, Location where) { return ops::unary(Primitive::sign, 
 Array exp(const Array& x, Location where) { return ops::unary(Primitive::exp, x, where); }
 Array exp2(const Array& x, Location where) { return ops::unary(Primitive::exp2, x, where); }
 Array log(const Array& x, Location where) { return ops::unary(Primitive::log, x, where); }
-Array log2(const Array& x, Location where) { return ops::unary(Primitive::log2, x, where); }
+Array complex_log2(const Array& z);
+Array complex_arctan(const Array& z);
+Array log2(const Array& x, Location where) {
+  if (!is_complex(detail::impl_of(x, "log2", where).type.dtype)) return ops::unary(Primitive::log2, x, where);
+  detail::OperationScope at("log2", where);
+  return complex_log2(x);
+}
 Array log10(const Array& x, Location where) { return ops::unary(Primitive::log10, x, where); }
-Array arctan(const Array& x, Location where) { return ops::unary(Primitive::atan, x, where); }
+Array arctan(const Array& x, Location where) {
+  if (!is_complex(detail::impl_of(x, "arctan", where).type.dtype)) return ops::unary(Primitive::atan, x, where);
+  detail::OperationScope at("arctan", where);
+  return complex_arctan(x);
+}
 // Complex arguments go to composites of the real functions (elementwise_composites.cpp).
 Array complex_expm1(const Array& z);
 Array complex_log1p(const Array& z);
