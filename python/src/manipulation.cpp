@@ -15,10 +15,13 @@ Scalar fill_value(py::handle value, const char* operation) {
   if (std::optional<Scalar> number = to_scalar(value)) return *number;
   if (py::isinstance<Array>(value) || py::isinstance<py::array>(value)) {
     Array array = to_array(value);
-    if (array.size() == 1) {
-      if (array.dtype() == DType::bool_) return Scalar(array.item<bool>());
-      if (is_integer(array.dtype())) return Scalar(array.item<int64_t>());
-      return Scalar(array.item<double>());
+    Location where = here();
+    if (array.size(where) == 1) {
+      DType dtype = array.dtype(where);
+      if (dtype == DType::bool_) return Scalar(array.item<bool>(where));
+      if (is_integer(dtype)) return Scalar(array.item<int64_t>(where));
+      if (is_complex(dtype)) return Scalar(array.item<std::complex<double>>(where));
+      return Scalar(array.item<double>(where));
     }
   }
   throw py::type_error(std::string(operation) + ": fill_value must be a Python number, got " +
