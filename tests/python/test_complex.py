@@ -284,3 +284,16 @@ def test_inverse_functions_of_complex_numbers(name, fn, ref):
     # Off the branch cuts (kiln keeps no signed zero of a part that is exactly 0 there).
     a = csample((32,), name, 21, low=-3.0, high=3.0)
     ccheck(getattr(kn, fn)(kn.asarray(a)), ref(a.astype(np.complex128)), name)
+
+
+@pytest.mark.parametrize("name", CDTYPES)
+def test_norms_of_complex_arrays_are_norms_of_magnitudes(name):
+    z = csample((3, 4), name, 31)
+    real = "float32" if name == "complex64" else "float64"
+    for got, expected in [(kn.linalg.matrix_norm(kn.asarray(z)), np.linalg.norm(z.astype(np.complex128), "fro")),
+                          (kn.linalg.vector_norm(kn.asarray(z), ord=1), np.abs(z.astype(np.complex128)).sum()),
+                          (kn.linalg.norm(kn.asarray(z), ord=np.inf), np.linalg.norm(z.astype(np.complex128), np.inf))]:
+        assert got.dtype == getattr(kn, real)
+        np.testing.assert_allclose(float(got), expected, rtol=1e-5)
+    with pytest.raises(kn.Error, match="singular values"):
+        kn.linalg.matrix_norm(kn.asarray(z), ord=2)

@@ -103,7 +103,11 @@ Shape batch_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()
 Array norm(const Array& input, NormOrder ord, Axes axis, bool keepdims, Location where) {
   OperationScope at("norm", where);
   const detail::AbstractValue& type = detail::impl_of(input, "norm", where).type;
-  Array x = is_floating(type.dtype) ? input : astype(input, DType::f32, where);
+  // A complex array's norms are those of its magnitudes, in the real dtype of
+  // its precision, except the ones built on singular values.
+  Array x = is_floating(type.dtype)  ? input
+            : is_complex(type.dtype) ? abs(input, where)
+                                     : astype(input, DType::f32, where);
   int64_t ndim = x.ndim();
   std::vector<int64_t> axes;
   if (axis.is_all()) {
@@ -122,6 +126,11 @@ Array norm(const Array& input, NormOrder ord, Axes axis, bool keepdims, Location
     }
   }
   if (axes.size() == 1) return vector_norm(x, ord, axes[0], keepdims, type.to_string(), where);
+  bool singular = ord.is("nuc") || ord.is(2) || ord.is(-2);
+  if (axes.size() == 2 && singular && is_complex(type.dtype))
+    detail::raise("norm",
+                  "ord " + ord.to_string() + " needs the singular values of complex matrices, got " + type.to_string(),
+                  where, "kiln's singular values are of real matrices: use ord \"fro\", 1 or inf, or real parts");
   if (axes.size() == 2 && axes[0] != axes[1]) return matrix_norm(x, ord, axes[0], axes[1], keepdims, where);
   detail::raise("norm",
                 "takes one axis (vector norms) or two distinct axes (matrix norms), got " + ops::ints_string(axes) +
