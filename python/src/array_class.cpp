@@ -16,8 +16,9 @@ std::optional<Operand> operand_or_nothing(py::handle other, Location where) {
   if (PyBool_Check(other.ptr()) || PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr()) ||
       PyComplex_Check(other.ptr()))
     return to_operand(other, where);
-  if (py::isinstance<py::array>(other) || py::isinstance(other, py::module_::import("numpy").attr("generic")))
-    return Operand(to_array(other), where);
+  // Kept for the process: the operator is called every step, the import once.
+  static const py::handle numpy_scalar = py::object(py::module_::import("numpy").attr("generic")).release();
+  if (py::isinstance<py::array>(other) || py::isinstance(other, numpy_scalar)) return Operand(to_array(other), where);
   return std::nullopt;
 }
 

@@ -72,31 +72,24 @@ const py::detail::PyArrayDescr_Proxy& descriptor(const py::array& array) {
   return *py::detail::array_descriptor_proxy(py::detail::array_proxy(array.ptr())->descr);
 }
 
+// A dtype by its kind (NumPy's letters: b, i, u, f, c) and size in bytes:
+// what NumPy's descriptors and DLPack's type codes both say.
+std::optional<DType> dtype_of_kind(char kind, int bytes) {
+  for (int k = 0; k < dtype_count; ++k) {
+    auto dtype = static_cast<DType>(k);
+    char own = dtype == DType::bool_ ? 'b'
+               : is_complex(dtype)   ? 'c'
+               : is_floating(dtype)  ? 'f'
+               : is_unsigned(dtype)  ? 'u'
+                                     : 'i';
+    if (own == kind && static_cast<int>(dtype_size(dtype)) == bytes && dtype != DType::bf16) return dtype;
+  }
+  return std::nullopt;
+}
+
 std::optional<DType> dtype_of_numpy(const py::array& array) {
   const py::detail::PyArrayDescr_Proxy& descr = descriptor(array);
-  int size = descr.elsize;
-  switch (descr.kind) {
-    case 'b': return size == 1 ? std::optional(DType::bool_) : std::nullopt;
-    case 'i':
-      return size == 1   ? std::optional(DType::i8)
-             : size == 2 ? std::optional(DType::i16)
-             : size == 4 ? std::optional(DType::i32)
-             : size == 8 ? std::optional(DType::i64)
-                         : std::nullopt;
-    case 'u':
-      return size == 1   ? std::optional(DType::u8)
-             : size == 2 ? std::optional(DType::u16)
-             : size == 4 ? std::optional(DType::u32)
-             : size == 8 ? std::optional(DType::u64)
-                         : std::nullopt;
-    case 'f':
-      return size == 2   ? std::optional(DType::f16)
-             : size == 4 ? std::optional(DType::f32)
-             : size == 8 ? std::optional(DType::f64)
-                         : std::nullopt;
-    case 'c': return size == 8 ? std::optional(DType::c64) : size == 16 ? std::optional(DType::c128) : std::nullopt;
-    default: return std::nullopt;
-  }
+  return dtype_of_kind(descr.kind, descr.elsize);
 }
 
 bool readable_in_place(const py::array& array) {
@@ -162,29 +155,15 @@ Array from_sequence(py::handle object, std::optional<DType> dtype) {
 
 // DLPack: a tensor given by a capsule, read in place when row-major.
 std::optional<DType> dtype_of_dlpack(DLDataType type) {
-  if (type.lanes != 1) return std::nullopt;
+  if (type.lanes != 1 || type.bits % 8 != 0) return std::nullopt;
+  int bytes = type.bits / 8;
   switch (type.code) {
-    case kDLInt:
-      return type.bits == 8    ? std::optional(DType::i8)
-             : type.bits == 16 ? std::optional(DType::i16)
-             : type.bits == 32 ? std::optional(DType::i32)
-             : type.bits == 64 ? std::optional(DType::i64)
-                               : std::nullopt;
-    case kDLUInt:
-      return type.bits == 8    ? std::optional(DType::u8)
-             : type.bits == 16 ? std::optional(DType::u16)
-             : type.bits == 32 ? std::optional(DType::u32)
-             : type.bits == 64 ? std::optional(DType::u64)
-                               : std::nullopt;
-    case kDLFloat:
-      return type.bits == 16   ? std::optional(DType::f16)
-             : type.bits == 32 ? std::optional(DType::f32)
-             : type.bits == 64 ? std::optional(DType::f64)
-                               : std::nullopt;
-    case kDLBfloat: return type.bits == 16 ? std::optional(DType::bf16) : std::nullopt;
-    case kDLComplex:
-      return type.bits == 64 ? std::optional(DType::c64) : type.bits == 128 ? std::optional(DType::c128) : std::nullopt;
-    case dlpack_bool_code: return type.bits == 8 ? std::optional(DType::bool_) : std::nullopt;
+    case kDLInt: return dtype_of_kind('i', bytes);
+    case kDLUInt: return dtype_of_kind('u', bytes);
+    case kDLFloat: return dtype_of_kind('f', bytes);
+    case kDLComplex: return dtype_of_kind('c', bytes);
+    case kDLBfloat: return bytes == 2 ? std::optional(DType::bf16) : std::nullopt;
+    case dlpack_bool_code: return dtype_of_kind('b', bytes);
     default: return std::nullopt;
   }
 }

@@ -14,6 +14,7 @@
 #include "core/location_scope.h"
 #include "kiln/ops.h"
 #include "ops/common/promotion.h"
+#include "ops/elementwise/complex_forms.h"
 
 namespace kiln {
 
@@ -47,13 +48,13 @@ Array complex_from(const Array& re, const Array& im) {
 //   expm1(x + iy) = expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y
 //   log1p(x + iy) = log1p(2x + x^2 + y^2) / 2 + i atan2(y, 1 + x)
 //   sinh(x + iy) = sinh x cos y + i cosh x sin y
-Array complex_expm1(const Array& z) {
+Array ops::complex_expm1(const Array& z) {
   Array x = real(z), y = imag(z);
   Array half = sin(y * 0.5);
   return complex_from(expm1(x) * cos(y) - 2.0 * half * half, exp(x) * sin(y));
 }
 
-Array complex_log1p(const Array& z) {
+Array ops::complex_log1p(const Array& z) {
   Array x = real(z), y = imag(z);
   return complex_from(log1p(x * (x + 2.0) + y * y) * 0.5, arctan2(y, x + 1.0));
 }
@@ -75,9 +76,9 @@ Array complex_arcsinh(const Array& z) {
   return kiln::where(flip, -value, value);
 }
 
-Array complex_arctanh(const Array& z) { return (complex_log1p(z) - complex_log1p(-z)) * 0.5; }
-Array complex_arctan(const Array& z) { return times_minus_i(complex_arctanh(times_i(z))); }
-Array complex_log2(const Array& z) { return log(z) * (1.0 / std::numbers::ln2); }
+Array complex_arctanh(const Array& z) { return (ops::complex_log1p(z) - ops::complex_log1p(-z)) * 0.5; }
+Array ops::complex_arctan(const Array& z) { return times_minus_i(complex_arctanh(times_i(z))); }
+Array ops::complex_log2(const Array& z) { return log(z) * (1.0 / std::numbers::ln2); }
 
 Array tan(const Array& x, Location where) {
   OperationScope at("tan", where);

@@ -15,6 +15,7 @@
 #include "ops/common/apply.h"
 #include "ops/common/batching.h"
 #include "ops/common/promotion.h"
+#include "ops/elementwise/complex_forms.h"
 #include "ops/elementwise/erf_inv.h"
 
 namespace kiln {
@@ -386,6 +387,15 @@ Array unary(Primitive op, const Array& x, Location where) {
   return detail::apply(op, operand, {}, where);
 }
 
+// The primitive for real arguments; complex ones go to their composite
+// (ops/elementwise/complex_forms.h), named as the user's operation.
+Array real_primitive_or(Primitive op, const char* operation, Array (*complex_form)(const Array&), const Array& x,
+                        Location where) {
+  if (!is_complex(detail::impl_of(x, operation, where).type.dtype)) return unary(op, x, where);
+  detail::OperationScope at(operation, where);
+  return complex_form(x);
+}
+
 }  // namespace
 
 void register_unary_rules(RuleTable& table) {
@@ -402,31 +412,18 @@ Array sign(const Array& x, Location where) { return ops::unary(Primitive::sign, 
 Array exp(const Array& x, Location where) { return ops::unary(Primitive::exp, x, where); }
 Array exp2(const Array& x, Location where) { return ops::unary(Primitive::exp2, x, where); }
 Array log(const Array& x, Location where) { return ops::unary(Primitive::log, x, where); }
-Array complex_log2(const Array& z);
-Array complex_arctan(const Array& z);
 Array log2(const Array& x, Location where) {
-  if (!is_complex(detail::impl_of(x, "log2", where).type.dtype)) return ops::unary(Primitive::log2, x, where);
-  detail::OperationScope at("log2", where);
-  return complex_log2(x);
+  return ops::real_primitive_or(Primitive::log2, "log2", &ops::complex_log2, x, where);
 }
 Array log10(const Array& x, Location where) { return ops::unary(Primitive::log10, x, where); }
 Array arctan(const Array& x, Location where) {
-  if (!is_complex(detail::impl_of(x, "arctan", where).type.dtype)) return ops::unary(Primitive::atan, x, where);
-  detail::OperationScope at("arctan", where);
-  return complex_arctan(x);
+  return ops::real_primitive_or(Primitive::atan, "arctan", &ops::complex_arctan, x, where);
 }
-// Complex arguments go to composites of the real functions (elementwise_composites.cpp).
-Array complex_expm1(const Array& z);
-Array complex_log1p(const Array& z);
 Array log1p(const Array& x, Location where) {
-  if (!is_complex(detail::impl_of(x, "log1p", where).type.dtype)) return ops::unary(Primitive::log1p, x, where);
-  detail::OperationScope at("log1p", where);
-  return complex_log1p(x);
+  return ops::real_primitive_or(Primitive::log1p, "log1p", &ops::complex_log1p, x, where);
 }
 Array expm1(const Array& x, Location where) {
-  if (!is_complex(detail::impl_of(x, "expm1", where).type.dtype)) return ops::unary(Primitive::expm1, x, where);
-  detail::OperationScope at("expm1", where);
-  return complex_expm1(x);
+  return ops::real_primitive_or(Primitive::expm1, "expm1", &ops::complex_expm1, x, where);
 }
 Array sqrt(const Array& x, Location where) { return ops::unary(Primitive::sqrt, x, where); }
 Array rsqrt(const Array& x, Location where) { return ops::unary(Primitive::rsqrt, x, where); }
