@@ -7,6 +7,11 @@ Rows (min and median over repetitions; each ratio is kiln / peer):
   np.asarray(kiln array) and kn.asarray(NumPy array) of 2^24 f32, no copy (goal <= 5 us), a copy shown
   W1 chain (tanh(0.7x + 0.3) * sigmoid(x) - 0.5x^2) eager at 2^20, 2^24, and
   the MLP's forward pass (784-512-512-10, batch 256) eager: Python vs C++ (goal <= 1.1)
+  kn.jit hits: x + 1 against kiln::jit's, and a 1,000-operation function that
+  reads a captured array and number (goal <= 50 us), beside the same call re-run
+  the MLP training step (Adam, donated parameters): Python vs C++ (goal <= 1.05),
+  and kn.jit vs PyTorch eager (goal <= 0.7)
+  per-example gradients: kn.jit(kn.vmap(kn.grad(f))) vs a loop of kn.jit(kn.grad(f)) (goal >= 10x)
 """
 
 import os
@@ -93,13 +98,128 @@ def eager_chains(reference):
     row("x + 1 on f32[8] in C++ (the floor under Python's row)", reference["add_f32[8]"])
 
 
+def mlp_training_step(reference):
+    """The demo's MLP step (784-512-512-10, batch 256, Adam), jitted with
+    donated parameters, against the same step jitted in C++ and PyTorch eager."""
+    keys = kn.random.split(kn.random.key(0), 3)
+
+    def dense(key, fan_in, fan_out):
+        return kn.random.normal(key, (fan_in, fan_out)) * float(np.sqrt(2.0 / fan_in))
+
+    params = {
+        "w1": dense(keys[0], 784, 512), "b1": kn.zeros((512,)),
+        "w2": dense(keys[1], 512, 512), "b2": kn.zeros((512,)),
+        "w3": dense(keys[2], 512, 10), "b3": kn.zeros((10,)),
+    }
+    state = {"mean": kn.tree_map(kn.zeros_like, params), "variance": kn.tree_map(kn.zeros_like, params),
+             "step": kn.asarray(0.0, dtype=kn.float32)}
+    batch = kn.random.normal(kn.random.key(2), (256, 784))
+    labels = kn.random.randint(kn.random.key(3), (256,), 0, 10)
+    beta1, beta2, learning_rate, epsilon = 0.9, 0.999, 1e-3, 1e-8
+
+    def loss(p, x, y):
+        h = kn.nn.relu(x @ p["w1"] + p["b1"])
+        h = kn.nn.relu(h @ p["w2"] + p["b2"])
+        log_probabilities = kn.nn.log_softmax(h @ p["w3"] + p["b3"])
+        return -kn.mean(kn.sum(kn.nn.one_hot(y, 10) * log_probabilities, axis=-1))
+
+    def train_step(p, s, x, y):
+        value, grads = kn.value_and_grad(loss)(p, x, y)
+        t = s["step"] + 1.0
+        mean = kn.tree_map(lambda m, g: beta1 * m + (1 - beta1) * g, s["mean"], grads)
+        variance = kn.tree_map(lambda v, g: beta2 * v + (1 - beta2) * g * g, s["variance"], grads)
+        step_size = learning_rate / (1.0 - kn.exp(t * float(np.log(beta1))))
+        scale = 1.0 / kn.sqrt(1.0 - kn.exp(t * float(np.log(beta2))))
+        updated = kn.tree_map(lambda w, m, v: w - step_size * m / (kn.sqrt(v) * scale + epsilon), p, mean, variance)
+        return updated, {"mean": mean, "variance": variance, "step": t}, value
+
+    step = kn.jit(train_step, donate_argnums=(0, 1))
+    carried = [params, state]
+
+    def kiln_step():
+        carried[0], carried[1], _ = step(carried[0], carried[1], batch, labels)
+
+    kiln_time = measure(kiln_step, 5)
+    row("MLP training step, Python vs C++ (both jitted)", kiln_time, "C++", reference["mlp_train_step"], "<= 1.05")
+
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    torch_batch = torch.randn(256, 784)
+    torch_labels = torch.randint(0, 10, (256,))
+
+    def torch_step():
+        optimizer.zero_grad()
+        value = torch.nn.functional.cross_entropy(model(torch_batch), torch_labels)
+        value.backward()
+        optimizer.step()
+
+    row("MLP training step, kn.jit vs PyTorch eager", kiln_time, "torch", measure(torch_step, 5), "<= 0.7")
+
+
+def jit_hits(reference):
+    """What a hit costs: the function is not run again when its guards hold."""
+    x = kn.ones((8,))
+    add_one = kn.jit(lambda v: v + 1)
+    row("kn.jit(x + 1) hit on f32[8], Python vs C++ kiln::jit", measure(lambda: add_one(x), 20000), "C++",
+        reference["jit_add_f32[8]"])
+    weights = kn.ones((8,))
+    decay = 0.5
+
+    def thousand_operations(v):
+        for _ in range(500):
+            v = v * decay + weights  # a captured number and a captured array
+        return v
+
+    jitted = kn.jit(thousand_operations)
+    row("hit on 1,000 traced ops reading a captured array and number", measure(lambda: jitted(x), 200),
+        goal="<= 50 us")
+    assert jitted.stats().traces == 1, "the guards failed: every call re-ran the function"
+    retraced = kn.jit(thousand_operations)
+    retraced._guards = _AlwaysUnguarded()
+    row("  beside it: the same call re-running the function (no guards)", measure(lambda: retraced(x), 20))
+
+
+class _AlwaysUnguarded(dict):
+    def get(self, key, default=None):
+        return ()  # every signature unguarded: each call traces
+
+    def __setitem__(self, key, value):
+        pass
+
+
+def per_example_gradients():
+    """kn.jit(kn.vmap(kn.grad(f))) against a Python loop of kn.jit(kn.grad(f))."""
+    keys = kn.random.split(kn.random.key(5), 2)
+    params = {"w1": kn.random.normal(keys[0], (64, 128)) * 0.1, "w2": kn.random.normal(keys[1], (128, 10)) * 0.1}
+    xs = kn.random.normal(kn.random.key(6), (256, 64))
+    ys = kn.random.randint(kn.random.key(7), (256,), 0, 10)
+
+    def loss(p, x, y):
+        log_probabilities = kn.nn.log_softmax(kn.tanh(x @ p["w1"]) @ p["w2"])
+        return -kn.sum(kn.nn.one_hot(y, 10) * log_probabilities)
+
+    batched = kn.jit(kn.vmap(kn.grad(loss), in_axes=(None, 0, 0)))
+    single = kn.jit(kn.grad(loss))
+    rows = [(xs[i], ys[i]) for i in range(256)]
+    vmapped = measure(lambda: batched(params, xs, ys), 5)
+    looped = measure(lambda: [single(params, x, y) for x, y in rows], 1)
+    print("%-58s vmap %9.1f us | loop %9.1f us | speedup %.1fx (median %.1fx) | goal >= 10x"
+          % ("per-example gradients, 256 examples", vmapped[0] * 1e6, looped[0] * 1e6, looped[0] / vmapped[0],
+             looped[1] / vmapped[1]), flush=True)
+
+
 def main():
     print("threads: kiln %s, torch %d" % (os.environ.get("KILN_THREADS", "default"), torch.get_num_threads()))
     small_add()
     interop()
+    per_example_gradients()
     binary = sys.argv[1] if len(sys.argv) > 1 else None
     if binary:
-        eager_chains(reference_times(binary))
+        reference = reference_times(binary)
+        eager_chains(reference)
+        jit_hits(reference)
+        mlp_training_step(reference)
     else:
         print("(no bench_python_reference given: the Python-vs-C++ rows are skipped)")
 

@@ -46,5 +46,18 @@ int main(int argc, char** argv) {
   // The overhead of one small call.
   Array small = kiln::ones({8});
   report("add_f32[8]", repeats, 20000, [&] { Array y = small + 1; });
+  auto add_one = kiln::jit([](const Array& x) { return x + 1; });
+  report("jit_add_f32[8]", repeats, 20000, [&] { Array y = add_one(small); });
+  // The demo's training step, jitted with its parameters and state donated.
+  auto step =
+      kiln::jit([](const Mlp& p, const Adam& s, const Array& x, const Array& y) { return mlp::train_step(p, s, x, y); },
+                {.name = "train_step", .donate_argnums = {0, 1}});
+  Adam state = mlp::initial_state(params);
+  Array labels = kiln::random::randint(kiln::random::key(3), {mlp::batch_size}, 0, mlp::classes);
+  report("mlp_train_step", repeats, 5, [&] {
+    auto [updated, next, loss] = step(params, state, batch, labels);
+    params = std::move(updated);
+    state = std::move(next);
+  });
   return 0;
 }

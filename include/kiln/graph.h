@@ -110,16 +110,16 @@ concept LeafCallback = std::invocable<C&, const Array&, size_t>;
 /// arguments they stand for (autodiff).
 template <class F, LeafCallback OnLeaf, class... Args>
 auto trace_arguments(TraceSession& session, F&& fn, OnLeaf&& on_leaf, const Args&... args) {
-  size_t argument = 0;
-  auto placeholder = [&](const Array& leaf) {
-    on_leaf(leaf, argument);
-    return trace_argument(session, leaf);
+  auto map_argument = [&](const auto& argument, size_t index) {
+    auto placeholder = [&](const Array& leaf) {
+      on_leaf(leaf, index);
+      return trace_argument(session, leaf);
+    };
+    return TreeTraits<std::remove_cvref_t<decltype(argument)>>::map_arrays(argument, placeholder);
   };
   // Braced initialization runs left to right, so placeholders are numbered
   // in the order of the arguments' leaves.
-  auto traced = [&]<size_t... I>(std::index_sequence<I...>) {
-    return std::tuple<Args...>{(argument = I, TreeTraits<Args>::map_arrays(args, placeholder))...};
-  }
+  auto traced = [&]<size_t... I>(std::index_sequence<I...>) { return std::tuple<Args...>{map_argument(args, I)...}; }
   (std::index_sequence_for<Args...>());
   return std::apply(fn, traced);
 }

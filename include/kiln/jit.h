@@ -130,13 +130,28 @@ struct CallResult {
 
 class JitFunction;
 
+/// What a traced call ran, for a front end that can later prove a call would
+/// trace to the same graph (guards on everything the trace read): it runs
+/// the same executable with that call's arrays, without tracing.
+struct Replay {
+  std::shared_ptr<const void> entry;  // the executable's entry, kept alive
+  std::vector<Array> captures;        // this trace's implicit inputs, in order
+  std::vector<char> constant;         // per capture: made from host data in the trace (its value is in the key)
+  std::vector<Array> lifted;          // the trace's values of lifted literals
+  std::shared_ptr<const void> skeleton;
+};
+
 /// The non-template part of a jitted object: caches, explanations, storms, stats.
 class JitCore {
  public:
   JitCore(JitOptions options, bool stateful, Location where);
   ~JitCore();
+  /// With `replay` (a stateful function's call): fills it with what the call ran.
   CallResult call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
-                  FunctionRef<SignatureDescription()> describe);
+                  FunctionRef<SignatureDescription()> describe, Replay* replay = nullptr);
+  /// Runs what an earlier call ran, with this call's arguments and
+  /// `captures` in place of the trace's (same abstract values); a hit.
+  CallResult replay(const Replay& replay, CallArguments& arguments, const std::vector<Array>& captures);
   Graph lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace);
   CacheStats stats() const;
   size_t cache_size() const;

@@ -205,6 +205,29 @@ from ._array import Device as _Device  # noqa: E402,F401  (adds the Python-side 
 from ._api import *  # noqa: E402,F401,F403
 from ._api import __array_namespace_info__  # noqa: E402,F401
 from . import fft, linalg, nn, random  # noqa: E402,F401
+from ._tree import (  # noqa: E402,F401
+    TreeDef,
+    register_pytree_node,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
+from ._transforms import (  # noqa: E402,F401
+    jit,
+    grad,
+    value_and_grad,
+    vjp,
+    jvp,
+    vmap,
+    jacfwd,
+    jacrev,
+    hessian,
+)
+from ._control import while_loop, cond, switch, fori_loop, scan  # noqa: E402,F401
+from . import distributed, telemetry  # noqa: E402,F401
+from ._kiln import CacheStats, Graph, global_cache_stats, clear_graph_cache  # noqa: E402,F401
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

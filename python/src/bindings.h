@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -59,6 +60,20 @@ void remember_array_type(py::handle type);
 /// The array a Python Array object holds (TypeError naming `operation` otherwise).
 const Array& array_of(py::handle object, const char* operation);
 
+/// A C++ message as Python users read it ("kiln::where" is "kn.where").
+std::string for_python(const std::string& message);
+
+/// A Python callable over a list of arrays that returns a list of arrays:
+/// the form in which kiln's Python files hand functions to the C++
+/// transformations (pytrees are flattened on the Python side).
+struct FlatFunction {
+  py::object fn;
+  std::vector<Array> operator()(const std::vector<Array>& leaves) const;
+};
+/// Keeps a Python object alive from C++ (a cached result's skeleton),
+/// released under the GIL.
+std::shared_ptr<const void> hold(py::object object);
+
 // Each file adds its part of the module.
 void bind_errors(py::module_& module);
 void bind_dtypes(py::module_& module);
@@ -73,5 +88,8 @@ void bind_nn(py::module_& module);
 void bind_random(py::module_& module);
 void bind_fft(py::module_& module);
 void bind_io(py::module_& module);
+void bind_transforms(py::module_& module);
+void bind_control(py::module_& module);
+void bind_runtime(py::module_& module);
 
 }  // namespace kiln::python

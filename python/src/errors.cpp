@@ -9,12 +9,26 @@
 namespace kiln::python {
 namespace {
 
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
 std::string for_python(const std::string& message) {
   std::string text = message;
-  for (size_t at = text.find("kiln::"); at != std::string::npos; at = text.find("kiln::", at))
-    text.replace(at, 6, "kn.");
+  replace_all(text, "JitOptions::dynamic_dims", "kn.jit's dynamic_dims");
+  replace_all(text, "JitOptions::", "kn.jit's ");
+  replace_all(text, "std::nullopt", "None");
+  replace_all(text, "when xs is kiln::no_xs", "when xs is None");
+  replace_all(text, "C++ integer bounds", "Python int bounds");
+  replace_all(text, "[switch_]", "[switch]");
+  replace_all(text, "kiln::", "kn.");
   return text;
 }
+
+namespace {
 
 // The bindings' own TypeError, ValueError and IndexError (bad Python input,
 // found before kiln's C++ runs) name the user's line as kiln's errors do.

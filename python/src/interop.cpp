@@ -244,6 +244,20 @@ struct ExportedTensor {
   std::vector<int64_t> strides;
 };
 
+getbufferproc pybind_getbuffer = nullptr;
+
+int translated_getbuffer(PyObject* object, Py_buffer* view, int flags) {
+  try {
+    return pybind_getbuffer(object, view, flags);
+  } catch (...) {
+    if (py::detail::apply_exception_translators(py::detail::get_local_internals().registered_exception_translators) ||
+        py::detail::apply_exception_translators(py::detail::get_internals().registered_exception_translators))
+      return -1;
+    PyErr_SetString(PyExc_BufferError, "kiln: an unknown error while exporting an array's buffer");
+    return -1;
+  }
+}
+
 py::capsule to_dlpack(const Array& array) {
   const detail::ArrayImpl& impl = detail::impl_of(array, "__dlpack__", here());
   if (impl.trace)
@@ -364,7 +378,11 @@ void bind_interop(py::module_& module) {
   array.def_buffer([](const Array& self) -> py::buffer_info {
     const detail::ArrayImpl& impl = detail::impl_of(self, "np.asarray", here());
     const char* format = buffer_format(impl.type.dtype);
-    if (impl.trace) throw py::buffer_error("a traced array has no buffer");
+    if (impl.trace)
+      detail::raise<ConcretizationError>(
+          "np.asarray", "cannot read the values of traced array " + impl.type.to_string(), here(),
+          "a traced value is known only when the compiled code runs: compute with kn operations (kn.where for a "
+          "data-dependent choice), or convert the result of the jitted call");
     if (format == nullptr) throw py::buffer_error("NumPy has no bfloat16");
     std::vector<py::ssize_t> shape(impl.type.shape.begin(), impl.type.shape.end());
     std::vector<py::ssize_t> strides(shape.size(), static_cast<py::ssize_t>(dtype_size(impl.type.dtype)));
@@ -373,6 +391,12 @@ void bind_interop(py::module_& module) {
                            static_cast<py::ssize_t>(dtype_size(impl.type.dtype)), format,
                            static_cast<py::ssize_t>(shape.size()), shape, strides, /*readonly=*/true);
   });
+  // pybind11 lets a C++ exception of the buffer callback unwind through
+  // NumPy's C code (np.asarray of a tracer); the slot is wrapped so that it
+  // becomes the Python exception kiln's translators make of it.
+  auto* type = reinterpret_cast<PyTypeObject*>(array.ptr());
+  pybind_getbuffer = type->tp_as_buffer->bf_getbuffer;
+  type->tp_as_buffer->bf_getbuffer = translated_getbuffer;
 }
 
 }  // namespace kiln::python

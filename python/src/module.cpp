@@ -22,4 +22,7 @@ PYBIND11_MODULE(_kiln, module) {
   python::bind_random(module);
   python::bind_fft(module);
   python::bind_io(module);
+  python::bind_transforms(module);
+  python::bind_control(module);
+  python::bind_runtime(module);
 }

@@ -11,6 +11,12 @@ using detail::SignatureToken;
 
 namespace {
 
+std::string ints_text(const std::vector<int64_t>& ints) {
+  std::string text = "[";
+  for (size_t k = 0; k < ints.size(); ++k) text += (k ? ", " : "") + std::to_string(ints[k]);
+  return text + "]";
+}
+
 std::string type_text(const SignatureToken& token) {
   return std::string(dtype_name(token.dtype)) + shape_string(token.shape) + (token.weak ? "~" : "");
 }
@@ -129,10 +135,15 @@ std::vector<Difference> diff_graphs(const ir::Graph& cached, const ir::Graph& cu
     const ir::Node& b = current.nodes[i];
     if (a.op != b.op || !(a.type == b.type) || a.inputs != b.inputs || !(a.attrs.ints == b.attrs.ints) ||
         a.attrs.shape != b.attrs.shape) {
+      // The same operation with other attributes (a loop's length, an axis) says which.
+      std::string attributes =
+          a.op == b.op && a.attrs.ints != b.attrs.ints
+              ? " (its integer attributes " + ints_text(a.attrs.ints) + " -> " + ints_text(b.attrs.ints) + ")"
+              : "";
       out.push_back({"the traced code took a different path at " + detail::location_string(b.where) + ": %" +
                          std::to_string(i) + " was " + std::string(ir::primitive_name(a.op)) + " " +
                          a.type.to_string() + ", now " + std::string(ir::primitive_name(b.op)) + " " +
-                         b.type.to_string(),
+                         b.type.to_string() + attributes,
                      "a value read from outside the arguments (a captured number, flag or array) changed the "
                      "traced code; pass it as an argument"});
       return out;

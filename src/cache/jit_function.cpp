@@ -67,7 +67,7 @@ bool JitFunction::signature_mode() const {
   return options_.captures == Captures::Constant || (options_.captures == Captures::Auto && !stateful_);
 }
 
-CallResult JitFunction::call(CallArguments& arguments, Trace trace, Describe describe) {
+CallResult JitFunction::call(CallArguments& arguments, Trace trace, Describe describe, Replay* replay) {
   cache::add_global(CacheStats{.calls = 1});
   if (signature_mode()) {
     std::shared_ptr<Entry> entry;
@@ -118,7 +118,28 @@ CallResult JitFunction::call(CallArguments& arguments, Trace trace, Describe des
   Admitted admitted = admit(arguments, std::move(traced), trace, describe);
   CallResult result{run(*admitted.entry, arguments, captures, admitted.lifted_inputs), admitted.skeleton};
   if (!signature_mode()) note_call_time(seconds_since(start), trace_seconds);
+  if (replay) {
+    const ir::Graph& graph = *admitted.entry->traced;
+    replay->constant.clear();
+    for (ir::ValueId capture : graph.captures)
+      replay->constant.push_back(graph.nodes[static_cast<size_t>(capture)].attrs.ints[1] == ir::constant_input);
+    replay->entry = admitted.entry;
+    replay->captures = std::move(captures);
+    replay->lifted = admitted.lifted_inputs;
+    replay->skeleton = admitted.skeleton;
+  }
   return result;
+}
+
+CallResult JitFunction::replay(const Replay& replay, CallArguments& arguments, const std::vector<Array>& captures) {
+  cache::add_global(CacheStats{.calls = 1});
+  const auto& entry = *static_cast<const Entry*>(replay.entry.get());
+  {
+    std::lock_guard lock(mutex_);
+    stats_.calls += 1;
+    stats_.hits += 1;
+  }
+  return {run(entry, arguments, captures, replay.lifted, "guard"), replay.skeleton};
 }
 
 std::shared_ptr<Entry> JitFunction::find_by_signature(std::unique_lock<std::mutex>& lock,

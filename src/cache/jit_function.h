@@ -38,7 +38,8 @@ class JitFunction {
 
   JitFunction(JitOptions options, bool stateful, Location where);
 
-  CallResult call(CallArguments& arguments, Trace trace, Describe describe);
+  CallResult call(CallArguments& arguments, Trace trace, Describe describe, Replay* replay = nullptr);
+  CallResult replay(const Replay& replay, CallArguments& arguments, const std::vector<Array>& captures);
   Graph lower(CallArguments& arguments, Trace trace);
 
   CacheStats stats() const;

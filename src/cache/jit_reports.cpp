@@ -140,8 +140,11 @@ JitCore::JitCore(JitOptions options, bool stateful, Location where)
     : function_(std::make_unique<JitFunction>(std::move(options), stateful, where)) {}
 JitCore::~JitCore() = default;
 CallResult JitCore::call(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace,
-                         FunctionRef<SignatureDescription()> describe) {
-  return function_->call(arguments, trace, describe);
+                         FunctionRef<SignatureDescription()> describe, Replay* replay) {
+  return function_->call(arguments, trace, describe, replay);
+}
+CallResult JitCore::replay(const Replay& replay, CallArguments& arguments, const std::vector<Array>& captures) {
+  return function_->replay(replay, arguments, captures);
 }
 Graph JitCore::lower(CallArguments& arguments, FunctionRef<TraceOutcome(TraceSession&)> trace) {
   return function_->lower(arguments, trace);

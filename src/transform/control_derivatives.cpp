@@ -36,6 +36,13 @@ Array or_zero(const Array& value, const Array& like, Location where) {
   return or_zero(value, detail::impl(like)->type, where);
 }
 
+// Branches of one cond return the same types: a cotangent that came out
+// weakly typed (from a weak operand) is made strong, as zero_of's zeros are.
+Array strong(const Array& value, Location where) {
+  const AbstractValue& type = detail::impl(value)->type;
+  return type.weak ? astype(value, type.dtype, where) : value;
+}
+
 std::vector<size_t> floating_positions(std::span<const Array> values) {
   std::vector<size_t> positions;
   for (size_t k = 0; k < values.size(); ++k)
@@ -275,10 +282,10 @@ Arrays vjp_cond(const ir::Node& node, std::span<const Array> operands, std::span
       for (size_t j = 0; j < differentiable.size(); ++j)
         output_cotangents[differentiable[j]] = a[m + all_captures.size() + j];
       Arrays input_cotangents = backward(forward_values, output_cotangents), result;
-      for (size_t k : moving) result.push_back(or_zero(input_cotangents[k], a[k], where));
+      for (size_t k : moving) result.push_back(strong(or_zero(input_cotangents[k], a[k], where), where));
       for (size_t c : captured) {
         bool mine = c >= begin && c < begin + count;
-        result.push_back(mine ? or_zero(input_cotangents[m + c - begin], a[m + c], where)
+        result.push_back(mine ? strong(or_zero(input_cotangents[m + c - begin], a[m + c], where), where)
                               : zero_of(detail::impl(a[m + c])->type, where));
       }
       return result;

@@ -1,0 +1,396 @@
+"""Guards: how a jitted call knows, without running the Python function
+again, that running it would trace the graph an earlier call ran.
+
+While a call traces, a profiler records which Python code runs and which C
+functions that code calls. Afterwards the function's environment is walked:
+every global, closure cell, default, module attribute and object attribute
+that the code that ran could name, and every item of the containers among
+them. Each place becomes a probe with what it held: Python numbers, strings
+and other immutable values by value, arrays by dtype and shape (an array is
+an implicit input: its contents are read afresh at every call), everything
+else by identity. A later call with the same signature whose probes all
+hold runs the executable directly, with the arrays the probes now hold.
+
+A trace proves nothing, and the call re-runs the function every time (as
+kiln::jit does for a stateful C++ callable), when the code that ran:
+- writes state (an attribute, a global, an outer variable, a subscript),
+  since skipping it would skip its effect;
+- calls a C function that may read state no probe sees (time, random
+  number generators, files, getattr with a computed name), or runs Python
+  code that the walk did not reach;
+- captured an array no probe holds, or reads more state than a walk should.
+"""
+
+import builtins as _builtins
+import dis as _dis
+import functools as _functools
+import math as _math
+import os as _os
+import sys as _sys
+import types as _types
+
+from . import _kiln
+
+Array = _kiln.Array
+_identity = _kiln._identity
+_type_key = _kiln._type_key
+
+_PACKAGE = _os.path.dirname(__file__) + _os.sep
+_STDLIB = _os.path.dirname(_os.__file__) + _os.sep
+_MAX_PROBES = 4096
+_MAX_CONTAINER = 512
+_MAX_NDARRAY_BYTES = 1 << 16
+
+
+class Unguardable(Exception):
+    """Why a trace cannot be guarded: the call re-runs the function instead."""
+
+
+_MISSING = object()
+
+# Probe kinds: where a value is read from.
+_DICT, _CELL, _LEN, _ATTR, _ITEM = range(5)
+# Modes: how it is compared.
+_ID, _EQ, _ARRAY, _NDARRAY = range(4)
+
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type(Ellipsis), range, slice)
+
+# Builtins that read nothing but their arguments.
+_PURE_BUILTINS = frozenset(
+    "abs all any ascii bin callable chr divmod enumerate filter format hash hex isinstance issubclass iter len "
+    "map max min next oct ord pow print repr reversed round sorted sum zip".split()
+)
+_READING_METHODS = frozenset(
+    "get items keys values copy index count __getitem__ __contains__ __len__ __iter__ __reversed__ "
+    "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __hash__ __repr__ __format__ __sizeof__ __reduce__ "
+    "isdisjoint issubset issuperset union intersection difference symmetric_difference".split()
+)
+# Opcodes that write state outside the frame's own locals.
+_WRITES = frozenset(
+    {"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_SUBSCR", "DELETE_SUBSCR", "STORE_SLICE"}
+)
+
+
+def _kiln_own(filename):
+    return filename.startswith(_PACKAGE)
+
+
+def _run_by_kiln(frame):
+    """Whether `frame` is standard-library code that kiln's own code called
+    (directly or through more of the standard library): it reads no user state."""
+    while frame is not None and frame.f_code.co_filename.startswith(_STDLIB):
+        frame = frame.f_back
+        if frame is not None and _kiln_own(frame.f_code.co_filename):
+            return True
+    return False
+
+
+class TraceRecorder:
+    """Records, during a trace, the user code that ran and the C functions it called."""
+
+    def __init__(self):
+        self.codes = set()
+        self.c_calls = []
+        self.previous = None
+        self.active = False
+
+    def _profile(self, frame, event, arg):
+        if event == "call":
+            code = frame.f_code
+            if not _kiln_own(code.co_filename) and not _run_by_kiln(frame):
+                self.codes.add(code)
+        elif event == "c_call":
+            if not _kiln_own(frame.f_code.co_filename) and not _run_by_kiln(frame):
+                self.c_calls.append((arg, frame.f_code.co_filename, frame.f_lineno))
+
+    def __enter__(self):
+        # A profiler of the user's own (cProfile) is left alone: the call is not guarded.
+        self.previous = _sys.getprofile()
+        # A recorder of kiln's own left behind by a trace that never ended is replaced.
+        if self.previous is None or isinstance(getattr(self.previous, "__self__", None), TraceRecorder):
+            _sys.setprofile(self._profile)
+            self.active = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            _sys.setprofile(None)
+        return False
+
+
+@_functools.lru_cache(maxsize=4096)
+def _code_facts(code):
+    """(names the code and its nested code can read, whether it writes state,
+    its nested code objects, free variables it writes)."""
+    names = set(code.co_names)
+    writes = False
+    nested = [code]
+    freevars = set(code.co_freevars)
+    for instruction in _dis.get_instructions(code):
+        name = instruction.opname
+        if name in _WRITES:
+            writes = True
+        elif name in ("STORE_DEREF", "DELETE_DEREF") and instruction.argval in freevars:
+            writes = True
+    for const in code.co_consts:
+        if isinstance(const, _types.CodeType):
+            inner_names, inner_writes, inner_nested = _code_facts(const)
+            names |= inner_names
+            writes |= inner_writes
+            nested.extend(inner_nested)
+    return frozenset(names), writes, tuple(nested)
+
+
+def _same_number(value, expected):
+    if value == expected:
+        # -0.0 == 0.0, but they are different literals (1 / x).
+        return not (isinstance(value, float) and value == 0 and _math.copysign(1, value) != _math.copysign(1, expected))
+    return value != value and expected != expected  # both NaN
+
+
+class _Walker:
+    """Walks a function's environment into probes."""
+
+    def __init__(self, names):
+        self.names = names
+        self.probes = []
+        self.seen = set()
+        self.keep = []  # holders stay alive while their ids are in `seen`
+        self.codes = set()
+        self.arrays = {}  # array identity -> probe index
+
+    def probe(self, kind, holder, key, value):
+        if isinstance(value, Array):
+            mode, expected = _ARRAY, _type_key(value)
+            self.arrays.setdefault(_identity(value), len(self.probes))
+        elif type(value) in _IMMUTABLE:
+            mode, expected = _EQ, value
+        elif type(value).__name__ == "ndarray" and hasattr(value, "tobytes"):
+            if value.nbytes > _MAX_NDARRAY_BYTES:
+                raise Unguardable(f"it reads a NumPy array of {value.nbytes} bytes, whose contents may change")
+            mode, expected = _NDARRAY, (value, value.dtype.str, value.shape, hash(value.tobytes()))
+        else:
+            mode, expected = _ID, value
+        self.probes.append((kind, holder, key, mode, expected))
+        if len(self.probes) > _MAX_PROBES:
+            raise Unguardable(f"it reads more than {_MAX_PROBES} places")
+        if mode == _ID:
+            self.walk(value)
+
+    def walk(self, obj):
+        if id(obj) in self.seen:
+            return
+        self.seen.add(id(obj))
+        self.keep.append(obj)
+        kind = type(obj)
+        if kind is _types.FunctionType:
+            self.function(obj)
+        elif kind is _types.MethodType:
+            self.walk(obj.__func__)
+            self.probe(_ATTR, obj, "__self__", obj.__self__)
+        elif kind is tuple or kind is frozenset:
+            for item in obj:
+                if type(item) not in _IMMUTABLE:
+                    self.walk(item)
+        elif kind is list:
+            if len(obj) > _MAX_CONTAINER:
+                raise Unguardable(f"it reads a list of {len(obj)} items")
+            self.probes.append((_LEN, obj, None, _EQ, len(obj)))
+            for i, item in enumerate(obj):
+                self.probe(_ITEM, obj, i, item)
+        elif kind is dict:
+            if len(obj) > _MAX_CONTAINER:
+                raise Unguardable(f"it reads a dict of {len(obj)} items")
+            self.probes.append((_LEN, obj, None, _EQ, len(obj)))
+            for key in list(obj):
+                self.probe(_DICT, obj, key, obj[key])
+        elif kind is _types.ModuleType:
+            self.namespace(obj.__dict__)
+        elif kind is _functools.partial:
+            self.walk(obj.func)
+            self.walk(obj.args)
+            self.walk(obj.keywords)
+        elif kind in (staticmethod, classmethod):
+            self.walk(obj.__func__)
+        elif kind is property:
+            for accessor in (obj.fget, obj.fset, obj.fdel):
+                if accessor is not None:
+                    self.walk(accessor)
+        elif kind is set:
+            raise Unguardable("it reads a set, whose contents the guard does not follow")
+        elif isinstance(obj, type):
+            self.cls(obj)
+        elif kind is _types.BuiltinFunctionType or kind is _types.CellType:
+            pass
+        else:
+            self.instance(obj)
+
+    def namespace(self, mapping):
+        """A module's or class's names that the code may read."""
+        for name in self.names:
+            value = mapping.get(name, _MISSING)
+            if value is not _MISSING:
+                self.probe(_DICT, mapping, name, value)
+
+    def function(self, fn):
+        names, _, nested = _code_facts(fn.__code__)
+        self.codes.update(nested)
+        self.probe(_ATTR, fn, "__code__", fn.__code__)
+        scope = fn.__globals__
+        builtins_scope = scope.get("__builtins__", _builtins)
+        if isinstance(builtins_scope, _types.ModuleType):
+            builtins_scope = builtins_scope.__dict__
+        for name in names:
+            value = scope.get(name, _MISSING)
+            if value is not _MISSING:
+                self.probe(_DICT, scope, name, value)
+                continue
+            # An absent global is a probe too: defining it later shadows a builtin.
+            self.probes.append((_DICT, scope, name, _ID, _MISSING))
+            if name in builtins_scope:
+                self.probe(_DICT, builtins_scope, name, builtins_scope[name])
+        for cell in fn.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                value = _MISSING
+            self.probe(_CELL, cell, None, value)
+        self.probe(_ATTR, fn, "__defaults__", fn.__defaults__)
+        self.probe(_ATTR, fn, "__kwdefaults__", fn.__kwdefaults__)
+
+    def cls(self, cls):
+        if not cls.__flags__ & (1 << 9):  # a static (C) type: its namespace cannot change
+            return
+        for klass in cls.__mro__:
+            if klass is object or not klass.__flags__ & (1 << 9):
+                continue
+            namespace = klass.__dict__
+            self.probes.append((_LEN, namespace, None, _EQ, len(namespace)))
+            for name, value in list(namespace.items()):
+                if isinstance(value, (_types.FunctionType, staticmethod, classmethod, property)):
+                    self.walk(value)  # code any method may run (operators included)
+                elif name in self.names:
+                    self.probe(_DICT, namespace, name, value)
+
+    def instance(self, obj):
+        self.walk(type(obj))
+        wrapped = getattr(type(obj), "_kiln_wrapped", None)
+        if wrapped is not None:
+            self.walk(wrapped(obj))
+        attributes = getattr(obj, "__dict__", None)
+        if attributes is not None:
+            # Any attribute added or removed changes what the code may find.
+            self.probes.append((_LEN, attributes, None, _EQ, len(attributes)))
+            for name in self.names:
+                value = attributes.get(name, _MISSING)
+                if value is not _MISSING:
+                    self.probe(_DICT, attributes, name, value)
+        for klass in type(obj).__mro__:
+            for slot in getattr(klass, "__slots__", ()):
+                if slot in self.names:
+                    self.probe(_ATTR, obj, slot, getattr(obj, slot, _MISSING))
+
+
+def _allowed_c_call(function, environment):
+    module = getattr(function, "__module__", None)
+    if module is not None and (module == "kiln" or module.startswith("kiln.")):
+        return True
+    owner = getattr(function, "__self__", None)
+    name = getattr(function, "__name__", "")
+    if owner is _builtins:
+        return name in _PURE_BUILTINS
+    if owner is _math:
+        return True
+    if type(owner) in _IMMUTABLE or type(owner) is tuple or type(owner) is frozenset:
+        return True
+    if type(owner) in (list, dict, set):
+        return name in _READING_METHODS or id(owner) not in environment
+    return False
+
+
+class Guard:
+    """One traced call's probes, and how to rebuild its implicit inputs."""
+
+    __slots__ = ("probes", "sources", "replay")
+
+    def __init__(self, probes, sources, replay):
+        self.probes = probes
+        self.sources = sources  # per capture: a probe index, or the array itself (a constant)
+        self.replay = replay
+
+    def captures(self):
+        """The implicit inputs for a call now, or None if a probe changed."""
+        values = {}
+        sources = self.sources
+        for index, (kind, holder, key, mode, expected) in enumerate(self.probes):
+            if kind == _DICT:
+                value = holder.get(key, _MISSING)
+            elif kind == _ATTR:
+                value = getattr(holder, key, _MISSING)
+            elif kind == _LEN:
+                value = len(holder)
+            elif kind == _ITEM:
+                value = holder[key]
+            else:
+                try:
+                    value = holder.cell_contents
+                except ValueError:
+                    value = _MISSING
+            if mode == _ARRAY:
+                if type(value) is not Array or _type_key(value) != expected:
+                    return None
+                values[index] = value
+            elif value is expected:
+                continue
+            elif mode == _ID:
+                return None
+            elif mode == _EQ:
+                if type(value) is not type(expected) or not _same_number(value, expected):
+                    return None
+            else:
+                array, dtype, shape, digest = expected
+                if (
+                    value is not array
+                    or value.dtype.str != dtype
+                    or value.shape != shape
+                    or hash(value.tobytes()) != digest
+                ):
+                    return None
+        return [values[s] if type(s) is int else s for s in sources]
+
+
+def build(roots, recorder, replay):
+    """The guard of a traced call, or Unguardable with the reason."""
+    if not recorder.active:
+        raise Unguardable("a profiler is set")
+    names = set()
+    for code in recorder.codes:
+        code_names, writes, _ = _code_facts(code)
+        if writes:
+            raise Unguardable(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) writes state")
+        names |= code_names
+    walker = _Walker(frozenset(names))
+    for root in roots:
+        if type(root) not in _IMMUTABLE:
+            walker.walk(root)
+    for code in recorder.codes:
+        if code not in walker.codes:
+            raise Unguardable(
+                f"it runs {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}), which the guard cannot reach"
+            )
+    for function, filename, line in recorder.c_calls:
+        if not _allowed_c_call(function, walker.seen):
+            raise Unguardable(
+                f"it calls {getattr(function, '__qualname__', function)!r} ({filename}:{line}), which may read "
+                "other state"
+            )
+    sources = []
+    for capture, constant in zip(replay.captures, replay.constant):
+        if constant:
+            sources.append(capture)
+            continue
+        index = walker.arrays.get(_identity(capture))
+        if index is None:
+            raise Unguardable("it captures an array that no global, closure or attribute holds")
+        sources.append(index)
+    return Guard(tuple(walker.probes), sources, replay)
