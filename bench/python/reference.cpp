@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
                 {.name = "train_step", .donate_argnums = {0, 1}});
   Adam state = mlp::initial_state(params);
   Array labels = kiln::random::randint(kiln::random::key(3), {mlp::batch_size}, 0, mlp::classes);
+  // The graph's size, so that the script can show that both sides compile the same step.
+  std::printf("mlp_train_step_nodes %zu %zu\n", step.lower(params, state, batch, labels).num_nodes(),
+              step.lower(params, state, batch, labels).num_nodes());
   report("mlp_train_step", repeats, 5, [&] {
     auto [updated, next, loss] = step(params, state, batch, labels);
     params = std::move(updated);

@@ -184,7 +184,12 @@ class _Walker:
         self.keep.append(obj)
         kind = type(obj)
         if kind is _types.FunctionType:
-            self.function(obj)
+            if _kiln_own(obj.__code__.co_filename):
+                # kiln's own code reads no user state but what its closure holds
+                # (the user's function inside kn.grad, kn.vmap, ...).
+                self.closure(obj)
+            else:
+                self.function(obj)
         elif kind is _types.MethodType:
             self.walk(obj.__func__)
             self.probe(_ATTR, obj, "__self__", obj.__self__)
@@ -206,6 +211,10 @@ class _Walker:
                 self.probe(_DICT, obj, key, obj[key])
         elif kind is _types.ModuleType:
             self.namespace(obj.__dict__)
+        elif _kiln_class(kind) or (isinstance(obj, type) and _kiln_class(obj)):
+            wrapped = getattr(kind, "_kiln_wrapped", None)
+            if wrapped is not None and not isinstance(obj, type):
+                self.walk(wrapped(obj))
         elif kind is _functools.partial:
             self.walk(obj.func)
             self.walk(obj.args)
@@ -249,14 +258,17 @@ class _Walker:
             self.probes.append((_DICT, scope, name, _ID, _MISSING))
             if name in builtins_scope:
                 self.probe(_DICT, builtins_scope, name, builtins_scope[name])
+        self.closure(fn)
+        self.probe(_ATTR, fn, "__defaults__", fn.__defaults__)
+        self.probe(_ATTR, fn, "__kwdefaults__", fn.__kwdefaults__)
+
+    def closure(self, fn):
         for cell in fn.__closure__ or ():
             try:
                 value = cell.cell_contents
             except ValueError:
                 value = _MISSING
             self.probe(_CELL, cell, None, value)
-        self.probe(_ATTR, fn, "__defaults__", fn.__defaults__)
-        self.probe(_ATTR, fn, "__kwdefaults__", fn.__kwdefaults__)
 
     def cls(self, cls):
         if not cls.__flags__ & (1 << 9):  # a static (C) type: its namespace cannot change
@@ -274,9 +286,6 @@ class _Walker:
 
     def instance(self, obj):
         self.walk(type(obj))
-        wrapped = getattr(type(obj), "_kiln_wrapped", None)
-        if wrapped is not None:
-            self.walk(wrapped(obj))
         attributes = getattr(obj, "__dict__", None)
         if attributes is not None:
             # Any attribute added or removed changes what the code may find.
@@ -289,6 +298,11 @@ class _Walker:
             for slot in getattr(klass, "__slots__", ()):
                 if slot in self.names:
                     self.probe(_ATTR, obj, slot, getattr(obj, slot, _MISSING))
+
+
+def _kiln_class(cls):
+    module = getattr(cls, "__module__", None) or ""
+    return module == "kiln" or module.startswith("kiln.")
 
 
 def _allowed_c_call(function, environment):
