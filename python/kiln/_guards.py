@@ -118,6 +118,31 @@ class TraceRecorder:
         return False
 
 
+_SIMPLE_PUSHES = frozenset({"LOAD_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"})
+_BUILDS = frozenset({"BUILD_MAP", "BUILD_LIST", "BUILD_CONST_KEY_MAP"})
+
+
+def _fresh_locals(code, instructions):
+    """Local variables (not parameters) only ever bound to a dict or list
+    that the frame builds itself: writing into them changes no outside state
+    (unless the container escapes, which takes a write or a call a guard sees)."""
+    parameters = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    fresh, other = set(), set(parameters)
+    for k, instruction in enumerate(instructions):
+        if instruction.opname in ("STORE_FAST", "DELETE_FAST"):
+            built = k > 0 and instruction.opname == "STORE_FAST" and instructions[k - 1].opname in _BUILDS
+            (fresh if built else other).add(instruction.argval)
+    return fresh - other
+
+
+def _stores_into(instructions, k):
+    """The local a STORE_SUBSCR at k writes into, when the container and the
+    key were each pushed by one instruction (`d[k] = v`); else None."""
+    if k >= 2 and instructions[k - 1].opname in _SIMPLE_PUSHES and instructions[k - 2].opname == "LOAD_FAST":
+        return instructions[k - 2].argval
+    return None
+
+
 @_functools.lru_cache(maxsize=4096)
 def _code_facts(code):
     """(names the code and its nested code can read, whether it writes state,
@@ -126,8 +151,12 @@ def _code_facts(code):
     writes = False
     nested = [code]
     freevars = set(code.co_freevars)
-    for instruction in _dis.get_instructions(code):
+    instructions = list(_dis.get_instructions(code))
+    fresh = _fresh_locals(code, instructions)
+    for k, instruction in enumerate(instructions):
         name = instruction.opname
+        if name == "STORE_SUBSCR" and _stores_into(instructions, k) in fresh:
+            continue  # `out[key] = value` into a dict or list the frame built itself
         if name in _WRITES:
             writes = True
         elif name in ("STORE_DEREF", "DELETE_DEREF") and instruction.argval in freevars:

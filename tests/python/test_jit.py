@@ -463,3 +463,28 @@ def test_lines_inside_grad_vmap_and_loop_bodies():
     lane_line = caller_line() + 1
     mapped = kn.jit(kn.vmap(lambda row: kn.max(row) - kn.min(row)))
     assert f"test_jit.py:{lane_line}" in str(mapped.lower(f32(np.ones((3, 4)))))
+
+
+def test_writes_into_containers():
+    config = {"offset": 1.0}
+
+    @kn.jit
+    def builds_its_own(x):
+        out = {}
+        out["double"] = x * 2
+        out["shifted"] = x + config["offset"]
+        return out
+
+    @kn.jit
+    def writes_outside(x):
+        config["offset"] = config["offset"] + 1.0  # Python semantics: once per call
+        return x
+
+    x = f32([1.0])
+    for _ in range(3):
+        check(builds_its_own(x)["shifted"], np.array([1 + config["offset"]], np.float32))
+    assert builds_its_own.stats().traces == 1  # a dict the function built is no outside state
+    for _ in range(3):
+        writes_outside(x)
+    assert config["offset"] == 4.0 and "writes state" in writes_outside.unguarded_reason
+    check(builds_its_own(x)["shifted"], np.array([5.0], np.float32))  # the guard saw the change
