@@ -145,8 +145,8 @@ def _stores_into(instructions, k):
 
 @_functools.lru_cache(maxsize=4096)
 def _code_facts(code):
-    """(names the code and its nested code can read, whether it writes state,
-    its nested code objects, free variables it writes)."""
+    """(names the code and its nested code can read, whether any of it
+    writes outside state, the code and its nested code objects)."""
     names = set(code.co_names)
     writes = False
     nested = [code]
