@@ -191,13 +191,14 @@ class Jitted:
             else:
                 positions.append(-1)
                 static_leaves.append((type(leaf), leaf, _static_hash(leaf, "a non-array leaf of an argument")))
+        donated = self._donated_mask(args, dynamic_args, positions) if self._donate_argnums else []
         key = (treedef, tuple(positions), tuple(static_leaves), tuple(static_args), tuple(static_kwargs))
         try:
             static_hash = hash(key)
         except TypeError:
             static_hash = hash((treedef, tuple(positions)))
         static_hash = (static_hash + (1 << 63)) % (1 << 64) - (1 << 63)
-        return arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, key
+        return arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, key, donated
 
     def _trace_fn(self, leaves, positions, treedef, static_args, static_kwargs):
         fn = self._fn
@@ -242,9 +243,8 @@ class Jitted:
 
         return describe
 
-    def _donated(self, args, arrays_count):
-        if not self._donate_argnums:
-            return []
+    def _donated_mask(self, args, dynamic_args, positions):
+        """Per array leaf: whether its argument is donated."""
         for i in self._donate_argnums:
             if i < 0 or i >= len(args):
                 raise ValueError(
@@ -252,26 +252,20 @@ class Jitted:
                     f"positional argument{'s' if len(args) != 1 else ''}{_at()}"
                 )
         mask = []
-        for i, a in enumerate(args):
-            if i in self._static_argnums:
-                continue
-            count = sum(
-                1
-                for leaf in tree_flatten(a)[0]
-                if type(leaf) is Array
-                or (isinstance(leaf, _NUMBERS) and not self._numbers_static)
-                or hasattr(leaf, "__array_interface__")
-            )
-            mask.extend([i in self._donate_argnums] * count)
-        mask.extend([False] * (arrays_count - len(mask)))
-        return mask
+        next_leaf = 0
+        for i, a in enumerate(dynamic_args):
+            count = len(tree_flatten(a)[0])
+            mask.extend([i in self._donate_argnums] * sum(1 for p in positions[next_leaf : next_leaf + count] if p >= 0))
+            next_leaf += count
+        return mask + [False] * (sum(1 for p in positions if p >= 0) - len(mask))
 
     def __call__(self, *args, **kwargs):
         if _tracing_active():
             # Inside another trace (grad, vmap, an enclosing jit) the function is inlined.
             return self._fn(*args, **kwargs)
-        arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, key = self._flatten(args, kwargs)
-        donated = self._donated(args, len(arrays))
+        arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, key, donated = self._flatten(
+            args, kwargs
+        )
         guard_key = (key, self._core.signature(arrays, static_hash))
         guards = self._guards.get(guard_key)
         if guards:
@@ -318,7 +312,7 @@ class Jitted:
 
     def lower(self, *args, **kwargs):
         """The graph this call traces to (printable IR naming the Python line of every node)."""
-        arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, _ = self._flatten(args, kwargs)
+        arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, _, _ = self._flatten(args, kwargs)
         trace = self._trace_fn(leaves, positions, treedef, static_args, static_kwargs)
         return self._core.lower(arrays, static_hash, "structure", trace)
 

@@ -78,6 +78,7 @@ def register_pytree_node(cls, flatten, unflatten):
     if cls in (tuple, list, dict, type(None)):
         raise ValueError(f"register_pytree_node: {cls.__name__} is already a container")
     _registry[cls] = (flatten, unflatten)
+    _leaf_types.discard(cls)
 
 
 def _is_namedtuple(cls):
@@ -102,6 +103,9 @@ def _flatten(tree, leaves, is_leaf):
         leaves.append(tree)
         return _LEAF_DEF
     cls = type(tree)
+    if cls in _leaf_types:
+        leaves.append(tree)
+        return _LEAF_DEF
     if cls is tuple or cls is list:
         return TreeDef(cls, None, tuple(_flatten(c, leaves, is_leaf) for c in tree))
     if cls is dict:
@@ -121,8 +125,13 @@ def _flatten(tree, leaves, is_leaf):
     if hasattr(cls, "__dataclass_fields__"):
         names = _dataclass_fields(cls)
         return TreeDef(cls, names, tuple(_flatten(getattr(tree, n), leaves, is_leaf) for n in names))
+    _leaf_types.add(cls)
     leaves.append(tree)
     return _LEAF_DEF
+
+
+# Classes known to be leaves (arrays, numbers): found once, then one set lookup.
+_leaf_types = set()
 
 
 _LEAF_DEF = TreeDef(_LEAF, None, ())
