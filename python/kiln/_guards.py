@@ -47,6 +47,8 @@ class Unguardable(Exception):
 
 
 _MISSING = object()
+_kiln._set_guard_missing(_MISSING)
+_check_probes = _kiln._check_probes
 
 # Probe kinds: where a value is read from.
 _DICT, _CELL, _LEN, _ATTR, _ITEM = range(5)
@@ -168,13 +170,6 @@ def _code_facts(code):
             writes |= inner_writes
             nested.extend(inner_nested)
     return frozenset(names), writes, tuple(nested)
-
-
-def _same_number(value, expected):
-    if value == expected:
-        # -0.0 == 0.0, but they are different literals (1 / x).
-        return not (isinstance(value, float) and value == 0 and _math.copysign(1, value) != _math.copysign(1, expected))
-    return value != value and expected != expected  # both NaN
 
 
 class _Walker:
@@ -363,43 +358,10 @@ class Guard:
 
     def captures(self):
         """The implicit inputs for a call now, or None if a probe changed."""
-        values = {}
-        sources = self.sources
-        for index, (kind, holder, key, mode, expected) in enumerate(self.probes):
-            if kind == _DICT:
-                value = holder.get(key, _MISSING)
-            elif kind == _ATTR:
-                value = getattr(holder, key, _MISSING)
-            elif kind == _LEN:
-                value = len(holder)
-            elif kind == _ITEM:
-                value = holder[key]
-            else:
-                try:
-                    value = holder.cell_contents
-                except ValueError:
-                    value = _MISSING
-            if mode == _ARRAY:
-                if type(value) is not Array or _type_key(value) != expected:
-                    return None
-                values[index] = value
-            elif value is expected:
-                continue
-            elif mode == _ID:
-                return None
-            elif mode == _EQ:
-                if type(value) is not type(expected) or not _same_number(value, expected):
-                    return None
-            else:
-                array, dtype, shape, digest = expected
-                if (
-                    value is not array
-                    or value.dtype.str != dtype
-                    or value.shape != shape
-                    or hash(value.tobytes()) != digest
-                ):
-                    return None
-        return [values[s] if type(s) is int else s for s in sources]
+        arrays = _check_probes(self.probes)
+        if arrays is None:
+            return None
+        return [arrays[s] if type(s) is int else s for s in self.sources]
 
 
 def build(roots, recorder, replay):

@@ -25,4 +25,5 @@ PYBIND11_MODULE(_kiln, module) {
   python::bind_transforms(module);
   python::bind_control(module);
   python::bind_runtime(module);
+  python::bind_guards(module);
 }
