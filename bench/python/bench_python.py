@@ -9,8 +9,9 @@ Rows (min and median over repetitions; each ratio is kiln / peer):
   the MLP's forward pass (784-512-512-10, batch 256) eager: Python vs C++ (goal <= 1.1)
   kn.jit hits: x + 1 against kiln::jit's, and a 1,000-operation function that
   reads a captured array and number (goal <= 50 us), beside the same call re-run
-  the MLP training step (Adam, donated parameters): Python vs C++ (goal <= 1.05),
-  and kn.jit vs PyTorch eager (goal <= 0.7)
+  the MLP training step (Adam, donated parameters): Python vs C++, each the min
+  over KILN_BENCH_PROCESSES (3) fresh processes (goal <= 1.05), and kn.jit vs
+  PyTorch eager in this process (goal <= 0.7)
   per-example gradients: kn.jit(kn.vmap(kn.grad(f))) vs a loop of kn.jit(kn.grad(f)) (goal >= 10x)
 """
 
@@ -66,14 +67,40 @@ def interop():
     row("  beside it: a copy, kn.asarray(np_array, copy=True)", measure(lambda: kn.asarray(host, copy=True), 5))
 
 
+# The same executable runs at different speeds in different processes on
+# this machine (7.3-11.8 ms for the MLP step from Python, 6.7-9.8 ms from
+# C++; huge-page backing is a likely cause): the Python-vs-C++ MLP step row
+# takes each side's min over PROCESSES fresh processes, and the median of
+# their medians.
+PROCESSES = int(os.environ.get("KILN_BENCH_PROCESSES", "3"))
+
+
+def combine(samples):
+    return min(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
 def reference_times(binary):
-    output = subprocess.run([binary, str(REPEATS)], check=True, capture_output=True, text=True).stdout
-    times = {}
-    for line in output.splitlines():
-        name, low, middle = line.split()
-        scale = 1 if name.endswith("_nodes") else 1e-6
-        times[name] = (float(low) * scale, float(middle) * scale)
-    return times
+    runs = {}
+    for _ in range(PROCESSES):
+        output = subprocess.run([binary, str(REPEATS)], check=True, capture_output=True, text=True).stdout
+        for line in output.splitlines():
+            name, low, middle = line.split()
+            scale = 1 if name.endswith("_nodes") else 1e-6
+            runs.setdefault(name, []).append((float(low) * scale, float(middle) * scale))
+    # Rows against this one process use the first reference process's times;
+    # rows against PROCESSES Python processes (the MLP step) combine them all.
+    return {name: samples[0] for name, samples in runs.items()}, {
+        name: combine(samples) for name, samples in runs.items()}
+
+
+def python_step_times():
+    """The Python MLP step timed in PROCESSES fresh processes, as the C++ one is."""
+    samples = []
+    for _ in range(PROCESSES):
+        output = subprocess.run([sys.executable, __file__, "--mlp-step"], check=True, capture_output=True, text=True)
+        low, middle = output.stdout.split()
+        samples.append((float(low), float(middle)))
+    return combine(samples)
 
 
 def eager_chains(reference):
@@ -99,9 +126,9 @@ def eager_chains(reference):
     row("x + 1 on f32[8] in C++ (the floor under Python's row)", reference["add_f32[8]"])
 
 
-def mlp_training_step(reference):
+def mlp_step():
     """The demo's MLP step (784-512-512-10, batch 256, Adam), jitted with
-    donated parameters, against the same step jitted in C++ and PyTorch eager."""
+    donated parameters: (a call of it, its graph's node count)."""
     keys = kn.random.split(kn.random.key(0), 3)
 
     def dense(key, fan_in, fan_out):
@@ -140,11 +167,17 @@ def mlp_training_step(reference):
     def kiln_step():
         carried[0], carried[1], _ = step(carried[0], carried[1], batch, labels)
 
-    kiln_time = measure(kiln_step, 5)
-    nodes = step.lower(carried[0], carried[1], batch, labels).num_nodes
-    row("MLP training step, Python vs C++ (both jitted; %d vs %d nodes)" % (nodes, reference["mlp_train_step_nodes"][0]),
-        kiln_time, "C++", reference["mlp_train_step"], "<= 1.05")
+    return kiln_step, step.lower(carried[0], carried[1], batch, labels).num_nodes
 
+
+def mlp_training_step(reference):
+    """The MLP step against the same step jitted in C++ and PyTorch eager."""
+    kiln_step, nodes = mlp_step()
+    row("MLP training step, Python vs C++ (both jitted; %d vs %d nodes; min of %d processes each)"
+        % (nodes, reference["mlp_train_step_nodes"][0], PROCESSES), python_step_times(), "C++",
+        reference["mlp_train_step"], "<= 1.05")
+    kiln_time = measure(kiln_step, 5)
+    learning_rate = 1e-3
     model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
                                 torch.nn.ReLU(), torch.nn.Linear(512, 10))
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
@@ -224,13 +257,17 @@ def main():
     per_example_gradients()
     binary = sys.argv[1] if len(sys.argv) > 1 else None
     if binary:
-        reference = reference_times(binary)
+        reference, over_processes = reference_times(binary)
         eager_chains(reference)
         jit_hits(reference)
-        mlp_training_step(reference)
+        mlp_training_step(over_processes)
     else:
         print("(no bench_python_reference given: the Python-vs-C++ rows are skipped)")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--mlp-step"]:
+        low, middle = measure(mlp_step()[0], 5)
+        print(low, middle)
+    else:
+        main()

@@ -77,6 +77,8 @@ def _kiln_own(filename):
     return filename.startswith(_PACKAGE)
 
 
+
+
 def _run_by_kiln(frame):
     """Whether `frame` is standard-library code that kiln's own code called
     (directly or through more of the standard library): it reads no user state."""
@@ -175,8 +177,9 @@ def _code_facts(code):
 class _Walker:
     """Walks a function's environment into probes."""
 
-    def __init__(self, names):
+    def __init__(self, names, executed):
         self.names = names
+        self.executed = executed  # the code objects the trace ran
         self.probes = []
         self.seen = set()
         self.keep = []  # holders stay alive while their ids are in `seen`
@@ -208,12 +211,16 @@ class _Walker:
         self.keep.append(obj)
         kind = type(obj)
         if kind is _types.FunctionType:
-            if _kiln_own(obj.__code__.co_filename):
+            filename = obj.__code__.co_filename
+            if _kiln_own(filename):
                 # kiln's own code reads no user state but what its closure holds
                 # (the user's function inside kn.grad, kn.vmap, ...).
                 self.closure(obj)
-            else:
+            elif obj.__code__ in self.executed:
                 self.function(obj)
+            # A function the trace did not run is held by identity alone: what
+            # it would read cannot have shaped the graph, and it will not run
+            # while everything the code that ran read is unchanged.
         elif kind is _types.MethodType:
             self.walk(obj.__func__)
             self.probe(_ATTR, obj, "__self__", obj.__self__)
@@ -374,7 +381,7 @@ def build(roots, recorder, replay):
         if writes:
             raise Unguardable(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) writes state")
         names |= code_names
-    walker = _Walker(frozenset(names))
+    walker = _Walker(frozenset(names), recorder.codes)
     for root in roots:
         if type(root) not in _IMMUTABLE:
             walker.walk(root)

@@ -22,6 +22,14 @@ _tracing_active = _kiln._tracing_active
 _UNGUARDED = ()  # falsy: no guard to try
 _GUARDS_PER_SIGNATURE = 4
 _GUARD_MISS_LIMIT = 16
+_STRUCTURES_KEPT = 64
+_flatten_arrays = _kiln._flatten_arrays
+_unflatten_native = _kiln._unflatten
+
+
+def _unflatten(skeleton, outputs):
+    built = _unflatten_native(skeleton, outputs)
+    return built[0] if built is not None else skeleton.unflatten(outputs)
 
 
 def _at():
@@ -116,7 +124,7 @@ class Jitted:
         self._positional = positional
         # Per signature: the guards of its latest traces, or _UNGUARDED.
         self._guards = {}
-        self._array_calls = {}  # arity -> what _flatten returns after the leaves, for calls of arrays alone
+        self._structures = {}  # structure code -> what _flatten returns after the leaves
         self._guard_misses = 0
         self.unguarded_reason = None
         self._core = _kiln._JitCore(
@@ -158,15 +166,16 @@ class Jitted:
 
     def _flatten(self, args, kwargs):
         if not kwargs and not self._static_argnums:
-            # The common call, arrays only: its structure is known by its arity.
-            for a in args:
-                if type(a) is not Array:
-                    break
-            else:
-                known = self._array_calls.get(len(args))
+            # The common call, containers of arrays: flattened in C++, and what
+            # the rest of flattening makes of the structure is remembered.
+            flat = _flatten_arrays(args)
+            if flat is not None:
+                leaves, code = flat
+                known = self._structures.get(code)
                 if known is None:
-                    known = self._array_calls[len(args)] = self._flatten_general(args, kwargs)[2:]
-                leaves = list(args)
+                    if len(self._structures) >= _STRUCTURES_KEPT:
+                        self._structures.clear()
+                    known = self._structures[code] = self._flatten_general(args, kwargs)[2:]
                 return (leaves, leaves) + known
         return self._flatten_general(args, kwargs)
 
@@ -273,7 +282,7 @@ class Jitted:
                 captures = guard.captures()
                 if captures is not None:
                     outputs, skeleton = self._core.replay(guard.replay, arrays, static_hash, donated, captures)
-                    return skeleton.unflatten(outputs)
+                    return _unflatten(skeleton, outputs)
         trace = self._trace_fn(leaves, positions, treedef, static_args, static_kwargs)
         describe = self._describe_fn(args, kwargs, positions)
         if guards is _UNGUARDED:

@@ -92,5 +92,6 @@ void bind_transforms(py::module_& module);
 void bind_control(py::module_& module);
 void bind_runtime(py::module_& module);
 void bind_guards(py::module_& module);
+void bind_pytree(py::module_& module);
 
 }  // namespace kiln::python

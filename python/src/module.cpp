@@ -26,4 +26,5 @@ PYBIND11_MODULE(_kiln, module) {
   python::bind_control(module);
   python::bind_runtime(module);
   python::bind_guards(module);
+  python::bind_pytree(module);
 }
