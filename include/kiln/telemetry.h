@@ -37,4 +37,9 @@ class Subscription {
 
 [[nodiscard]] Subscription subscribe(std::function<void(const Event&)> callback);
 
+/// Rewrites every KILN_LOG line and warning before it is printed: a front end
+/// in another language names things its way ("kiln::where" is "kn.where" in
+/// Python). Null restores the text as written.
+void set_log_rewriter(std::function<std::string(const std::string&)> rewrite);
+
 }  // namespace kiln::telemetry

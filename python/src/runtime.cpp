@@ -106,6 +106,8 @@ void bind_telemetry(py::module_& module) {
 void bind_runtime(py::module_& module) {
   bind_distributed(module);
   bind_telemetry(module);
+  // KILN_LOG lines and warnings read in Python's names, as errors do.
+  telemetry::set_log_rewriter(&for_python);
 }
 
 }  // namespace kiln::python

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -101,18 +102,27 @@ void emit(const Event& event) {
   }
 }
 
-void log(unsigned categories, const std::string& text) {
-  if (!(log_mask() & categories)) return;
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  std::fprintf(stderr, "kiln: %s\n", text.c_str());
+namespace {
+std::mutex print_mutex;                                   // one line at a time, whoever prints
+std::function<std::string(const std::string&)> rewriter;  // guarded by print_mutex
+
+void print(const char* prefix, const std::string& text) {
+  std::lock_guard lock(print_mutex);
+  std::fprintf(stderr, "%s%s\n", prefix, (rewriter ? rewriter(text) : text).c_str());
+}
+}  // namespace
+
+void set_log_rewriter(std::function<std::string(const std::string&)> rewrite) {
+  std::lock_guard lock(print_mutex);
+  rewriter = std::move(rewrite);
 }
 
-void warn(const std::string& text) {
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  std::fprintf(stderr, "kiln: warning: %s\n", text.c_str());
+void log(unsigned categories, const std::string& text) {
+  if (!(log_mask() & categories)) return;
+  print("kiln: ", text);
 }
+
+void warn(const std::string& text) { print("kiln: warning: ", text); }
 
 std::string digest(uint64_t hash) {
   char text[17];

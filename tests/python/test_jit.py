@@ -488,3 +488,23 @@ def test_writes_into_containers():
         writes_outside(x)
     assert config["offset"] == 4.0 and "writes state" in writes_outside.unguarded_reason
     check(builds_its_own(x)["shifted"], np.array([5.0], np.float32))  # the guard saw the change
+
+
+def test_kiln_log_speaks_python(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "step.py"
+    script.write_text(
+        "import kiln as kn\n"
+        "scale = 2.0\n"
+        "f = kn.jit(lambda x: x * scale)\n"
+        "f(kn.ones(3))\n"
+        "scale = 3.0\n"
+        "f(kn.ones(3))\n"
+        "f(kn.ones(4))\n"
+    )
+    env = dict(os.environ, KILN_LOG="recompiles", KILN_CACHE="off")
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert "compiles again" in result.stderr and "the number used at step.py:3 changed" in result.stderr
+    assert "kn.pad_to_bucket" in result.stderr and "kiln::" not in result.stderr
