@@ -51,7 +51,7 @@ _kiln._set_guard_missing(_MISSING)
 _check_probes = _kiln._check_probes
 
 # Probe kinds: where a value is read from.
-_DICT, _CELL, _LEN, _ATTR, _ITEM = range(5)
+_DICT, _CELL, _LEN, _ATTR, _ITEM, _KEYS = range(6)
 # Modes: how it is compared.
 _ID, _EQ, _ARRAY, _NDARRAY = range(4)
 
@@ -224,22 +224,27 @@ class _Walker:
         elif kind is _types.MethodType:
             self.walk(obj.__func__)
             self.probe(_ATTR, obj, "__self__", obj.__self__)
-        elif kind is tuple or kind is frozenset:
+        elif isinstance(obj, (tuple, frozenset)):  # namedtuples too
             for item in obj:
                 if type(item) not in _IMMUTABLE:
                     self.walk(item)
-        elif kind is list:
+        elif isinstance(obj, list):
             if len(obj) > _MAX_CONTAINER:
                 raise Unguardable(f"it reads a list of {len(obj)} items")
             self.probes.append((_LEN, obj, None, _EQ, len(obj)))
             for i, item in enumerate(obj):
                 self.probe(_ITEM, obj, i, item)
-        elif kind is dict:
+            if kind is not list:
+                self.instance(obj)
+        elif isinstance(obj, dict):  # OrderedDict, defaultdict and user subclasses too
             if len(obj) > _MAX_CONTAINER:
                 raise Unguardable(f"it reads a dict of {len(obj)} items")
-            self.probes.append((_LEN, obj, None, _EQ, len(obj)))
+            # The keys in order: iterating a dict follows its insertion order.
+            self.probes.append((_KEYS, obj, None, _EQ, tuple(obj)))
             for key in list(obj):
-                self.probe(_DICT, obj, key, obj[key])
+                self.probe(_DICT, obj, key, dict.__getitem__(obj, key))
+            if kind is not dict:
+                self.instance(obj)
         elif kind is _types.ModuleType:
             self.namespace(obj.__dict__)
         elif _kiln_class(kind) or (isinstance(obj, type) and _kiln_class(obj)):
@@ -256,7 +261,7 @@ class _Walker:
             for accessor in (obj.fget, obj.fset, obj.fdel):
                 if accessor is not None:
                     self.walk(accessor)
-        elif kind is set:
+        elif isinstance(obj, set):
             raise Unguardable("it reads a set, whose contents the guard does not follow")
         elif isinstance(obj, type):
             self.cls(obj)
@@ -346,9 +351,9 @@ def _allowed_c_call(function, environment):
         return name in _PURE_BUILTINS
     if owner is _math:
         return True
-    if type(owner) in _IMMUTABLE or type(owner) is tuple or type(owner) is frozenset:
+    if type(owner) in _IMMUTABLE or isinstance(owner, (tuple, frozenset)):
         return True
-    if type(owner) in (list, dict, set):
+    if isinstance(owner, (list, dict, set)):
         return name in _READING_METHODS or id(owner) not in environment
     return False
 

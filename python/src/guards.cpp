@@ -12,7 +12,7 @@ namespace kiln::python {
 namespace {
 
 // Probe kinds and modes, as _guards.py numbers them.
-enum Kind { dict_item, cell, length, attribute, item };
+enum Kind { dict_item, cell, length, attribute, item, keys };
 enum Mode { identity, equal, array_type, numpy_contents };
 
 PyObject* missing = nullptr;  // _guards._MISSING, set once
@@ -21,7 +21,7 @@ PyObject* missing = nullptr;  // _guards._MISSING, set once
 PyObject* read(int kind, PyObject* holder, PyObject* key) {
   switch (kind) {
     case dict_item: {
-      if (PyDict_CheckExact(holder)) {
+      if (PyDict_Check(holder)) {  // a subclass's storage, as the walk read it
         PyObject* value = PyDict_GetItemWithError(holder, key);
         if (value == nullptr && PyErr_Occurred()) return nullptr;
         value = value ? value : missing;
@@ -54,6 +54,10 @@ PyObject* read(int kind, PyObject* holder, PyObject* key) {
         return missing;
       }
       return value;
+    }
+    case keys: {
+      auto list = py::reinterpret_steal<py::object>(PyMapping_Keys(holder));
+      return list ? PyList_AsTuple(list.ptr()) : nullptr;
     }
     default: return PyObject_GetItem(holder, key);
   }

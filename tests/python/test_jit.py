@@ -508,3 +508,32 @@ def test_kiln_log_speaks_python(tmp_path):
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     assert "compiles again" in result.stderr and "the number used at step.py:3 changed" in result.stderr
     assert "kn.pad_to_bucket" in result.stderr and "kiln::" not in result.stderr
+
+
+def test_guards_follow_dict_order_subclasses_and_namedtuples():
+    import collections
+
+    order = collections.OrderedDict(a=1.0, b=2.0)
+
+    class Config(dict):
+        pass
+
+    config = Config(scale=2.0)
+    Holder = namedtuple("Holder", "table")
+    holder = Holder({"k": 1.0})
+
+    def f(x):
+        out = x
+        for value in order.values():  # iteration follows insertion order
+            out = out * 10 + value
+        return out * config["scale"] + holder.table["k"]
+
+    jitted = kn.jit(f)
+    x = f32([1.0])
+    for change in (None, lambda: order.move_to_end("a"), lambda: config.update(scale=3.0),
+                   lambda: holder.table.update(k=5.0), None):
+        if change:
+            change()
+        check(jitted(x), np.asarray(f(x)))
+    assert jitted.stats().traces == 4  # once, then once per change, never stale
+    assert jitted.unguarded_reason is None
