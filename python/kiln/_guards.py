@@ -53,14 +53,14 @@ _check_probes = _kiln._check_probes
 # Probe kinds: where a value is read from.
 _DICT, _CELL, _LEN, _ATTR, _ITEM, _KEYS = range(6)
 # Modes: how it is compared.
-_ID, _EQ, _ARRAY, _NDARRAY = range(4)
+_ID, _EQ, _ARRAY, _NDARRAY, _SAME_ARRAY = range(5)
 
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type(Ellipsis), range, slice)
 
 # Builtins that read nothing but their arguments.
 _PURE_BUILTINS = frozenset(
     "abs all any ascii bin callable chr divmod enumerate filter format hash hex isinstance issubclass iter len "
-    "map max min next oct ord pow print repr reversed round sorted sum zip".split()
+    "map max min oct ord pow repr reversed round sorted sum zip".split()
 )
 _READING_METHODS = frozenset(
     "get items keys values copy index count __getitem__ __contains__ __len__ __iter__ __reversed__ "
@@ -188,8 +188,14 @@ class _Walker:
 
     def probe(self, kind, holder, key, value):
         if isinstance(value, Array):
-            mode, expected = _ARRAY, _type_key(value)
-            self.arrays.setdefault(_identity(value), len(self.probes))
+            first = self.arrays.get(_identity(value))
+            if first is None:
+                mode, expected = _ARRAY, _type_key(value)
+                self.arrays[_identity(value)] = len(self.probes)
+            else:
+                # One array in two places (tied weights): the trace has one
+                # implicit input for both, so both must still hold one array.
+                mode, expected = _SAME_ARRAY, first
         elif type(value) in _IMMUTABLE:
             mode, expected = _EQ, value
         elif type(value).__name__ == "ndarray" and hasattr(value, "tobytes"):
@@ -211,6 +217,8 @@ class _Walker:
         self.keep.append(obj)
         kind = type(obj)
         if kind is _types.FunctionType:
+            if obj.__dict__:
+                self.attributes(obj.__dict__)  # helper.scale = ...
             filename = obj.__code__.co_filename
             if _kiln_own(filename):
                 # kiln's own code reads no user state but what its closure holds
@@ -235,7 +243,7 @@ class _Walker:
             for i, item in enumerate(obj):
                 self.probe(_ITEM, obj, i, item)
             if kind is not list:
-                self.instance(obj)
+                self.instance(obj, contents_walked=True)
         elif isinstance(obj, dict):  # OrderedDict, defaultdict and user subclasses too
             if len(obj) > _MAX_CONTAINER:
                 raise Unguardable(f"it reads a dict of {len(obj)} items")
@@ -244,7 +252,7 @@ class _Walker:
             for key in list(obj):
                 self.probe(_DICT, obj, key, dict.__getitem__(obj, key))
             if kind is not dict:
-                self.instance(obj)
+                self.instance(obj, contents_walked=True)
         elif kind is _types.ModuleType:
             self.namespace(obj.__dict__)
         elif _kiln_class(kind) or (isinstance(obj, type) and _kiln_class(obj)):
@@ -252,6 +260,8 @@ class _Walker:
             if wrapped is not None and not isinstance(obj, type):
                 self.walk(wrapped(obj))
         elif kind is _functools.partial:
+            if type(obj.func) is not _types.FunctionType:
+                raise Unguardable(f"it calls functools.partial of {obj.func!r}, whose reads the guard cannot see")
             self.walk(obj.func)
             self.walk(obj.args)
             self.walk(obj.keywords)
@@ -309,6 +319,9 @@ class _Walker:
     def cls(self, cls):
         if not cls.__flags__ & (1 << 9):  # a static (C) type: its namespace cannot change
             return
+        self.probe(_ATTR, cls, "__mro__", cls.__mro__)  # reassigned __bases__ makes a new one
+        if type(cls) is not type:
+            self.walk(type(cls))  # a metaclass's attributes read through the class
         for klass in cls.__mro__:
             if klass is object or not klass.__flags__ & (1 << 9):
                 continue
@@ -320,20 +333,47 @@ class _Walker:
                 elif name in self.names:
                     self.probe(_DICT, namespace, name, value)
 
-    def instance(self, obj):
-        self.walk(type(obj))
+    def attributes(self, attributes):
+        """An object's __dict__: the names the code may read, and its size
+        (any attribute added or removed changes what the code may find)."""
+        self.probes.append((_LEN, attributes, None, _EQ, len(attributes)))
+        for name in self.names:
+            value = attributes.get(name, _MISSING)
+            if value is not _MISSING:
+                self.probe(_DICT, attributes, name, value)
+
+    def instance(self, obj, contents_walked=False):
+        kind = type(obj)
+        if not contents_walked and _c_type(kind) and (
+            hasattr(kind, "__next__") or hasattr(kind, "__setitem__") or hasattr(kind, "append") or callable(obj)
+        ) and kind.__name__ != "ufunc":
+            # A C object with contents of its own (an iterator, a deque, an
+            # array.array) or that calls other code unseen (operator.attrgetter).
+            raise Unguardable(f"it reads a {kind.__module__}.{kind.__qualname__}, whose contents the guard cannot follow")
+        self.probe(_ATTR, obj, "__class__", kind)
+        self.walk(kind)
         attributes = getattr(obj, "__dict__", None)
+        if attributes is not None and "__dict__" in self.names:
+            self.walk(attributes)  # read as a dict: every item
         if attributes is not None:
-            # Any attribute added or removed changes what the code may find.
-            self.probes.append((_LEN, attributes, None, _EQ, len(attributes)))
-            for name in self.names:
-                value = attributes.get(name, _MISSING)
-                if value is not _MISSING:
-                    self.probe(_DICT, attributes, name, value)
+            self.attributes(attributes)
         for klass in type(obj).__mro__:
             for slot in getattr(klass, "__slots__", ()):
                 if slot in self.names:
                     self.probe(_ATTR, obj, slot, getattr(obj, slot, _MISSING))
+
+
+@_functools.lru_cache(maxsize=1024)
+def _c_type(cls):
+    """Whether no class of cls's MRO has Python code (its behaviour is C's)."""
+    def python_code(value):
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        elif isinstance(value, property):
+            value = value.fget
+        return isinstance(value, _types.FunctionType)
+
+    return not any(python_code(value) for klass in cls.__mro__ if klass is not object for value in vars(klass).values())
 
 
 def _kiln_class(cls):

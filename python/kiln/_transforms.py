@@ -63,6 +63,12 @@ def _short(value):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _static_identity(value):
+    """What tells static values apart: their type too (1 and 1.0 trace
+    differently), and for floats their text (-0.0 is not 0.0)."""
+    return (type(value), repr(value)) if type(value) is float else (type(value), value)
+
+
 def _static_hash(value, what):
     try:
         return hash(value)
@@ -151,7 +157,8 @@ class Jitted:
         dynamic_args = []
         for i, a in enumerate(args):
             if i in self._static_argnums:
-                static_args.append((i, a, _static_hash(a, f"argument {self._argument_name(i)}")))
+                _static_hash(a, f"argument {self._argument_name(i)}")
+                static_args.append((i, _static_identity(a), a))
                 dynamic_args.append(None)
             else:
                 dynamic_args.append(a)
@@ -159,7 +166,8 @@ class Jitted:
         dynamic_kwargs = {}
         for k, v in kwargs.items():
             if k in self._static_argnames:
-                static_kwargs.append((k, v, _static_hash(v, f"argument {k}")))
+                _static_hash(v, f"argument {k}")
+                static_kwargs.append((k, _static_identity(v), v))
             else:
                 dynamic_kwargs[k] = v
         return dynamic_args, dynamic_kwargs, static_args, static_kwargs
@@ -199,7 +207,8 @@ class Jitted:
                 arrays.append(_kn.asarray(leaf))
             else:
                 positions.append(-1)
-                static_leaves.append((type(leaf), leaf, _static_hash(leaf, "a non-array leaf of an argument")))
+                _static_hash(leaf, "a non-array leaf of an argument")
+                static_leaves.append(_static_identity(leaf))
         donated = self._donated_mask(args, dynamic_args, positions) if self._donate_argnums else []
         key = (treedef, tuple(positions), tuple(static_leaves), tuple(static_args), tuple(static_kwargs))
         try:
@@ -216,10 +225,10 @@ class Jitted:
             rebuilt = [placeholders[p] if p >= 0 else leaf for leaf, p in zip(leaves, positions)]
             dynamic_args, kwargs = treedef.unflatten(rebuilt)
             args = list(dynamic_args)
-            for i, value, _ in static_args:
+            for i, _, value in static_args:
                 args[i] = value
             kwargs = dict(kwargs)
-            for k, value, _ in static_kwargs:
+            for k, _, value in static_kwargs:
                 kwargs[k] = value
             result = fn(*args, **kwargs)
             return _output_leaves(result, f"jitted function '{self._core.name}'")
@@ -300,7 +309,7 @@ class Jitted:
 
     def _remember_guard(self, guard_key, guards, recorder, replay, static_args, static_kwargs, leaves, positions):
         roots = [self._fn]
-        roots += [value for _, value, _ in static_args] + [value for _, value, _ in static_kwargs]
+        roots += [value for _, _, value in static_args] + [value for _, _, value in static_kwargs]
         roots += [leaf for leaf, p in zip(leaves, positions) if p < 0]
         try:
             guard = _guards.build(roots, recorder, replay)

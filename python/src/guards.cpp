@@ -13,7 +13,7 @@ namespace {
 
 // Probe kinds and modes, as _guards.py numbers them.
 enum Kind { dict_item, cell, length, attribute, item, keys };
-enum Mode { identity, equal, array_type, numpy_contents };
+enum Mode { identity, equal, array_type, numpy_contents, same_array };
 
 PyObject* missing = nullptr;  // _guards._MISSING, set once
 
@@ -71,6 +71,13 @@ bool same_value(PyObject* value, PyObject* expected) {
     double a = PyFloat_AS_DOUBLE(value), b = PyFloat_AS_DOUBLE(expected);
     return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
   }
+  if (PyTuple_CheckExact(value)) {  // a dict's keys: (1,) is not (1.0,)
+    Py_ssize_t size = PyTuple_GET_SIZE(value);
+    if (size != PyTuple_GET_SIZE(expected)) return false;
+    for (Py_ssize_t k = 0; k < size; ++k)
+      if (!same_value(PyTuple_GET_ITEM(value, k), PyTuple_GET_ITEM(expected, k))) return false;
+    return true;
+  }
   int equal = PyObject_RichCompareBool(value, expected, Py_EQ);
   if (equal < 0) PyErr_Clear();
   return equal == 1;
@@ -105,6 +112,12 @@ py::object check(py::tuple probes) {
         holds = array != nullptr && detail::impl(*array) &&
                 detail::impl(*array)->type.to_string() == py::handle(expected).cast<std::string>();
         if (holds) arrays[index] = value;
+        break;
+      }
+      case same_array: {
+        const Array* array = array_pointer(value);
+        const Array* first = array_pointer(arrays[PyLong_AsSsize_t(expected)]);
+        holds = array != nullptr && first != nullptr && detail::impl(*array) == detail::impl(*first);
         break;
       }
       case identity: holds = value.ptr() == expected; break;

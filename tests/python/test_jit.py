@@ -537,3 +537,51 @@ def test_guards_follow_dict_order_subclasses_and_namedtuples():
         check(jitted(x), np.asarray(f(x)))
     assert jitted.stats().traces == 4  # once, then once per change, never stale
     assert jitted.unguarded_reason is None
+
+
+def test_never_stale_through_aliases_classes_c_objects_and_statics():
+    import array
+    import itertools
+    import operator
+
+    weight = f32([1.0, 1.0])
+    tied = [weight, weight]  # one array in two places: the trace has one input for both
+    tied_fn = kn.jit(lambda x: x * tied[0] + tied[1])
+
+    class A:
+        k = 1.0
+
+    class B:
+        k = 2.0
+
+    obj = A()
+    class_fn = kn.jit(lambda x: x * obj.k)
+    counter = itertools.count(1)
+    counter_fn = kn.jit(lambda x: x * next(counter))
+    holder = array.array("d", [1.0])
+    array_fn = kn.jit(lambda x: x * holder[0])
+
+    class Config:
+        pass
+
+    config = Config()
+    config.val = 1.0
+    getter = operator.attrgetter("val")
+    getter_fn = kn.jit(lambda x: x * getter(config))
+    x = f32([1.0, 1.0])
+    for fn in (tied_fn, class_fn, counter_fn, array_fn, getter_fn):
+        fn(x)
+    tied[1] = kn.zeros(2)
+    obj.__class__ = B
+    holder[0] = 5.0
+    config.val = 5.0
+    check(tied_fn(x), np.array([1, 1], np.float32))
+    check(class_fn(x), np.array([2, 2], np.float32))
+    check(counter_fn(x), np.array([2, 2], np.float32))  # next() runs at every call
+    check(array_fn(x), np.array([5, 5], np.float32))
+    check(getter_fn(x), np.array([5, 5], np.float32))
+    scaled = kn.jit(lambda v, n: v * n, static_argnums=1)
+    integers = kn.arange(2)
+    assert scaled(integers, 1).dtype == kn.int32 and scaled(integers, 1.0).dtype == kn.float32
+    divided = kn.jit(lambda v, n: v / n, static_argnums=1)
+    assert np.asarray(divided(x, 0.0))[0] == np.inf and np.asarray(divided(x, -0.0))[0] == -np.inf
