@@ -214,8 +214,8 @@ from ._tree import (  # noqa: E402,F401
     tree_structure,
     tree_unflatten,
 )
+from ._jit import jit  # noqa: E402,F401
 from ._transforms import (  # noqa: E402,F401
-    jit,
     grad,
     value_and_grad,
     vjp,

@@ -6,8 +6,8 @@ import operator as _operator
 import kiln as _kn
 
 from . import _kiln
-from ._transforms import _output_leaves, _short
-from ._tree import tree_flatten, tree_paths
+from ._jit import _output_leaves, _short
+from ._tree import tree_paths
 
 __all__ = ["while_loop", "cond", "switch", "fori_loop", "scan"]
 

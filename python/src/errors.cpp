@@ -24,6 +24,7 @@ std::string for_python(const std::string& message) {
   replace_all(text, "when xs is kiln::no_xs", "when xs is None");
   replace_all(text, "C++ integer bounds", "Python int bounds");
   replace_all(text, "[switch_]", "[switch]");
+  replace_all(text, "read a dynamic size in C++", "read a dynamic size as a Python number");
   replace_all(text, "kiln::", "kn.");
   return text;
 }
