@@ -95,7 +95,6 @@ class TraceRecorder:
     def __init__(self):
         self.codes = set()
         self.c_calls = []
-        self.previous = None
         self.active = False
 
     def _profile(self, frame, event, arg):
@@ -109,9 +108,9 @@ class TraceRecorder:
 
     def __enter__(self):
         # A profiler of the user's own (cProfile) is left alone: the call is not guarded.
-        self.previous = _sys.getprofile()
+        previous = _sys.getprofile()
         # A recorder of kiln's own left behind by a trace that never ended is replaced.
-        if self.previous is None or isinstance(getattr(self.previous, "__self__", None), TraceRecorder):
+        if previous is None or isinstance(getattr(previous, "__self__", None), TraceRecorder):
             _sys.setprofile(self._profile)
             self.active = True
         return self

@@ -93,31 +93,23 @@ def _as_int_tuple(value, what):
 class Jitted:
     """A function traced once per signature and graph, run as compiled code."""
 
-    def __init__(
-        self,
-        fn,
-        static_argnums=(),
-        static_argnames=(),
-        donate_argnums=(),
-        dynamic_dims=None,
-        automatic_dynamic=True,
-        recompile_limit=8,
-        on_storm="warn",
-        name=None,
-        _numbers_static=False,
-    ):
+    def __init__(self, fn, options, numbers_static=False):
+        """`options`: kn.jit's keyword arguments. `numbers_static`: Python
+        numbers in the arguments are static values (the transformations'
+        own jit, where they stay Python values as they would without jit)."""
         if not callable(fn):
             raise TypeError(f"jit: expected a function, got {type(fn).__name__}{_at()}")
         _functools.update_wrapper(self, fn, updated=())
         self._fn = fn
-        self._numbers_static = _numbers_static
+        self._numbers_static = numbers_static
         try:
-            self._parameters = list(_inspect.signature(fn).parameters.values())
+            parameters = list(_inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
-            self._parameters = []
-        positional = [p.name for p in self._parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            parameters = []
+        positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        static_argnames = options["static_argnames"]
         static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        static_argnums = set(_as_int_tuple(static_argnums, "static_argnums"))
+        static_argnums = set(_as_int_tuple(options["static_argnums"], "static_argnums"))
         # A static argument may be passed by position or by name, as in JAX.
         for name_ in static_argnames:
             if name_ in positional:
@@ -126,7 +118,7 @@ class Jitted:
         self._static_argnames = frozenset(static_argnames) | {
             positional[i] for i in static_argnums if 0 <= i < len(positional)
         }
-        self._donate_argnums = frozenset(_as_int_tuple(donate_argnums, "donate_argnums"))
+        self._donate_argnums = frozenset(_as_int_tuple(options["donate_argnums"], "donate_argnums"))
         self._positional = positional
         # Per signature: the guards of its latest traces, or _UNGUARDED.
         self._guards = {}
@@ -134,7 +126,11 @@ class Jitted:
         self._guard_misses = 0
         self.unguarded_reason = None
         self._core = _kiln._JitCore(
-            name or _function_name(fn), int(recompile_limit), str(on_storm), dynamic_dims, bool(automatic_dynamic)
+            options["name"] or _function_name(fn),
+            int(options["recompile_limit"]),
+            str(options["on_storm"]),
+            options["dynamic_dims"],
+            bool(options["automatic_dynamic"]),
         )
 
     def _kiln_wrapped(self):
@@ -193,16 +189,11 @@ class Jitted:
         arrays = []
         positions = []  # per leaf: the index of its array, or -1 for a static leaf
         static_leaves = []
-        numbers_static = self._numbers_static
         for leaf in leaves:
             if type(leaf) is Array:
                 positions.append(len(arrays))
                 arrays.append(leaf)
-            elif isinstance(leaf, _NUMBERS) and not numbers_static:
-                # Python numbers are weakly typed dynamic scalars: a new value is no new graph.
-                positions.append(len(arrays))
-                arrays.append(_kn.asarray(leaf))
-            elif hasattr(leaf, "__array_interface__") or hasattr(leaf, "__dlpack__"):
+            elif self._dynamic_leaf(leaf):
                 positions.append(len(arrays))
                 arrays.append(_kn.asarray(leaf))
             else:
@@ -211,11 +202,8 @@ class Jitted:
                 static_leaves.append(_static_identity(leaf))
         donated = self._donated_mask(args, dynamic_args, positions) if self._donate_argnums else []
         key = (treedef, tuple(positions), tuple(static_leaves), tuple(static_args), tuple(static_kwargs))
-        try:
-            static_hash = hash(key)
-        except TypeError:
-            static_hash = hash((treedef, tuple(positions)))
-        static_hash = (static_hash + (1 << 63)) % (1 << 64) - (1 << 63)
+        # Every static value was checked hashable above; the core takes a signed 64-bit hash.
+        static_hash = (hash(key) + (1 << 63)) % (1 << 64) - (1 << 63)
         return arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, key, donated
 
     def _trace_fn(self, leaves, positions, treedef, static_args, static_kwargs):
@@ -235,7 +223,15 @@ class Jitted:
 
         return trace
 
-    def _describe_fn(self, args, kwargs, positions):
+    def _dynamic_leaf(self, leaf):
+        """Whether a leaf that is not a kn.Array becomes one: Python numbers
+        (weakly typed scalars: a new value is no new graph) and NumPy or
+        DLPack arrays."""
+        if isinstance(leaf, _NUMBERS):
+            return not self._numbers_static
+        return hasattr(leaf, "__array_interface__") or hasattr(leaf, "__dlpack__")
+
+    def _describe_fn(self, args, kwargs):
         def describe():
             tokens = []
             next_array = 0
@@ -249,10 +245,7 @@ class Jitted:
                 if treedef.kind != "leaf":
                     tokens.append(("node", name, repr(treedef), hash(treedef) % (1 << 63), len(leaves)))
                 for path, leaf in zip(tree_paths(treedef, name), leaves):
-                    if type(leaf) is Array or isinstance(leaf, _NUMBERS) and not self._numbers_static:
-                        tokens.append(("array", path, next_array))
-                        next_array += 1
-                    elif hasattr(leaf, "__array_interface__") or hasattr(leaf, "__dlpack__"):
+                    if type(leaf) is Array or self._dynamic_leaf(leaf):
                         tokens.append(("array", path, next_array))
                         next_array += 1
                     else:
@@ -293,9 +286,9 @@ class Jitted:
                     outputs, skeleton = self._core.replay(guard.replay, arrays, static_hash, donated, captures)
                     return _unflatten(skeleton, outputs)
         trace = self._trace_fn(leaves, positions, treedef, static_args, static_kwargs)
-        describe = self._describe_fn(args, kwargs, positions)
+        describe = self._describe_fn(args, kwargs)
         if guards is _UNGUARDED:
-            outputs, skeleton = self._core.call(arrays, static_hash, "structure", donated, trace, describe, False)
+            outputs, skeleton = self._core.call(arrays, static_hash, donated, trace, describe, False)
             return skeleton.unflatten(outputs)
         recorder = _guards.TraceRecorder()
 
@@ -303,7 +296,7 @@ class Jitted:
             with recorder:
                 return trace(placeholders)
 
-        outputs, skeleton, replay = self._core.call(arrays, static_hash, "structure", donated, recorded, describe, True)
+        outputs, skeleton, replay = self._core.call(arrays, static_hash, donated, recorded, describe, True)
         self._remember_guard(guard_key, guards, recorder, replay, static_args, static_kwargs, leaves, positions)
         return skeleton.unflatten(outputs)
 
@@ -332,7 +325,7 @@ class Jitted:
         """The graph this call traces to (printable IR naming the Python line of every node)."""
         arrays, leaves, positions, treedef, static_hash, static_args, static_kwargs, _, _ = self._flatten(args, kwargs)
         trace = self._trace_fn(leaves, positions, treedef, static_args, static_kwargs)
-        return self._core.lower(arrays, static_hash, "structure", trace)
+        return self._core.lower(arrays, static_hash, trace)
 
     def stats(self):
         return self._core.stats()
@@ -361,16 +354,7 @@ def jit(
 ):
     """Traces `fn` once per signature and graph and runs it as compiled code;
     also a decorator (`@kn.jit` or `@kn.jit(static_argnums=1)`)."""
-    options = dict(
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
-        dynamic_dims=dynamic_dims,
-        automatic_dynamic=automatic_dynamic,
-        recompile_limit=recompile_limit,
-        on_storm=on_storm,
-        name=name,
-    )
+    options = {key: value for key, value in locals().items() if key != "fn"}
     if fn is None:
-        return lambda f: Jitted(f, **options)
-    return Jitted(fn, **options)
+        return lambda f: Jitted(f, options)
+    return Jitted(fn, options)

@@ -12,7 +12,7 @@ import operator as _operator
 import kiln as _kn
 
 from . import _kiln
-from ._jit import Jitted, _NUMBERS, _at, _function_name, _output_leaves, _short, _tracing_active
+from ._jit import Jitted, jit, _NUMBERS, _at, _function_name, _output_leaves, _short, _tracing_active
 from ._tree import tree_flatten, tree_paths
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian"]
@@ -27,7 +27,7 @@ def _through_jit(transformed, name):
     """Called outside any trace, a transformed function runs through jit's
     caches (a loop compiles once); inside a trace it becomes part of it. Its
     non-array arguments stay Python values, as they would without jit."""
-    jitted = Jitted(transformed, name=name, _numbers_static=True)
+    jitted = Jitted(transformed, {**jit.__kwdefaults__, "name": name}, numbers_static=True)
 
     @_functools.wraps(transformed)
     def call(*args, **kwargs):
@@ -35,7 +35,6 @@ def _through_jit(transformed, name):
             return transformed(*args, **kwargs)
         return jitted(*args, **kwargs)
 
-    call._kiln_jitted = jitted
     return call
 
 

@@ -90,13 +90,13 @@ class PythonJit {
                          .automatic_dynamic = automatic_dynamic},
               /*stateful=*/true, where_) {}
 
-  /// `leaves`: the dynamic leaves (arrays); `static_hash`/`static_text`: the
+  /// `leaves`: the dynamic leaves (arrays); `static_hash`: the
   /// structure and the static values; `trace_fn(placeholders)` returns
   /// (output leaves, skeleton); `describe()` the signature's tokens.
   /// With `want_replay`, the result has a third item: what the call ran (a detail::Replay).
-  py::tuple call(const std::vector<Array>& leaves, int64_t static_hash, const std::string& static_text,
-                 std::vector<bool> donated, py::object trace_fn, py::object describe_fn, bool want_replay) {
-    detail::CallArguments arguments = flatten(leaves, static_hash, static_text);
+  py::tuple call(const std::vector<Array>& leaves, int64_t static_hash, std::vector<bool> donated, py::object trace_fn,
+                 py::object describe_fn, bool want_replay) {
+    detail::CallArguments arguments = flatten(leaves, static_hash);
     if (!donated.empty()) arguments.donated.assign(donated.begin(), donated.end());
     auto trace = [&](detail::TraceSession& session) { return run_trace(session, arguments, trace_fn); };
     auto describe = [&] {
@@ -122,7 +122,7 @@ class PythonJit {
   /// Runs what `replay`'s call ran, with these leaves and captures.
   py::tuple replay(const detail::Replay& replay, const std::vector<Array>& leaves, int64_t static_hash,
                    std::vector<bool> donated, const std::vector<Array>& captures) {
-    detail::CallArguments arguments = flatten(leaves, static_hash, "");
+    detail::CallArguments arguments = flatten(leaves, static_hash);
     if (!donated.empty()) arguments.donated.assign(donated.begin(), donated.end());
     detail::CallResult result;
     {
@@ -135,12 +135,11 @@ class PythonJit {
   /// The signature's bytes: a call whose bytes and static values equal an
   /// earlier call's has the same arguments' structure and abstract values.
   py::bytes signature(const std::vector<Array>& leaves, int64_t static_hash) const {
-    return py::bytes(flatten(leaves, static_hash, "").signature);
+    return py::bytes(flatten(leaves, static_hash).signature);
   }
 
-  Graph lower(const std::vector<Array>& leaves, int64_t static_hash, const std::string& static_text,
-              py::object trace_fn) {
-    detail::CallArguments arguments = flatten(leaves, static_hash, static_text);
+  Graph lower(const std::vector<Array>& leaves, int64_t static_hash, py::object trace_fn) {
+    detail::CallArguments arguments = flatten(leaves, static_hash);
     auto trace = [&](detail::TraceSession& session) { return run_trace(session, arguments, trace_fn); };
     return core_.lower(arguments, trace);
   }
@@ -151,11 +150,12 @@ class PythonJit {
   const std::string& name() const { return core_.name(); }
 
  private:
-  detail::CallArguments flatten(const std::vector<Array>& leaves, int64_t static_hash,
-                                const std::string& static_text) const {
+  detail::CallArguments flatten(const std::vector<Array>& leaves, int64_t static_hash) const {
     detail::CallArguments arguments;
     detail::SignatureBuilder builder{arguments, where_};
-    builder.static_leaf(static_cast<uint64_t>(static_hash), static_text);
+    // One static token for the structure and every static value (Python
+    // hashed them); explanations get their parts from the describe callback.
+    builder.static_leaf(static_cast<uint64_t>(static_hash), "structure");
     for (const Array& leaf : leaves) builder.array(leaf);
     return arguments;
   }
