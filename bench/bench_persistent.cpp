@@ -139,14 +139,7 @@ auto make_mlp_step() {
 }
 
 // Fresh arrays for every call: the step consumes the parameters and state.
-auto mlp_arguments() {
-  auto keys = kiln::random::split_keys(kiln::random::key(0), 2);
-  Mlp params = mlp::init(keys[0]);
-  Adam state = mlp::initial_state(params);
-  Array x = kiln::random::normal(keys[1], {mlp::batch_size, mlp::inputs});
-  Array y = kiln::random::randint(keys[1], {mlp::batch_size}, 0, mlp::classes);
-  return std::tuple{params, state, x, y};
-}
+auto mlp_arguments() { return mlp::example_arguments(); }
 
 constexpr int chain_links = 333;  // three operations each
 constexpr int64_t chain_size = 1024;

@@ -24,6 +24,10 @@ namespace {
 // turn them into loads. Unless the environment says otherwise, it is off
 // (bench_persistent configures its own); the cache reads this on first use.
 [[maybe_unused]] const bool persistent_cache_off = ::setenv("KILN_CACHE", "off", /*overwrite=*/0) == 0;
+// Rows time steady states: a jitted call's first calls wait for its
+// optimized code rather than run op by op beside a background compile
+// (bench_first_call measures the tiers).
+[[maybe_unused]] const bool compiles_sync = ::setenv("KILN_COMPILE", "sync", /*overwrite=*/0) == 0;
 
 std::map<std::string, std::vector<double>>& samples() {
   static std::map<std::string, std::vector<double>> values;

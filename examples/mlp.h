@@ -43,6 +43,16 @@ inline Adam initial_state(const Mlp& params) {
   return {kiln::tree_map(zero, params), kiln::tree_map(zero, params), kiln::scalar(0.0f)};
 }
 
+/// Fresh parameters, Adam's state and one batch of random inputs and labels,
+/// all from fixed keys: what the benchmarks time the step on.
+inline std::tuple<Mlp, Adam, Array, Array> example_arguments() {
+  auto keys = kiln::random::split_keys(kiln::random::key(0), 2);
+  Mlp params = init(keys[0]);
+  Adam state = initial_state(params);
+  return {params, state, kiln::random::normal(keys[1], {batch_size, inputs}),
+          kiln::random::randint(keys[1], {batch_size}, 0, classes)};
+}
+
 inline Array logits(const Mlp& p, const Array& x) {
   Array h = kiln::relu(kiln::matmul(x, p.w1) + p.b1);
   h = kiln::relu(kiln::matmul(h, p.w2) + p.b2);

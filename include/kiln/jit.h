@@ -33,6 +33,13 @@ enum class Captures {
   Constant  // by signature even with state: captures are frozen at trace time
 };
 
+/// When a new graph's optimized code is compiled.
+enum class CompileMode {
+  Auto,        // as KILN_COMPILE says: background (the default) or sync
+  Background,  // on kiln's compile thread; calls run the graph op by op until it is ready
+  Sync         // on the calling thread: the first call waits for it
+};
+
 /// What a recompilation storm does.
 enum class OnStorm { Warn, Error, Generalize };
 
@@ -63,6 +70,7 @@ struct JitOptions {
   // dynamic on the second compile (and explained); false compiles each size.
   bool automatic_dynamic = true;
   std::string device = "cpu";
+  CompileMode compile_mode = CompileMode::Auto;
 };
 
 struct CacheStats {
@@ -76,6 +84,9 @@ struct CacheStats {
   double trace_seconds = 0;
   double load_seconds = 0;           // spent loading persistent hits
   double saved_compile_seconds = 0;  // what compiling the persistent hits took when they were saved
+  // Calls that ran op by op because their graph's optimized code was still
+  // compiling in the background (CompileMode::Background).
+  int64_t calls_before_optimized = 0;
 };
 
 struct CacheLimits {
@@ -94,6 +105,9 @@ CacheLimits cache_limits();
 CacheStats global_cache_stats();
 /// Drops every process-wide executable (jitted objects keep theirs).
 void clear_graph_cache();
+/// Blocks until every optimized compile running in the background (or queued
+/// for it) has ended, ready or failed.
+void wait_for_background_compiles();
 
 namespace detail {
 

@@ -11,20 +11,28 @@
 
 namespace kiln::telemetry {
 
-enum class EventKind { trace, compile, cache_hit, persistent_hit, execute, storm };
+// A compile is one `compile` event (with its explanation) at the miss. Its
+// optimized code is `compile_started` and then `compile_ready` (with the
+// seconds it took, or the error that left the function on its first tier);
+// in background mode the calls in between run the graph op by op.
+enum class EventKind { trace, compile, cache_hit, persistent_hit, execute, storm, compile_started, compile_ready };
 
 struct Event {
   EventKind kind;
   std::string function;  // the jitted function's name
   std::string key;       // digest of the cache key, 16 hex digits
   double seconds = 0;    // duration of the traced/compiled/executed step
-  std::string reason;    // for compiles and storms: why (the miss explanation)
+  std::string reason;    // for compiles and storms: why (the miss explanation); a failed compile_ready: the error
+  // Compile events: the tier that serves calls once the event happened,
+  // "op by op" (the first tier) or "optimized".
+  std::string tier;
 };
 
 std::string_view kind_name(EventKind kind);
 
 /// Receives every event until the returned handle is destroyed. Callbacks
-/// may run on any thread that calls a jitted function.
+/// may run on any thread that calls a jitted function, and compile_ready on
+/// kiln's background compile thread.
 class Subscription {
  public:
   Subscription() = default;

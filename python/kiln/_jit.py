@@ -131,6 +131,7 @@ class Jitted:
             str(options["on_storm"]),
             options["dynamic_dims"],
             bool(options["automatic_dynamic"]),
+            options["compile_mode"],
         )
 
     def _kiln_wrapped(self):
@@ -351,9 +352,14 @@ def jit(
     recompile_limit=8,
     on_storm="warn",
     name=None,
+    compile_mode=None,
 ):
     """Traces `fn` once per signature and graph and runs it as compiled code;
-    also a decorator (`@kn.jit` or `@kn.jit(static_argnums=1)`)."""
+    also a decorator (`@kn.jit` or `@kn.jit(static_argnums=1)`).
+
+    compile_mode: "background" (a new graph's first calls run op by op while
+    its optimized code compiles on kiln's compile thread), "sync" (the first
+    call waits for it), or None for what KILN_COMPILE says (background)."""
     options = {key: value for key, value in locals().items() if key != "fn"}
     if fn is None:
         return lambda f: Jitted(f, options)

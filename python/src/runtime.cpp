@@ -77,6 +77,7 @@ void bind_telemetry(py::module_& module) {
       .def_readonly("key", &telemetry::Event::key)
       .def_readonly("seconds", &telemetry::Event::seconds)
       .def_readonly("reason", &telemetry::Event::reason)
+      .def_readonly("tier", &telemetry::Event::tier)
       .def("__repr__", [](const telemetry::Event& e) {
         return "Event(kind=" + std::string(telemetry::kind_name(e.kind)) + ", function='" + e.function +
                "', key=" + e.key + ", seconds=" + std::to_string(e.seconds) + ")";

@@ -75,19 +75,30 @@ detail::SignatureToken token_of(py::handle description, const std::vector<Array>
   return token;
 }
 
+/// kn.jit's compile_mode: None (KILN_COMPILE decides), "background" or "sync".
+CompileMode to_compile_mode(py::handle mode) {
+  if (mode.is_none()) return CompileMode::Auto;
+  std::string text = py::str(mode);
+  if (text == "background") return CompileMode::Background;
+  if (text == "sync") return CompileMode::Sync;
+  throw py::value_error("kn.jit: compile_mode must be None, 'background' or 'sync', got " +
+                        std::string(py::repr(mode)));
+}
+
 /// kn.jit's core: the same JitCore as kiln::jit. A Python function may read
 /// anything (globals, closures, attributes), so it is a stateful callable:
 /// each call traces it and looks the graph up.
 class PythonJit {
  public:
   PythonJit(std::string name, int recompile_limit, const std::string& on_storm, py::handle dynamic_dims,
-            bool automatic_dynamic)
+            bool automatic_dynamic, py::handle compile_mode)
       : where_(here()),
         core_(JitOptions{.name = std::move(name),
                          .recompile_limit = recompile_limit,
                          .on_storm = to_on_storm(on_storm),
                          .dynamic_dims = to_dynamic_dims(dynamic_dims),
-                         .automatic_dynamic = automatic_dynamic},
+                         .automatic_dynamic = automatic_dynamic,
+                         .compile_mode = to_compile_mode(compile_mode)},
               /*stateful=*/true, where_) {}
 
   /// `leaves`: the dynamic leaves (arrays); `static_hash`: the
@@ -224,12 +235,14 @@ void bind_cache_stats(py::module_& module) {
       .def_readonly("trace_seconds", &CacheStats::trace_seconds)
       .def_readonly("load_seconds", &CacheStats::load_seconds)
       .def_readonly("saved_compile_seconds", &CacheStats::saved_compile_seconds)
+      .def_readonly("calls_before_optimized", &CacheStats::calls_before_optimized)
       .def("__repr__", [](const CacheStats& s) {
         return "CacheStats(calls=" + std::to_string(s.calls) + ", hits=" + std::to_string(s.hits) +
                ", misses=" + std::to_string(s.misses) + ", traces=" + std::to_string(s.traces) +
                ", compiles=" + std::to_string(s.compiles) + ", persistent_hits=" + std::to_string(s.persistent_hits) +
                ", compile_seconds=" + std::to_string(s.compile_seconds) +
-               ", trace_seconds=" + std::to_string(s.trace_seconds) + ")";
+               ", trace_seconds=" + std::to_string(s.trace_seconds) +
+               ", calls_before_optimized=" + std::to_string(s.calls_before_optimized) + ")";
       });
 }
 
@@ -238,11 +251,18 @@ void bind_cache_stats(py::module_& module) {
 void bind_transforms(py::module_& module) {
   bind_cache_stats(module);
   module.def("global_cache_stats", &global_cache_stats);
+  module.def(
+      "wait_for_background_compiles",
+      [] {
+        py::gil_scoped_release release;
+        wait_for_background_compiles();
+      },
+      "Blocks until every optimized compile running in the background (or queued for it) has ended.");
   module.def("clear_graph_cache", &clear_graph_cache);
   module.def("_tracing_active", &detail::tracing_active);
 
   py::class_<PythonJit>(module, "_JitCore")
-      .def(py::init<std::string, int, const std::string&, py::handle, bool>())
+      .def(py::init<std::string, int, const std::string&, py::handle, bool, py::handle>())
       .def("call", &PythonJit::call)
       .def("replay", &PythonJit::replay)
       .def("signature", &PythonJit::signature)

@@ -23,7 +23,7 @@ bool wants(int64_t elements, bool native_rounding) {
   return (native_rounding || elements >= compiled_threshold) && cache::native_backend_chosen();
 }
 
-Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
+Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) {
   auto record = [&](TraceSession& session) {
     std::vector<Array> placeholders;
     placeholders.reserve(inputs.size());
@@ -32,7 +32,13 @@ Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<co
   };
   TracedGraph traced = trace("eager", Location::current(), record);
   const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
-  cache::GraphLookup lookup = cache::get_or_compile(graph, cache::graph_key(*graph));
+  uint64_t key = cache::graph_key(*graph);
+  if (!compile) {
+    std::shared_ptr<const runtime::Executable> found = cache::find_compiled(graph, key);
+    return found ? found->run(inputs, traced.captured).at(0) : Array();
+  }
+  // Eager operations are what a tiered graph's first calls run: they compile at once.
+  cache::GraphLookup lookup = cache::get_or_compile(graph, key, CompileMode::Sync);
   return lookup.executable->run(inputs, traced.captured).at(0);
 }
 

@@ -12,7 +12,8 @@ namespace kiln {
 namespace {
 
 struct GlobalStats {
-  std::atomic<int64_t> calls{0}, hits{0}, misses{0}, traces{0}, compiles{0}, persistent_hits{0};
+  std::atomic<int64_t> calls{0}, hits{0}, misses{0}, traces{0}, compiles{0}, persistent_hits{0},
+      calls_before_optimized{0};
   std::atomic<double> compile_seconds{0}, trace_seconds{0}, load_seconds{0}, saved_compile_seconds{0};
 };
 
@@ -22,8 +23,9 @@ struct GlobalState {
   CacheLimits limits;
 };
 
+// Never destroyed: kiln's compile thread may report a compile while the process exits.
 GlobalState& global() {
-  static GlobalState state;
+  static GlobalState& state = *new GlobalState;
   return state;
 }
 
@@ -46,6 +48,7 @@ void cache::add_global(const CacheStats& delta) {
   add(g.trace_seconds, delta.trace_seconds);
   add(g.load_seconds, delta.load_seconds);
   add(g.saved_compile_seconds, delta.saved_compile_seconds);
+  add(g.calls_before_optimized, delta.calls_before_optimized);
 }
 
 void set_cache_limits(CacheLimits limits) {
@@ -64,11 +67,17 @@ CacheLimits cache_limits() {
 
 CacheStats global_cache_stats() {
   const GlobalStats& g = global().stats;
-  return CacheStats{g.calls.load(),           g.hits.load(),
-                    g.misses.load(),          g.traces.load(),
-                    g.compiles.load(),        g.persistent_hits.load(),
-                    g.compile_seconds.load(), g.trace_seconds.load(),
-                    g.load_seconds.load(),    g.saved_compile_seconds.load()};
+  return CacheStats{g.calls.load(),
+                    g.hits.load(),
+                    g.misses.load(),
+                    g.traces.load(),
+                    g.compiles.load(),
+                    g.persistent_hits.load(),
+                    g.compile_seconds.load(),
+                    g.trace_seconds.load(),
+                    g.load_seconds.load(),
+                    g.saved_compile_seconds.load(),
+                    g.calls_before_optimized.load()};
 }
 
 void clear_graph_cache() {

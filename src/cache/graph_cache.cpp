@@ -6,9 +6,12 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "backend/interp/op_by_op.h"
 #include "cache/backend_choice.h"
 #include "cache/persistent_cache.h"
+#include "cache/tiered_compile.h"
 #include "core/lru_map.h"
+#include "runtime/compile_profile.h"
 #include "transform/verify.h"
 
 namespace kiln::cache {
@@ -29,13 +32,57 @@ struct SameGraph {
   }
 };
 
+// The optimized executable of a tiered graph, on kiln's compile thread.
+void compile_optimized(const TieredExecutable& tiered, const std::shared_ptr<const ir::Graph>& graph,
+                       PersistentCache& disk, const std::string& disk_key, const runtime::Backend& backend) {
+  runtime::CompileProfile profile(/*abandonable=*/true);
+  runtime::CompileProfileScope scope(&profile);
+  auto start = std::chrono::steady_clock::now();
+  TierOutcome outcome;
+  std::shared_ptr<const runtime::Executable> optimized;
+  try {
+    background_compile_fault(*graph);
+    optimized = backend.compile(graph);
+    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    outcome.phases = profile.snapshot();
+    outcome.ready = true;
+    runtime::check_not_abandoned();
+    if (!disk_key.empty()) disk.store(*graph, disk_key, backend, *optimized, outcome.seconds);
+  } catch (const runtime::CompileAbandoned&) {
+    return;  // the process is exiting: no one waits for this executable
+  } catch (const std::exception& error) {
+    if (!optimized) {
+      outcome.ready = false;
+      outcome.error = error.what();
+      outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  tiered.finish(std::move(optimized), outcome);
+}
+
+// The first tier's kernels compiled; false if that failed (the graph then
+// compiles on the calling thread, which reports the failure as usual).
+bool first_tier_ready(const ir::Graph& graph, const runtime::Backend& backend) {
+  try {
+    compile_first_tier_kernels(graph, backend);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 class GraphCache {
  public:
-  GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
+  GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
+                             const std::function<void()>& starting) {
     CachedGraph cached{key, graph};
     std::unique_lock lock(mutex_);
     for (;;) {
-      if (auto* executable = executables_.find(cached)) return {*executable, false, 0, key};
+      // A graph's first tier runs eager operations, which must find compiled
+      // code here, never a first tier again (a jitted x * 2 is eager's x * 2).
+      auto* executable = executables_.find(cached);
+      if (executable && (mode != CompileMode::Sync || !(*executable)->interim())) return {*executable, false, 0, key};
+      if (executable) break;
       if (!compiling_.contains(cached)) break;
       // Another thread is compiling this graph: wait for it.
       compiled_.wait(lock);
@@ -60,8 +107,22 @@ class GraphCache {
           lookup.saved_compile_seconds = loaded->compile_seconds;
         }
       }
+      if (!executable && starting) starting();
+      if (!executable && mode == CompileMode::Background && native_backend_chosen() && interp::op_by_op_exact(*graph) &&
+          backend.matches_op_by_op(*graph) && first_tier_ready(*graph, backend)) {
+        lookup.tiered = std::make_shared<const TieredExecutable>(interp::op_by_op_executable(graph));
+        executable = lookup.tiered;
+        compile_in_background([tiered = lookup.tiered, graph, disk, disk_key, &backend] {
+          compile_optimized(*tiered, graph, *disk, disk_key, backend);
+        });
+      }
       if (!executable) {
-        executable = backend.compile(graph);
+        runtime::CompileProfile profile;
+        {
+          runtime::CompileProfileScope scope(&profile);
+          executable = backend.compile(graph);
+        }
+        lookup.phases = profile.snapshot();
         lookup.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (!disk_key.empty()) disk->store(*graph, disk_key, backend, *executable, lookup.compile_seconds);
       }
@@ -82,6 +143,26 @@ class GraphCache {
     return lookup;
   }
 
+  std::shared_ptr<const runtime::Executable> find_compiled(const std::shared_ptr<const ir::Graph>& graph,
+                                                           uint64_t key) {
+    CachedGraph cached{key, graph};
+    {
+      std::lock_guard lock(mutex_);
+      auto* executable = executables_.find(cached);
+      if (executable && !(*executable)->interim()) return *executable;
+      if (executable || compiling_.contains(cached)) return nullptr;
+    }
+    const runtime::Backend& backend = default_backend();
+    std::shared_ptr<PersistentCache> disk = persistent_cache();
+    if (!disk->usable()) return nullptr;
+    std::optional<PersistentCache::Loaded> loaded = disk->load(graph, persistent_key(*graph, backend), backend);
+    if (!loaded) return nullptr;
+    std::lock_guard lock(mutex_);
+    if (auto* executable = executables_.find(cached); executable && !(*executable)->interim()) return *executable;
+    executables_.insert(cached, loaded->executable);
+    return loaded->executable;
+  }
+
   void set_limit(size_t limit) {
     std::lock_guard lock(mutex_);
     executables_.set_limit(limit);
@@ -95,8 +176,9 @@ class GraphCache {
   std::unordered_set<CachedGraph, CachedGraphHash, SameGraph> compiling_;  // graphs some thread is compiling
 };
 
+// Never destroyed: kiln's compile thread may use it while the process exits.
 GraphCache& instance() {
-  static GraphCache cache;
+  static GraphCache& cache = *new GraphCache;
   return cache;
 }
 
@@ -107,8 +189,12 @@ uint64_t graph_key(const ir::Graph& graph, uint64_t structure_hash) {
 }
 uint64_t graph_key(const ir::Graph& graph) { return graph_key(graph, graph.structure_hash()); }
 
-GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
-  return instance().get_or_compile(graph, key);
+GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
+                           const std::function<void()>& starting) {
+  return instance().get_or_compile(graph, key, mode, starting);
+}
+std::shared_ptr<const runtime::Executable> find_compiled(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
+  return instance().find_compiled(graph, key);
 }
 void set_graph_cache_limit(size_t limit) { instance().set_limit(limit); }
 

@@ -4,16 +4,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "kiln/jit.h"
+#include "runtime/compile_profile.h"
 #include "runtime/executable.h"
 
 namespace kiln::cache {
 
+class TieredExecutable;
+
 struct GraphLookup {
   std::shared_ptr<const runtime::Executable> executable;
-  bool compiled = false;  // this call compiled it (not found)
+  bool compiled = false;  // this call compiled it (not found), or started its background compile
   double compile_seconds = 0;
   uint64_t key = 0;
   // Loaded from the persistent cache instead: how long loading took, and
@@ -21,10 +25,22 @@ struct GraphLookup {
   bool loaded = false;
   double load_seconds = 0;
   double saved_compile_seconds = 0;
+  runtime::CompilePhases phases;  // where compile_seconds went
+  // Compiling in the background: the executable, whose outcome says when it is ready.
+  std::shared_ptr<const TieredExecutable> tiered;
 };
 
-/// Finds or compiles the executable for `graph`, whose key is `key`.
-GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key);
+/// Finds or compiles the executable for `graph`, whose key is `key`. In
+/// background mode a graph that neither memory nor the persistent cache
+/// holds gets a TieredExecutable (tiered_compile.h) whose optimized code
+/// compiles on kiln's compile thread; where op by op would not give the same
+/// bits (op_by_op_exact), it compiles on this thread. `starting` is called
+/// before a compile begins.
+GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
+                           const std::function<void()>& starting = {});
+/// The executable for `graph` if memory or the persistent cache holds it
+/// (a loaded one is kept in memory); null otherwise. Never compiles.
+std::shared_ptr<const runtime::Executable> find_compiled(const std::shared_ptr<const ir::Graph>& graph, uint64_t key);
 /// Key of a graph in this cache (structure and literal values together).
 uint64_t graph_key(const ir::Graph& graph);
 uint64_t graph_key(const ir::Graph& graph, uint64_t structure_hash);

@@ -7,6 +7,7 @@
 #include "cache/global_stats.h"
 #include "cache/graph_cache.h"
 #include "cache/rank_agreement.h"
+#include "cache/tiered_compile.h"
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "telemetry/telemetry.h"
@@ -55,7 +56,8 @@ JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
       stateful_(stateful),
       where_(where),
       name_(options_.name.empty() ? location_string(where) : options_.name),
-      bounds_(cache::bounds_of(options_.dynamic_dims)) {
+      bounds_(cache::bounds_of(options_.dynamic_dims)),
+      compile_mode_(cache::resolve_compile_mode(options_.compile_mode)) {
   for (const DynamicDim& marked : options_.dynamic_dims) dynamic_.insert({marked.leaf, marked.dim});
   // Options kiln does not implement yet are refused rather than ignored.
   if (options_.device != "cpu")
@@ -329,7 +331,12 @@ void JitFunction::finish_decision(Candidate& candidate, Miss& miss) {
 JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Traced traced, Candidate candidate,
                                            Miss miss, bool by_signature) {
   PendingGuard guard(*this, miss.pending);
-  cache::GraphLookup lookup = cache::get_or_compile(candidate.lifted.graph, candidate.key);
+  auto starting = [&] {
+    if (telemetry::wanted(telemetry::EventKind::compile_started))
+      telemetry::emit({telemetry::EventKind::compile_started, name_, telemetry::digest(candidate.key), 0,
+                       compile_mode_ == CompileMode::Background ? "background" : "sync", "optimized"});
+  };
+  cache::GraphLookup lookup = cache::get_or_compile(candidate.lifted.graph, candidate.key, compile_mode_, starting);
   // Before its first run here: a graph with collectives must be the same on every rank.
   cache::check_ranks_agree(name_, *candidate.traced, where_);
   auto entry = std::make_shared<Entry>();
@@ -368,6 +375,7 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
   }
   guard.release();
   report_compile(lookup, *entry, miss.explanation);
+  if (lookup.tiered) await_optimized(lookup, *entry);
   return {entry, std::move(traced.skeleton), entry->lifted_inputs};
 }
 
@@ -377,6 +385,10 @@ std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arg
   bool timed = telemetry::wanted(telemetry::EventKind::execute);
   auto start = timed ? Clock::now() : Clock::time_point{};
   std::vector<Array> outputs;
+  if (entry.executable->interim()) {
+    calls_before_optimized_.fetch_add(1, std::memory_order_relaxed);
+    cache::add_global(CacheStats{.calls_before_optimized = 1});
+  }
   if (lifted.empty()) {
     outputs = entry.executable->run(arguments.arrays, captures, arguments.donated);
   } else {

@@ -16,6 +16,7 @@
 // one thread would.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -106,6 +107,8 @@ class JitFunction {
   void report_miss(const Candidate& candidate, const Miss& miss) const;
   void report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry,
                       const std::string& explanation) const;
+  /// Reports a background compile's end, and counts its time, when it comes.
+  void await_optimized(const cache::GraphLookup& lookup, const cache::Entry& entry) const;
   /// Unlocked (locks for the bookkeeping): compiles, or finds in the graph
   /// cache, the candidate's executable and settles the pending entry.
   Admitted compile(const CallArguments& arguments, Traced traced, Candidate candidate, Miss miss, bool by_signature);
@@ -128,7 +131,15 @@ class JitFunction {
   const bool stateful_;
   const Location where_;
   const std::string name_;
-  const cache::DimBounds bounds_;  // of the marked dimensions
+  const cache::DimBounds bounds_;   // of the marked dimensions
+  const CompileMode compile_mode_;  // Background or Sync
+  // What background compiles report after this call returned: they may end
+  // after the function is gone, so they share these rather than hold it.
+  struct BackgroundTally {
+    std::atomic<int64_t> compile_nanoseconds{0};
+  };
+  std::shared_ptr<BackgroundTally> background_ = std::make_shared<BackgroundTally>();
+  mutable std::atomic<int64_t> calls_before_optimized_{0};
 
   mutable std::mutex mutex_;
   std::condition_variable settled_;  // a pending entry settled

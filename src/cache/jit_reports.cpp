@@ -8,12 +8,21 @@
 #include "cache/global_stats.h"
 #include "cache/graph_cache.h"
 #include "cache/jit_function.h"
+#include "cache/tiered_compile.h"
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "telemetry/telemetry.h"
 #include "trace/trace.h"
 
 namespace kiln::detail {
+
+namespace {
+std::string milliseconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", seconds * 1e3);
+  return text;
+}
+}  // namespace
 
 void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) const {
   if (!miss.explanation.empty())
@@ -43,16 +52,44 @@ void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::
       telemetry::emit({telemetry::EventKind::persistent_hit, name_, telemetry::digest(lookup.key), lookup.load_seconds,
                        "loaded from the persistent cache"});
   }
-  if (lookup.compiled) {
-    cache::add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
-    std::string reason = explanation.empty() ? "first call" : explanation;
-    telemetry::log(telemetry::log_compiles, "compiled '" + name_ + "' (" + std::to_string(entry.traced->nodes.size()) +
-                                                " nodes, key " + telemetry::digest(lookup.key) + ") in " +
-                                                std::to_string(lookup.compile_seconds * 1e3) + " ms: " + reason);
-    if (telemetry::wanted(telemetry::EventKind::compile))
-      telemetry::emit(
-          {telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason});
-  }
+  if (!lookup.compiled) return;
+  cache::add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
+  std::string reason = explanation.empty() ? "first call" : explanation;
+  std::string what = "'" + name_ + "' (" + std::to_string(entry.traced->nodes.size()) + " nodes, key " +
+                     telemetry::digest(lookup.key) + ")";
+  const char* tier = lookup.tiered ? "op by op" : "optimized";
+  if (lookup.tiered)
+    telemetry::log(telemetry::log_compiles,
+                   "compiling " + what + " in the background; calls run it op by op until it is ready: " + reason);
+  else
+    telemetry::log(telemetry::log_compiles, "compiled " + what + " in " + milliseconds(lookup.compile_seconds) + ": " +
+                                                reason + "\n  " + lookup.phases.describe());
+  if (telemetry::wanted(telemetry::EventKind::compile))
+    telemetry::emit(
+        {telemetry::EventKind::compile, name_, telemetry::digest(lookup.key), lookup.compile_seconds, reason, tier});
+  if (!lookup.tiered && telemetry::wanted(telemetry::EventKind::compile_ready))
+    telemetry::emit(
+        {telemetry::EventKind::compile_ready, name_, telemetry::digest(lookup.key), lookup.compile_seconds, "", tier});
+}
+
+void JitFunction::await_optimized(const cache::GraphLookup& lookup, const cache::Entry& entry) const {
+  std::string what = "'" + name_ + "' (" + std::to_string(entry.traced->nodes.size()) + " nodes, key " +
+                     telemetry::digest(lookup.key) + ")";
+  lookup.tiered->when_done([tally = background_, what, name = name_, key = lookup.key](const cache::TierOutcome& done) {
+    tally->compile_nanoseconds.fetch_add(static_cast<int64_t>(done.seconds * 1e9), std::memory_order_relaxed);
+    cache::add_global(CacheStats{.compile_seconds = done.seconds});
+    if (done.ready) {
+      telemetry::log(telemetry::log_compiles, "compiled " + what + " in the background in " +
+                                                  milliseconds(done.seconds) + "; later calls run it\n  " +
+                                                  done.phases.describe());
+    } else {
+      // Once per function: it stays on its first tier, correct and slower.
+      telemetry::warn("the optimized compile of " + what + " failed; its calls keep running op by op: " + done.error);
+    }
+    if (telemetry::wanted(telemetry::EventKind::compile_ready))
+      telemetry::emit({telemetry::EventKind::compile_ready, name, telemetry::digest(key), done.seconds, done.error,
+                       done.ready ? "optimized" : "op by op"});
+  });
 }
 
 void JitFunction::verify_frozen(const cache::Entry& entry, const Traced& fresh) {
@@ -120,8 +157,14 @@ Graph JitFunction::lower(CallArguments& arguments, Trace trace) {
 }
 
 CacheStats JitFunction::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
+  CacheStats stats;
+  {
+    std::lock_guard lock(mutex_);
+    stats = stats_;
+  }
+  stats.compile_seconds += static_cast<double>(background_->compile_nanoseconds.load()) * 1e-9;
+  stats.calls_before_optimized = calls_before_optimized_.load();
+  return stats;
 }
 
 size_t JitFunction::cache_size() const {

@@ -23,6 +23,9 @@ class Executable {
   virtual std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                                  std::span<const char> donated = {}) const = 0;
   virtual std::string_view backend() const = 0;
+  /// True while runs take a first tier because the optimized code is still
+  /// compiling (cache/tiered_compile.h).
+  virtual bool interim() const { return false; }
 };
 
 /// Thrown by Backend::load when saved bytes do not describe the graph's
@@ -39,6 +42,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   /// Compiles a verified graph; throws kiln::Error if it cannot.
   virtual std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const = 0;
+  /// Whether the graph's compiled results equal running it op by op as
+  /// eager code does, bit for bit: a first tier may then serve its calls.
+  virtual bool matches_op_by_op(const ir::Graph&) const { return true; }
   /// What compiled code depends on besides the graph and kiln's build (the
   /// code generator's version, the target and its CPU features): saved
   /// executables are loaded only where it is the same.

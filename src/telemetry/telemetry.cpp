@@ -22,8 +22,9 @@ struct Registry {
   std::atomic<size_t> count{0};
 };
 
+// Never destroyed: kiln's compile thread may report while the process exits.
 Registry& registry() {
-  static Registry instance;
+  static Registry& instance = *new Registry;
   return instance;
 }
 
@@ -47,7 +48,9 @@ unsigned parse_log(const char* text) {
 
 LogCategory category_of(EventKind kind) {
   switch (kind) {
-    case EventKind::compile: return log_compiles;
+    case EventKind::compile:
+    case EventKind::compile_started:
+    case EventKind::compile_ready: return log_compiles;
     case EventKind::storm: return log_storms;
     default: return log_cache;
   }
@@ -62,6 +65,8 @@ std::string_view kind_name(EventKind kind) {
     case EventKind::persistent_hit: return "persistent_hit";
     case EventKind::execute: return "execute";
     case EventKind::storm: return "storm";
+    case EventKind::compile_started: return "compile_started";
+    case EventKind::compile_ready: return "compile_ready";
   }
   return "?";
 }

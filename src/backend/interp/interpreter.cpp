@@ -54,9 +54,11 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph_->nodes[i];
     if (node.op == ir::Primitive::input) continue;
-    // A loop or branch runs its bodies at every run, however constant its operands.
+    // A loop or branch runs its bodies at every run, however constant its
+    // operands; a node given a kernel of its own runs it at every run too.
     bool control = ops::rules(node.op).fusion == ops::Fusion::control;
-    bool constant = !control && node.type.size() <= runtime::max_folded_elements;
+    Kernel kernel = choose && !control ? choose(node) : nullptr;
+    bool constant = !control && !kernel && node.type.size() <= runtime::max_folded_elements;
     for (ir::ValueId input : node.inputs) constant = constant && constants[static_cast<size_t>(input)].defined();
     if (constant) {
       inputs.clear();
@@ -64,7 +66,6 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
       constants[i] = ops::rules(node.op).evaluate(node, inputs);
     } else {
       steps.push_back(step_for_node(*graph_, i));
-      Kernel kernel = choose && !control ? choose(node) : nullptr;
       kernels_.push_back(kernel ? kernel : ops::rules(node.op).evaluate);
       bodies_.emplace_back();
       for (const auto& body : node.bodies) bodies_.back().push_back(std::make_shared<const Program>(body, choose));

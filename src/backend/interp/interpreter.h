@@ -28,7 +28,7 @@ class Program {
  public:
   using Kernel = Array (*)(const ir::Node& node, std::span<const Array> inputs);
   /// `choose` may replace a node's reference kernel (e.g. matmul by BLAS);
-  /// returning null keeps the reference kernel.
+  /// returning null keeps the reference kernel. Nodes it replaces are not folded.
   explicit Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&) = nullptr);
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures) const;
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "backend/llvm/codegen.h"
@@ -29,6 +30,7 @@
 #include "ops/control/control.h"
 #include "runtime/binding_cache.h"
 #include "runtime/blas.h"
+#include "runtime/compile_profile.h"
 #include "runtime/executable.h"
 #include "runtime/step_program.h"
 #include "runtime/thread_pool.h"
@@ -46,7 +48,7 @@ constexpr int64_t chunk_minimum = int64_t{1} << 15;
 // its reference kernel.
 void report_reference_kernels(const std::vector<ir::Primitive>& primitives) {
   static std::mutex mutex;
-  static std::set<ir::Primitive> reported;
+  static std::set<ir::Primitive>& reported = *new std::set<ir::Primitive>;  // outlives a compile at exit
   std::lock_guard lock(mutex);
   for (ir::Primitive op : primitives) {
     if (!reported.insert(op).second) continue;
@@ -94,11 +96,16 @@ class CompiledGraph final : public runtime::Executable {
   explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph, LinkedObjects* objects = nullptr,
                          detail::ByteReader* saved = nullptr) {
     // The caches keep the graph as traced; this executable runs its simplified copy.
-    auto simplified = std::make_shared<ir::Graph>(*graph);
-    transform::simplify(*simplified);
-    graph_ = std::move(simplified);
+    {
+      runtime::PhaseTimer timer(runtime::CompilePhase::simplify);
+      auto simplified = std::make_shared<ir::Graph>(*graph);
+      transform::simplify(*simplified);
+      graph_ = std::move(simplified);
+    }
     std::string dump = dump_prefix(*graph_);
+    std::optional<runtime::PhaseTimer> planning(std::in_place, runtime::CompilePhase::plan);
     plan_ = plan_graph(*graph_);
+    planning.reset();
     if (!dump.empty()) {
       std::ofstream(dump + ".graph") << ops::graph_text(*graph_);
       std::ofstream(dump + ".plan") << describe(*graph_, plan_);
@@ -108,8 +115,10 @@ class CompiledGraph final : public runtime::Executable {
     } else {
       kernels_ = compile_kernels(*graph_, plan_, graph_->name, dump);
     }
+    planning.emplace(runtime::CompilePhase::plan);
     if (!symbolic()) static_instance_ = static_instance(graph_, plan_, kernels_);
     std::vector<Array> constants = fold_constants(*graph_, plan_);
+    planning.reset();
     report_reference_kernels(plan_.reference_primitives);
     program_ = runtime::StepProgram(*graph_, program_steps(*graph_, plan_), std::move(constants), "implicit inputs");
     group_at_.assign(plan_.steps.size(), -1);
@@ -478,6 +487,8 @@ class LlvmBackend final : public runtime::Backend {
   std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
     return std::make_shared<CompiledGraph>(std::move(graph));
   }
+
+  bool matches_op_by_op(const ir::Graph& graph) const override { return reductions_match_op_by_op(graph); }
 
   std::string target() const override {
     Engine& engine = Engine::instance();

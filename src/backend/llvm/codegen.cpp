@@ -4,17 +4,25 @@
 #include "backend/llvm/codegen.h"
 
 #include <cstring>
+#include <exception>
+#include <thread>
 #include <unordered_map>
 
 #include "backend/llvm/engine.h"
 #include "backend/llvm/kernel_cache.h"
 #include "backend/llvm/kernel_emitter.h"
+#include "runtime/compile_profile.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln::llvm_backend {
 
 using ir::Primitive;
 
 namespace {
+
+// Fewer kernels than this compile in one module: a second module's fixed
+// cost (a few milliseconds) would eat what the second core saves.
+constexpr size_t parallel_minimum = 6;
 
 std::string ops_text(const ir::Node& node) {
   std::string text;
@@ -116,25 +124,59 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
       source[k] = first->second;
     }
   }
-  if (!missing.empty()) {
+  if (runtime::CompileProfile* profile = runtime::current_compile_profile())
+    profile->count_kernels(static_cast<int>(missing.size()), static_cast<int>(plan.kernels.size() - missing.size()));
+  // Two modules compiled at once where there are cores for it: optimizing
+  // and generating code is most of a cold compile, and modules share nothing.
+  std::vector<std::vector<size_t>> groups(missing.size() >= parallel_minimum && runtime::thread_count() > 1 ? 2 : 1);
+  for (size_t m = 0; m < missing.size(); ++m) groups[m * groups.size() / missing.size()].push_back(missing[m]);
+  auto compile_group = [&](const std::vector<size_t>& group) {
+    if (group.empty()) return;
     auto context = std::make_unique<llvm::LLVMContext>();
     Engine& engine = Engine::instance();
     std::unique_ptr<llvm::Module> module = engine.new_module(name, *context);
     std::string prefix = engine.fresh_symbol_prefix() + "kernel_";
     std::vector<std::string> symbols;
-    for (size_t k : missing) {
-      symbols.push_back(prefix + std::to_string(k));
-      KernelEmitter emitter(*module, graph, plan.kernels[k], symbols.back());
-      kernels[k] = emitter.emit();
+    {
+      runtime::PhaseTimer timer(runtime::CompilePhase::generate);
+      for (size_t k : group) {
+        symbols.push_back(prefix + std::to_string(k));
+        KernelEmitter emitter(*module, graph, plan.kernels[k], symbols.back());
+        kernels[k] = emitter.emit();
+      }
     }
-    Engine::Linked linked = engine.compile(std::move(module), std::move(context), symbols, dump_prefix);
-    for (size_t m = 0; m < missing.size(); ++m) {
-      kernels[missing[m]].function = reinterpret_cast<KernelFunction>(linked.addresses[m]);
-      kernels[missing[m]].code = linked.code;
-      kernels[missing[m]].object = linked.object;
-      kernels[missing[m]].symbol = symbols[m];
-      kernels[missing[m]] = remember_compiled_kernel(keys[missing[m]], kernels[missing[m]]);
+    std::string dump = dump_prefix.empty() || &group == &groups.front() ? dump_prefix : dump_prefix + "-part2";
+    Engine::Linked linked = engine.compile(std::move(module), std::move(context), symbols, dump);
+    for (size_t m = 0; m < group.size(); ++m) {
+      size_t k = group[m];
+      kernels[k].function = reinterpret_cast<KernelFunction>(linked.addresses[m]);
+      kernels[k].code = linked.code;
+      kernels[k].object = linked.object;
+      kernels[k].symbol = symbols[m];
+      kernels[k] = remember_compiled_kernel(keys[k], kernels[k]);
     }
+  };
+  if (groups.size() == 2) {
+    runtime::CompileProfile* profile = runtime::current_compile_profile();
+    std::exception_ptr failed;
+    std::thread helper([&] {
+      runtime::CompileProfileScope scope(profile);
+      try {
+        compile_group(groups[1]);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    try {
+      compile_group(groups[0]);
+    } catch (...) {
+      helper.join();
+      throw;
+    }
+    helper.join();
+    if (failed) std::rethrow_exception(failed);
+  } else {
+    compile_group(groups[0]);
   }
   // Duplicates within this graph, and the parallel range of each use (a flat
   // kernel's range depends on this graph's shapes, not the cached one's).

@@ -43,7 +43,8 @@ struct CompiledKernel {
 std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel,
                                        std::span<const int64_t> values = {});
 
-/// Generates, optimizes and links every kernel of `plan` as one module.
+/// Generates, optimizes and links every kernel of `plan` not found in the
+/// kernel cache: as one module, or as two compiled on two threads at once.
 /// `dump_prefix` (optional) receives the optimized IR and assembly.
 std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& plan, const std::string& name,
                                             const std::string& dump_prefix);

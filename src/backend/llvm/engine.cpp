@@ -10,6 +10,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
@@ -20,7 +21,6 @@
 #include <llvm/Transforms/Scalar/DeadStoreElimination.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/GVN.h>
-#include <llvm/Transforms/Scalar/IndVarSimplify.h>
 #include <llvm/Transforms/Scalar/LICM.h>
 #include <llvm/Transforms/Scalar/LoopPassManager.h>
 #include <llvm/Transforms/Scalar/LoopRotation.h>
@@ -42,10 +42,12 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
 #include "core/error_format.h"
+#include "runtime/compile_profile.h"
 
 namespace kiln::llvm_backend {
 
@@ -83,7 +85,9 @@ llvm::ModulePassManager kernel_pipeline() {
   add_passes(cleanup, llvm::SROAPass(llvm::SROAOptions::ModifyCFG), llvm::EarlyCSEPass(), llvm::InstCombinePass(),
              llvm::SimplifyCFGPass(), llvm::LoopSimplifyPass(), llvm::LCSSAPass());
   llvm::LoopPassManager loops;
-  add_passes(loops, llvm::LoopRotatePass(), llvm::LICMPass(llvm::LICMOptions()), llvm::IndVarSimplifyPass());
+  // No IndVarSimplify: the emitted loops count with one canonical induction
+  // variable already; it was a quarter of optimizing the MLP step's kernels.
+  add_passes(loops, llvm::LoopRotatePass(), llvm::LICMPass(llvm::LICMOptions()));
   add_passes(cleanup, llvm::createFunctionToLoopPassAdaptor(std::move(loops), /*UseMemorySSA=*/true),
              llvm::LoopSimplifyPass(), llvm::LCSSAPass(),
              llvm::InjectTLIMappings(),  // exp/log/sin/cos/pow -> libmvec vector variants
@@ -118,10 +122,42 @@ llvm::ModulePassManager native_loop_pipeline() {
 
 }  // namespace
 
+namespace {
+// Loop strength reduction rewrites the addressing of loops that the
+// vectorizer left simple already: on the MLP step's kernels it was 40% of
+// code generation (codegen 160 -> 90 ms) for no measured speed (bench_kernels,
+// bench_mlp). KILN_LLVM_OPTIONS="-disable-lsr=false ..." passes options to
+// LLVM for experiments; they are parsed once, when the engine starts.
+void configure_code_generation() {
+  llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
+  if (auto found = options.find("disable-lsr"); found != options.end())
+    static_cast<llvm::cl::opt<bool>*>(found->second)->setValue(true);
+  const char* text = std::getenv("KILN_LLVM_OPTIONS");
+  if (!text || !*text) return;
+  std::vector<std::string> words;
+  std::string all = text;
+  for (size_t at = 0; at < all.size();) {
+    size_t end = std::min(all.find(' ', at), all.size());
+    if (end > at) words.push_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<const char*> arguments = {"kiln"};
+  for (const std::string& word : words) arguments.push_back(word.c_str());
+  llvm::cl::ParseCommandLineOptions(static_cast<int>(arguments.size()), arguments.data(), "KILN_LLVM_OPTIONS",
+                                    &llvm::errs());
+}
+}  // namespace
+
 struct Engine::State {
-  std::mutex mutex;
+  std::mutex mutex;  // guards linking and the members below it
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> target;
+  // A target machine is not safe to share between threads (its subtarget
+  // cache): each compile borrows one of its own, so compiles on several
+  // threads (the compile thread, eager operations) never wait for each other.
+  std::optional<llvm::orc::JITTargetMachineBuilder> machine_builder;
+  std::mutex machines_mutex;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> idle_machines;
   std::string cpu;
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
@@ -134,12 +170,14 @@ struct Engine::State {
   std::unordered_map<std::string, std::weak_ptr<const Engine::Linked>> linked_objects;
 };
 
+// Never destroyed: kiln's compile thread may be compiling while the process exits.
 Engine& Engine::instance() {
-  static Engine engine;
+  static Engine& engine = *new Engine;
   return engine;
 }
 
 Engine::Engine() : state_(std::make_shared<State>()) {
+  configure_code_generation();
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // Vectorized loops call glibc's vector math (_ZGVdN8v_expf, ...): make it
@@ -153,6 +191,7 @@ Engine::Engine() : state_(std::make_shared<State>()) {
   builder.setCodeGenOptLevel(llvm::CodeGenOpt::Default);
   state_->cpu = builder.getCPU();
   state_->target = unwrap(builder.createTargetMachine(), "creating the target machine");
+  state_->machine_builder = builder;
   state_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(), "creating the JIT");
   auto& library = state_->jit->getMainJITDylib();
   library.addGenerator(unwrap(
@@ -226,11 +265,16 @@ void optimize(llvm::Module& module, llvm::TargetMachine& target, llvm::ModulePas
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder passes(&target);
+
   llvm::TargetLibraryInfoImpl library_info(llvm::Triple(module.getTargetTriple()));
   library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
                                                   llvm::Triple(module.getTargetTriple()));
   functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
+  // A process exiting abandons compiles: the remaining passes are skipped.
+  llvm::PassInstrumentationCallbacks instrumentation;
+  instrumentation.registerShouldRunOptionalPassCallback(
+      [](llvm::StringRef, llvm::Any) { return !runtime::compiles_abandoned(); });
+  llvm::PassBuilder passes(&target, llvm::PipelineTuningOptions(), std::nullopt, &instrumentation);
   passes.registerModuleAnalyses(modules);
   passes.registerCGSCCAnalyses(cgscc);
   passes.registerFunctionAnalyses(functions);
@@ -270,22 +314,60 @@ std::shared_ptr<ObjectCode> generate_object(llvm::Module& module, llvm::TargetMa
 }
 }  // namespace
 
+namespace {
+// A target machine borrowed for one compile, returned when it ends.
+class BorrowedMachine {
+ public:
+  BorrowedMachine(std::mutex& mutex, std::vector<std::unique_ptr<llvm::TargetMachine>>& idle,
+                  llvm::orc::JITTargetMachineBuilder builder)
+      : mutex_(mutex), idle_(idle) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        machine_ = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!machine_) machine_ = unwrap(builder.createTargetMachine(), "creating a target machine");
+  }
+  ~BorrowedMachine() {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(std::move(machine_));
+  }
+  llvm::TargetMachine& operator*() const { return *machine_; }
+
+ private:
+  std::mutex& mutex_;
+  std::vector<std::unique_ptr<llvm::TargetMachine>>& idle_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+};
+}  // namespace
+
 Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                                const std::vector<std::string>& symbols, const std::string& dump_prefix,
                                Pipeline pipeline_kind) {
-  // One compile at a time: the optimizer and code generator share the target
-  // machine, whose subtarget cache is not safe to use from several threads.
-  std::lock_guard lock(state_->mutex);
   check_valid(*module);
-  llvm::TargetMachine& target = *state_->target;
+  BorrowedMachine machine(state_->machines_mutex, state_->idle_machines, *state_->machine_builder);
+  llvm::TargetMachine& target = *machine;
   target_the_host(*module, target);
-  optimize(*module, target, pipeline_kind == Pipeline::native_loop ? native_loop_pipeline() : kernel_pipeline());
+  {
+    runtime::PhaseTimer timer(runtime::CompilePhase::optimize);
+    optimize(*module, target, pipeline_kind == Pipeline::native_loop ? native_loop_pipeline() : kernel_pipeline());
+  }
+  runtime::check_not_abandoned();
   if (!dump_prefix.empty()) dump(*module, target, dump_prefix);
-  std::shared_ptr<ObjectCode> object = generate_object(*module, target, symbols);
-  module.reset();
-  context.reset();
+  std::shared_ptr<ObjectCode> object;
+  {
+    runtime::PhaseTimer timer(runtime::CompilePhase::codegen);
+    object = generate_object(*module, target, symbols);
+    module.reset();
+    context.reset();
+  }
+  if (runtime::CompileProfile* profile = runtime::current_compile_profile()) profile->count_module();
   // Symbols compiled here are unique in this process (fresh_symbol_prefix):
   // the main library holds them all.
+  runtime::PhaseTimer timer(runtime::CompilePhase::link);
+  std::lock_guard lock(state_->mutex);
   auto tracker = state_->jit->getMainJITDylib().createResourceTracker();
   std::vector<void*> addresses = add_object(state_->jit->getMainJITDylib(), tracker, *object);
   write_perf_map(symbols, addresses);

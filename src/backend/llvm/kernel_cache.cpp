@@ -46,8 +46,9 @@ class KernelCache {
   detail::LruMap<std::string, CompiledKernel> kernels_{CacheLimits{}.kernels};
 };
 
+// Never destroyed: kiln's compile thread may use it while the process exits.
 KernelCache& instance() {
-  static KernelCache cache;
+  static KernelCache& cache = *new KernelCache;
   return cache;
 }
 

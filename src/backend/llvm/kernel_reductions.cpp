@@ -84,14 +84,17 @@ CompiledKernel KernelEmitter::emit_chunked_reduction(const ir::Node& root, Compi
   return result;
 }
 
-bool KernelEmitter::rows_accumulate(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
-  if (root.type.dtype == DType::bool_ || reduced_dims.empty()) return false;
-  size_t first = reduced_dims.front(), last = reduced_dims.back();
-  if (last - first + 1 != reduced_dims.size() || last + 1 == space_.size()) return false;
+bool accumulates_rows(const Shape& shape, const std::vector<size_t>& axes, DType dtype) {
+  if (dtype == DType::bool_ || axes.empty()) return false;
+  size_t first = axes.front(), last = axes.back();
+  if (last - first + 1 != axes.size() || last + 1 == shape.size()) return false;
   int64_t inner = 1;
-  for (size_t d = last + 1; d < space_.size(); ++d) inner *= space_[d];
-  if (inner == 0 || (first > 0 && inner < 16)) return false;
-  return reads_at_flat_index(graph_, kernel_);
+  for (size_t d = last + 1; d < shape.size(); ++d) inner *= shape[d];
+  return inner != 0 && !(first > 0 && inner < 16);
+}
+
+bool KernelEmitter::rows_accumulate(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
+  return accumulates_rows(space_, reduced_dims, root.type.dtype) && reads_at_flat_index(graph_, kernel_);
 }
 
 CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,

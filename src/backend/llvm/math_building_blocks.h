@@ -15,9 +15,6 @@ namespace kiln::llvm_backend::vector_math {
 
 inline llvm::Value* constant(llvm::Type* type, double value) { return llvm::ConstantFP::get(type, value); }
 
-inline llvm::Value* log(llvm::IRBuilder<>& b, llvm::Value* x) {
-  return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
-}
 inline llvm::Value* fabs(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
 }
@@ -107,6 +104,7 @@ inline llvm::Value* polynomial(llvm::IRBuilder<>& b, llvm::Value* x, const std::
 }
 
 // Defined in math_inverse.cpp.
+llvm::Value* log(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* log2(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* log10(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* atan(llvm::IRBuilder<>& b, llvm::Value* x);

@@ -73,6 +73,23 @@ llvm::Value* logarithm_special_values(llvm::IRBuilder<>& b, llvm::Value* x, llvm
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
+// log(x) = k ln2 + log(m), with ln2 split as hi + lo, hi short enough that
+// k hi is exact for every k, summed as fdlibm's log does: k hi - ((tail -
+// k lo) - f). Kiln's own rather than libm's: libmvec's vector log and libm's
+// scalar one round differently, and a loop's vector body and its scalar
+// remainder would then disagree, so that a result depended on its position
+// and on how a loop was split (tiers of a jitted graph, threads).
+llvm::Value* log(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* t = x->getType();
+  LogParts parts = log_parts(b, x);
+  constexpr long double ln2 = std::numbers::ln2_v<long double>;
+  int hi_bits = is_single(x) ? 12 : 41;
+  double hi = std::ldexp(std::round(std::ldexp(static_cast<double>(ln2), hi_bits)), -hi_bits);
+  auto lo = static_cast<double>(ln2 - static_cast<long double>(hi));
+  llvm::Value* inner = b.CreateFSub(b.CreateFSub(parts.tail, b.CreateFMul(parts.k, constant(t, lo))), parts.f);
+  return logarithm_special_values(b, x, b.CreateFSub(b.CreateFMul(parts.k, constant(t, hi)), inner));
+}
+
 // log2(x) = k + log(m) / ln2: k + hi is exact where k is 0 and otherwise
 // rounds at the result's scale (|hi| <= 1/2 <= |k|). Measured: f32 1.22
 // ulps, f64 1.25 ulps.

@@ -21,6 +21,7 @@
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "ir/control.h"
+#include "runtime/compile_profile.h"
 #include "telemetry/telemetry.h"
 #include "transform/simplify.h"
 
@@ -437,7 +438,10 @@ std::unique_ptr<const NativeLoop> NativeLoop::compile(const ir::Node& node, cons
   std::string symbol = engine.fresh_symbol_prefix() + "loop";
   auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> module = engine.new_module(symbol, *context);
-  LoopEmitter(*module, node, *layout, *bodies, placer.ys_slots()).emit(symbol);
+  {
+    runtime::PhaseTimer timer(runtime::CompilePhase::generate);
+    LoopEmitter(*module, node, *layout, *bodies, placer.ys_slots()).emit(symbol);
+  }
   Engine::Linked linked =
       engine.compile(std::move(module), std::move(context), {symbol}, dump_prefix, Engine::Pipeline::native_loop);
   size_t kernels = 0;

@@ -8,6 +8,7 @@
 #include "backend/llvm/symbolic_sizes.h"
 #include "ops/common/rules.h"
 #include "runtime/folding.h"
+#include "transform/simplify.h"
 
 namespace kiln::llvm_backend {
 
@@ -524,6 +525,32 @@ std::string describe(const ir::Graph& graph, const Plan& plan) {
     out << "\n";
   }
   return out.str();
+}
+
+}  // namespace kiln::llvm_backend
+
+namespace kiln::llvm_backend {
+
+bool reductions_match_op_by_op(const ir::Graph& graph, bool in_loop_body) {
+  ir::Graph simplified = graph;  // what compiling plans
+  transform::simplify(simplified);
+  Plan plan = plan_graph(simplified);
+  for (const Kernel& kernel : plan.kernels) {
+    if (kernel.kind != Kernel::Kind::reduce) continue;
+    const ir::Node& root = simplified.nodes[static_cast<size_t>(kernel.root)];
+    if (!ops::native_differs_from_reference(ops::rules(root.op), root.type.dtype)) continue;
+    if (in_loop_body && kernel.chunked) return false;
+    if (kernel.region.size() <= 1) continue;  // nothing fused: the reduction eager code runs
+    std::vector<size_t> axes;
+    for (int64_t axis : root.attrs.ints) axes.push_back(static_cast<size_t>(axis));
+    std::sort(axes.begin(), axes.end());
+    const Shape& input = simplified.nodes[static_cast<size_t>(root.inputs[0])].type.shape;
+    if (accumulates_rows(input, axes, root.type.dtype) && !reads_at_flat_index(simplified, kernel)) return false;
+  }
+  for (const ir::Node& node : simplified.nodes)
+    for (const auto& body : node.bodies)
+      if (!reductions_match_op_by_op(*body, true)) return false;
+  return true;
 }
 
 }  // namespace kiln::llvm_backend

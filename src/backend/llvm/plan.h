@@ -101,6 +101,16 @@ bool same_shape(const ir::Graph& graph, const ir::Node& a, const ir::Node& b);
 /// the leaves are the space's shape or single values, and no iota needs the
 /// index split into axes.
 bool reads_at_flat_index(const ir::Graph& graph, const Kernel& kernel);
+/// Whether a reduction of an input of `shape` over `axes` (ascending) adds
+/// whole rows into the output (one contiguous, non-innermost run of axes
+/// with enough inner elements), provided its kernel reads at the flat index.
+bool accumulates_rows(const Shape& shape, const std::vector<size_t>& axes, DType dtype);
+/// Whether the graph's compiled results equal running it op by op, as eager
+/// code does, bit for bit as far as its reductions go: a floating sum or
+/// product fused with producers that stop it from accumulating rows adds in
+/// another order than the same reduction of a materialized input; and loop
+/// bodies compiled whole never split a reduction across threads.
+bool reductions_match_op_by_op(const ir::Graph& graph, bool in_loop_body = false);
 /// An elementwise kernel that reads at its flat index: it loops over flat
 /// element indices, so its code does not depend on the shape.
 bool is_flat(const ir::Graph& graph, const Kernel& kernel);

@@ -63,7 +63,7 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
         count > 0 && !complex_values ? eager_compiler_for(elements, native_rounding) : nullptr;
     if (compiler) {
       auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
-      return compiler->run(arrays, build);
+      return compiler->run(arrays, build, true);
     }
     return ops::rules(op).evaluate(node, arrays);
   } catch (const AllocationError& refused) {
@@ -95,6 +95,18 @@ Array apply(ir::Primitive op, const Array& a, ir::Attributes attrs, Location whe
 Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes attrs, Location where) {
   const Array* pointers[] = {&a, &b};
   return apply_inputs(op, pointers, 2, std::move(attrs), where);
+}
+
+Array apply_if_compiled(ir::Primitive op, std::span<const Array> inputs, const ir::Attributes& attrs, Location where) {
+  int64_t elements = 0;
+  for (const Array& input : inputs) {
+    if (is_complex(input.dtype())) return Array();
+    elements = std::max(elements, input.size());
+  }
+  const EagerCompiler* compiler = inputs.empty() ? nullptr : eager_compiler_for(elements);
+  if (!compiler) return Array();
+  auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, attrs, where); };
+  return compiler->run(inputs, build, false);
 }
 
 void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }

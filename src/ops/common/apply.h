@@ -37,12 +37,19 @@ struct EagerCompiler {
   /// operation is compiled at every size.
   bool (*wants)(int64_t elements, bool native_rounding) = nullptr;
   /// Traces `build` on placeholders for `inputs` and runs the compiled graph.
-  Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) = nullptr;
+  /// With `compile` false, runs it only if it is compiled already (in
+  /// memory or in the persistent cache) and returns an empty Array if not.
+  Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) = nullptr;
 };
 void install_eager_compiler(const EagerCompiler* compiler);
 /// The installed compiler if it wants an eager operation over `elements`
 /// values, else null.
 const EagerCompiler* eager_compiler_for(int64_t elements, bool native_rounding = false);
+
+/// What apply computes eagerly, if the operation is one eager code runs
+/// compiled and its code is compiled already; else an empty Array (the
+/// caller runs the reference kernel, which rounds alike, without a compile).
+Array apply_if_compiled(ir::Primitive op, std::span<const Array> inputs, const ir::Attributes& attrs, Location where);
 
 /// Rounds a number to what `dtype` can hold (f32 rounding, integer truncation).
 Scalar scalar_as(Scalar value, DType dtype);

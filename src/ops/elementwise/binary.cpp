@@ -289,7 +289,7 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
       Operand traced(placeholders[0], array.where());
       return binary(op, name, a.is_number() ? a : traced, a.is_number() ? traced : b);
     };
-    return compiler->run(std::span<const Array>(&array.array(), 1), build);
+    return compiler->run(std::span<const Array>(&array.array(), 1), build, true);
   }
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }

@@ -69,15 +69,24 @@ Array strided_gather(const Array& x, const AbstractValue& type, int64_t base, co
   }
   KILN_CHECK(type.size() == 0 || (lowest >= 0 && highest < source.type.size()),
              "strided_gather: the view reaches outside its source");
+  if (type.size() == 0) return result;
+  // Row by row along the last axis: a broadcast row is one value repeated,
+  // a contiguous one a copy (first calls of jitted graphs run these op by op).
+  int64_t inner = rank ? shape[rank - 1] : 1, inner_step = rank ? steps[rank - 1] : 0;
+  size_t outer_rank = rank ? rank - 1 : 0;
   detail::dispatch(type.dtype, [&]<class T>() {
     const T* in = source.data<T>();
     T* out = detail::impl(result)->mutable_data<T>();
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0, n = type.size(); i < n; ++i) {
+    std::vector<int64_t> index(outer_rank, 0);
+    for (int64_t row = 0, rows = type.size() / inner; row < rows; ++row) {
       int64_t offset = base;
-      for (size_t a = 0; a < rank; ++a) offset += index[a] * steps[a];
-      out[i] = in[offset];
-      for (size_t a = rank; a-- > 0;) {
+      for (size_t a = 0; a < outer_rank; ++a) offset += index[a] * steps[a];
+      T* line = out + row * inner;
+      if (inner_step == 0) std::fill(line, line + inner, in[offset]);
+      else if (inner_step == 1) std::copy(in + offset, in + offset + inner, line);
+      else
+        for (int64_t j = 0; j < inner; ++j) line[j] = in[offset + j * inner_step];
+      for (size_t a = outer_rank; a-- > 0;) {
         if (++index[a] < shape[a]) break;
         index[a] = 0;
       }

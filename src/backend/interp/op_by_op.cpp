@@ -1,0 +1,102 @@
+// Op-by-op execution for the first calls of a graph (see the header).
+#include "backend/interp/op_by_op.h"
+
+#include <optional>
+
+#include "backend/interp/interpreter.h"
+#include "ops/common/apply.h"
+#include "ops/common/rules.h"
+#include "runtime/binding_cache.h"
+#include "runtime/blas.h"
+
+namespace kiln::interp {
+
+namespace {
+
+// What eager code runs for the node: its compiled single-operation graph.
+Array eager_kernel(const ir::Node& node, std::span<const Array> inputs) {
+  return detail::apply(node.op, inputs, node.attrs, node.where);
+}
+
+Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return runtime::blas_matmul(node, inputs); }
+
+// A node whose reference kernel rounds as its native code does: eager's
+// compiled kernel if it is compiled already (faster on large arrays: vector
+// code on every thread), else the reference kernel, with no compile.
+Array compiled_if_at_hand(const ir::Node& node, std::span<const Array> inputs) {
+  if (Array result = detail::apply_if_compiled(node.op, inputs, node.attrs, node.where); result.defined())
+    return result;
+  return ops::rules(node.op).evaluate(node, inputs);
+}
+
+Program::Kernel op_by_op_kernel(const ir::Node& node) {
+  if (runtime::blas_handles(node)) return &matmul_kernel;
+  if (ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype)) return &eager_kernel;
+  if (!node.inputs.empty() && !ir::is_control(node.op) && ops::rules(node.op).fusion != ops::Fusion::collective &&
+      detail::eager_compiler_for(node.type.size()))
+    return &compiled_if_at_hand;
+  return nullptr;
+}
+
+bool fuses(ops::Fusion fusion) { return fusion == ops::Fusion::elementwise || fusion == ops::Fusion::reduction; }
+
+// Native sin, cos and pow are libmvec's vector functions in a loop's vector
+// body and libm's in its scalar remainder, which round differently: which
+// elements get which depends on how a loop is split, so fused and op-by-op
+// code may differ in the last bit.
+bool split_dependent(const ir::Node& node) {
+  bool libmvec = node.op == ir::Primitive::sin || node.op == ir::Primitive::cos || node.op == ir::Primitive::pow;
+  return libmvec && is_floating(node.type.dtype);
+}
+
+bool graph_exact(const ir::Graph& graph) {
+  for (const ir::Node& node : graph.nodes) {
+    for (const auto& body : node.bodies)
+      if (!graph_exact(*body)) return false;
+    if (split_dependent(node)) return false;
+    if (!fuses(ops::rules(node.op).fusion)) continue;
+    for (ir::ValueId input : node.inputs) {
+      const ir::Node& producer = graph.nodes[static_cast<size_t>(input)];
+      if (is_half(producer.type.dtype) && ops::rules(producer.op).fusion == ops::Fusion::elementwise &&
+          producer.op != ir::Primitive::literal)
+        return false;
+    }
+  }
+  return true;
+}
+
+class OpByOpGraph final : public runtime::Executable {
+ public:
+  explicit OpByOpGraph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
+    if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, &op_by_op_kernel);
+  }
+
+  // Donation is not used: every node writes a fresh array.
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                         std::span<const char>) const override {
+    if (program_) return program_->run(arguments, implicit_inputs);
+    auto prepare = [&](const std::vector<int64_t>& values) {
+      return Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)),
+                     &op_by_op_kernel);
+    };
+    return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare)
+        ->run(arguments, implicit_inputs);
+  }
+
+  std::string_view backend() const override { return "op by op"; }
+
+ private:
+  std::shared_ptr<const ir::Graph> graph_;
+  std::optional<Program> program_;
+  runtime::BindingCache<Program> instances_;
+};
+
+}  // namespace
+
+bool op_by_op_exact(const ir::Graph& graph) { return graph_exact(graph); }
+
+std::shared_ptr<const runtime::Executable> op_by_op_executable(std::shared_ptr<const ir::Graph> graph) {
+  return std::make_shared<OpByOpGraph>(std::move(graph));
+}
+
+}  // namespace kiln::interp

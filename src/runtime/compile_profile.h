@@ -1,0 +1,102 @@
+// Where a graph's compile spends its time, phase by phase, so that
+// KILN_LOG=compiles and the benchmarks can say what a cold compile costs.
+// A compile sets itself as its thread's current profile; the backend adds
+// each phase's time to it, from the threads that compile its kernels too.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace kiln::runtime {
+
+enum class CompilePhase : uint8_t {
+  simplify,  // graph rewrites before planning
+  plan,      // fusion into kernels, row groups, constants
+  generate,  // LLVM IR of the kernels and loops
+  optimize,  // LLVM's passes
+  codegen,   // machine code
+  link,      // the JIT's linking and symbol lookup
+  count
+};
+
+/// The phases' times of one compile, as numbers (copyable).
+struct CompilePhases {
+  std::array<double, static_cast<size_t>(CompilePhase::count)> seconds{};
+  int modules = 0;  // LLVM modules optimized and code-generated
+  int kernels_compiled = 0;
+  int kernels_reused = 0;  // found compiled already (by their content) in the kernel cache
+  double total() const;
+  /// "simplify 0.4 ms, plan 0.2 ms, ..., 12 kernels in 3 modules, 4 reused".
+  std::string describe() const;
+};
+
+/// Thread-safe accumulation of one compile's phases.
+class CompileProfile {
+ public:
+  /// `abandonable`: a background compile, which a process exiting abandons.
+  explicit CompileProfile(bool abandonable = false) : abandonable_(abandonable) {}
+  bool abandonable() const { return abandonable_; }
+  void add(CompilePhase phase, double seconds);
+  void count_module() { modules_.fetch_add(1, std::memory_order_relaxed); }
+  void count_kernels(int compiled, int reused);
+  CompilePhases snapshot() const;
+
+ private:
+  std::array<std::atomic<int64_t>, static_cast<size_t>(CompilePhase::count)> nanoseconds_{};
+  std::atomic<int> modules_{0}, kernels_compiled_{0}, kernels_reused_{0};
+  const bool abandonable_;
+};
+
+/// The profile compiles on this thread add to (null: none).
+CompileProfile* current_compile_profile();
+
+/// Makes `profile` this thread's current one for the scope's lifetime.
+class CompileProfileScope {
+ public:
+  explicit CompileProfileScope(CompileProfile* profile);
+  ~CompileProfileScope();
+  CompileProfileScope(const CompileProfileScope&) = delete;
+  CompileProfileScope& operator=(const CompileProfileScope&) = delete;
+
+ private:
+  CompileProfile* previous_;
+};
+
+/// Adds the time from its construction to its destruction to `phase` of the current profile.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(CompilePhase phase)
+      : phase_(phase), profile_(current_compile_profile()), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    if (profile_)
+      profile_->add(phase_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  CompilePhase phase_;
+  CompileProfile* profile_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+/// A process that exits abandons the background compiles in flight: from
+/// then on their optimizer skips its remaining passes and each stops at its
+/// next phase. Compiles on a caller's thread are never abandoned.
+void abandon_compiles();
+/// Whether the compile on this thread is abandoned.
+bool compiles_abandoned();
+
+/// Thrown by a compile that stopped because the process is exiting.
+class CompileAbandoned : public std::runtime_error {
+ public:
+  CompileAbandoned() : std::runtime_error("the compile was abandoned: the process is exiting") {}
+};
+/// Throws CompileAbandoned once compiles are abandoned.
+void check_not_abandoned();
+
+}  // namespace kiln::runtime

@@ -1,0 +1,178 @@
+// Tiered execution: in background mode a new graph's first calls run op by
+// op while its optimized code compiles on kiln's compile thread, with the
+// same results bit for bit; the optimized code then serves every later call.
+// A gate held in the background compile (the test fault hook) makes "before
+// the optimized code is ready" deterministic.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "cache/backend_choice.h"
+#include "cache/graph_cache.h"
+#include "cache/persistent_cache.h"
+#include "cache/tiered_compile.h"
+#include "core/array_impl.h"
+#include "fresh_cache_fixture.h"
+#include "persistent_fixture.h"
+#include "support/compile_gate.h"
+#include "trace/trace.h"
+
+namespace kiln::testing {
+namespace {
+
+class TieredCompile : public FreshCacheTest {
+ protected:
+  void SetUp() override {
+    FreshCacheTest::SetUp();
+    if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
+  }
+};
+
+Array step(const Array& w, const Array& x) {
+  Array h = tanh(matmul(x, w) + 0.5f);
+  return sum(exp(-h) * h, {1}) + log(sum(h * h) + 1.0f);
+}
+
+TEST_F(TieredCompile, FirstCallsRunOpByOpAndMatchTheOptimizedCodeBitForBit) {
+  Array w = random::normal(random::key(1), {64, 48}), x = random::normal(random::key(2), {300, 64});
+  std::string expected = bytes_of(jit(step, {.compile_mode = CompileMode::Sync})(w, x));
+  clear_graph_cache();
+  auto tiered = jit(step, {.compile_mode = CompileMode::Background});
+  {
+    CompileGate gate;
+    for (int call = 0; call < 3; ++call) EXPECT_EQ(bytes_of(tiered(w, x)), expected) << "op-by-op call " << call;
+    EXPECT_EQ(tiered.stats().calls_before_optimized, 3);
+  }
+  EXPECT_EQ(bytes_of(tiered(w, x)), expected) << "optimized call";
+  CacheStats stats = tiered.stats();
+  EXPECT_EQ(stats.calls_before_optimized, 3);
+  EXPECT_EQ(stats.compiles, 1);
+  EXPECT_EQ(stats.misses, 1);
+  EXPECT_GT(stats.compile_seconds, 0) << "the background compile's time is counted once it is ready";
+}
+
+TEST_F(TieredCompile, SyncModeNeverRunsOpByOp) {
+  Array w = random::normal(random::key(1), {64, 48}), x = random::normal(random::key(2), {300, 64});
+  auto sync = jit(step, {.compile_mode = CompileMode::Sync});
+  sync(w, x);
+  sync(w, x);
+  EXPECT_EQ(sync.stats().calls_before_optimized, 0);
+  EXPECT_EQ(sync.stats().compiles, 1);
+}
+
+TEST_F(TieredCompile, HalfPrecisionChainsCompileBeforeTheirFirstCall) {
+  // Fused, f16 intermediates stay in f32; op by op would round each one.
+  auto chain =
+      jit([](const Array& x) { return tanh(x * 1.5f + 0.25f) * x; }, {.compile_mode = CompileMode::Background});
+  CompileGate gate;  // never opened while the call runs: a background compile would hold it
+  chain(full({1000}, 0.3f, f16));
+  EXPECT_EQ(chain.stats().calls_before_optimized, 0);
+  EXPECT_EQ(chain.stats().compiles, 1);
+}
+
+TEST_F(TieredCompile, AFailingBackgroundCompileLeavesTheFunctionOnItsFirstTierAndSaysSoOnce) {
+  Array w = random::normal(random::key(3), {64, 48}), x = random::normal(random::key(4), {30, 64});
+  std::string expected = bytes_of(jit(step, {.compile_mode = CompileMode::Sync})(w, x));
+  clear_graph_cache();
+  cache::set_background_compile_fault([](const ir::Graph&) { throw std::runtime_error("LLVM ran out of memory"); });
+  std::vector<telemetry::Event> ready;
+  std::mutex events_mutex;
+  auto subscription = telemetry::subscribe([&](const telemetry::Event& event) {
+    std::lock_guard lock(events_mutex);
+    if (event.kind == telemetry::EventKind::compile_ready) ready.push_back(event);
+  });
+  auto failing = jit(step, {.name = "failing", .compile_mode = CompileMode::Background});
+  EXPECT_EQ(bytes_of(failing(w, x)), expected);
+  wait_for_background_compiles();
+  cache::set_background_compile_fault(nullptr);
+  for (int call = 0; call < 4; ++call) EXPECT_EQ(bytes_of(failing(w, x)), expected);
+  EXPECT_EQ(failing.stats().calls_before_optimized, 5);
+  EXPECT_EQ(failing.stats().compiles, 1) << "a failed compile is not retried on every call";
+  std::lock_guard lock(events_mutex);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].function, "failing");
+  EXPECT_EQ(ready[0].tier, "op by op");
+  EXPECT_NE(ready[0].reason.find("LLVM ran out of memory"), std::string::npos);
+}
+
+TEST_F(TieredCompile, TelemetryTellsWhenACompileStartsAndWhenItsCodeIsReady) {
+  std::vector<telemetry::Event> events;
+  std::mutex events_mutex;
+  auto subscription = telemetry::subscribe([&](const telemetry::Event& event) {
+    std::lock_guard lock(events_mutex);
+    if (event.kind == telemetry::EventKind::compile || event.kind == telemetry::EventKind::compile_started ||
+        event.kind == telemetry::EventKind::compile_ready)
+      events.push_back(event);
+  });
+  Array w = random::normal(random::key(5), {64, 48}), x = random::normal(random::key(6), {30, 64});
+  jit(step, {.name = "background", .compile_mode = CompileMode::Background})(w, x);
+  wait_for_background_compiles();
+  clear_graph_cache();
+  jit(step, {.name = "sync", .compile_mode = CompileMode::Sync})(w, x);
+  std::lock_guard lock(events_mutex);
+  std::vector<std::string> seen;
+  for (const auto& event : events)
+    seen.push_back(event.function + " " + std::string(telemetry::kind_name(event.kind)) + " " + event.tier);
+  std::vector<std::string> expected = {
+      "background compile_started optimized", "background compile op by op", "background compile_ready optimized",
+      "sync compile_started optimized",       "sync compile optimized",      "sync compile_ready optimized"};
+  EXPECT_EQ(seen, expected);
+  for (const auto& event : events)
+    if (event.kind == telemetry::EventKind::compile_ready) EXPECT_GT(event.seconds, 0);
+}
+
+// Many threads make the first calls while the optimized code compiles, and
+// go on calling as it replaces the first tier (run under --thread too).
+TEST_F(TieredCompile, FirstCallsRaceTheBackgroundCompileFromManyThreads) {
+  Array w = random::normal(random::key(7), {64, 48}), x = random::normal(random::key(8), {100, 64});
+  std::string expected = bytes_of(jit(step, {.compile_mode = CompileMode::Sync})(w, x));
+  clear_graph_cache();
+  auto shared = jit(step, {.compile_mode = CompileMode::Background});
+  constexpr int threads = 8, calls = 20;
+  std::atomic<int> wrong{0}, started{0};
+  std::vector<std::thread> callers;
+  {
+    CompileGate gate;
+    for (int t = 0; t < threads; ++t)
+      callers.emplace_back([&] {
+        for (int call = 0; call < calls; ++call) {
+          if (bytes_of(shared(w, x)) != expected) wrong.fetch_add(1);
+          if (call == 0) started.fetch_add(1);
+        }
+      });
+    while (started.load() < threads) std::this_thread::yield();
+  }
+  for (auto& caller : callers) caller.join();
+  EXPECT_EQ(wrong.load(), 0);
+  CacheStats stats = shared.stats();
+  EXPECT_EQ(stats.compiles, 1);
+  EXPECT_EQ(stats.calls, threads * calls);
+  EXPECT_GE(stats.calls_before_optimized, threads);
+}
+
+TEST(TieredCompileExit, AProcessExitingDuringABackgroundCompileExitsCleanlyAndSavesNothingOfIt) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "kiln-exit-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  auto [status, output] = run("KILN_CACHE=on KILN_CACHE_DIR='" + pattern + "' " KILN_EXIT_DURING_COMPILE " 2>&1");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("first "), std::string::npos) << output;
+  bool abandoned = output.find("compiling at exit") != std::string::npos;
+  {
+    cache::PersistentCache directory(cache::PersistentOptions{.enabled = true, .directory = pattern});
+    for (const cache::EntryInfo& entry : directory.entries(true)) {
+      EXPECT_TRUE(entry.problem.empty()) << entry.path << ": " << entry.problem;
+      if (abandoned) EXPECT_NE(entry.function, "long_chain") << "the abandoned compile was saved";
+    }
+    for (const auto& file : std::filesystem::directory_iterator(pattern))
+      EXPECT_EQ(file.path().filename().string().find(".tmp-"), std::string::npos) << file.path();
+  }
+  std::filesystem::remove_all(pattern);
+  if (!abandoned) GTEST_SKIP() << "the compile finished before the program ended: nothing was abandoned";
+}
+
+}  // namespace
+}  // namespace kiln::testing
