@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -40,6 +41,12 @@ class Program {
   std::vector<std::vector<std::shared_ptr<const Program>>> bodies_;
   ops::ElementCounts element_counts_;
 };
+
+/// `graph` prepared to run node by node with the kernels `choose` picks (a
+/// symbolic graph once per binding of its symbols); `name` is its backend().
+std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
+                                                                  Program::Kernel (*choose)(const ir::Node&),
+                                                                  std::string_view name);
 
 }  // namespace kiln::interp
 

@@ -19,26 +19,30 @@ interp::Program::Kernel runtime_kernel(const ir::Node& node) {
   return runtime::blas_handles(node) ? &matmul_kernel : nullptr;
 }
 
+// Donation is not used: every node writes a fresh array.
 class InterpretedGraph final : public Executable {
  public:
-  explicit InterpretedGraph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
-    if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, &runtime_kernel);
+  InterpretedGraph(std::shared_ptr<const ir::Graph> graph, Program::Kernel (*choose)(const ir::Node&),
+                   std::string_view name)
+      : graph_(std::move(graph)), choose_(choose), name_(name) {
+    if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, choose_);
   }
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char>) const override {
     if (program_) return program_->run(arguments, implicit_inputs);
     // A symbolic graph is prepared once per binding of its symbols.
     auto prepare = [&](const std::vector<int64_t>& values) {
-      return interp::Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)),
-                             &runtime_kernel);
+      return interp::Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)), choose_);
     };
     return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare)
         ->run(arguments, implicit_inputs);
   }
-  std::string_view backend() const override { return "interp"; }
+  std::string_view backend() const override { return name_; }
 
  private:
   std::shared_ptr<const ir::Graph> graph_;
+  Program::Kernel (*choose_)(const ir::Node&);
+  std::string_view name_;
   std::optional<interp::Program> program_;
   runtime::BindingCache<interp::Program> instances_;
 };
@@ -47,10 +51,16 @@ class InterpreterBackend final : public Backend {
  public:
   std::string_view name() const override { return "interp"; }
   std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
-    return std::make_shared<InterpretedGraph>(std::move(graph));
+    return interpreted_executable(std::move(graph), &runtime_kernel, "interp");
   }
 };
 }  // namespace
+
+std::shared_ptr<const Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
+                                                         Program::Kernel (*choose)(const ir::Node&),
+                                                         std::string_view name) {
+  return std::make_shared<InterpretedGraph>(std::move(graph), choose, name);
+}
 
 const Backend& interpreter_backend() {
   static const InterpreterBackend backend;

@@ -1,12 +1,9 @@
 // Op-by-op execution for the first calls of a graph (see the header).
 #include "backend/interp/op_by_op.h"
 
-#include <optional>
-
 #include "backend/interp/interpreter.h"
 #include "ops/common/apply.h"
 #include "ops/common/rules.h"
-#include "runtime/binding_cache.h"
 #include "runtime/blas.h"
 
 namespace kiln::interp {
@@ -65,38 +62,12 @@ bool graph_exact(const ir::Graph& graph) {
   return true;
 }
 
-class OpByOpGraph final : public runtime::Executable {
- public:
-  explicit OpByOpGraph(std::shared_ptr<const ir::Graph> graph) : graph_(std::move(graph)) {
-    if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, &op_by_op_kernel);
-  }
-
-  // Donation is not used: every node writes a fresh array.
-  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                         std::span<const char>) const override {
-    if (program_) return program_->run(arguments, implicit_inputs);
-    auto prepare = [&](const std::vector<int64_t>& values) {
-      return Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)),
-                     &op_by_op_kernel);
-    };
-    return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare)
-        ->run(arguments, implicit_inputs);
-  }
-
-  std::string_view backend() const override { return "op by op"; }
-
- private:
-  std::shared_ptr<const ir::Graph> graph_;
-  std::optional<Program> program_;
-  runtime::BindingCache<Program> instances_;
-};
-
 }  // namespace
 
 bool op_by_op_exact(const ir::Graph& graph) { return graph_exact(graph); }
 
 std::shared_ptr<const runtime::Executable> op_by_op_executable(std::shared_ptr<const ir::Graph> graph) {
-  return std::make_shared<OpByOpGraph>(std::move(graph));
+  return interpreted_executable(std::move(graph), &op_by_op_kernel, "op by op");
 }
 
 }  // namespace kiln::interp
