@@ -69,12 +69,16 @@ Array blas_matmul(const ir::Node& node, const Array& a_array, bool transpose_a, 
       for (int64_t i = first; i < last; ++i) gemm(i, 0, m, 0, n);
     });
   } else {
-    // Split the longer side of each product across the pool.
+    // Split the longer side of each product across the pool, one part per
+    // thread at most: each part packs the whole other operand again.
+    int64_t parts = thread_count();
     for (int64_t i = 0; i < batch; ++i) {
       if (m >= n) {
-        parallel_for(m, n * k, [&](int64_t first, int64_t last) { gemm(i, first, last, 0, n); });
+        parallel_for(
+            m, n * k, [&](int64_t first, int64_t last) { gemm(i, first, last, 0, n); }, parts);
       } else {
-        parallel_for(n, m * k, [&](int64_t first, int64_t last) { gemm(i, 0, m, first, last); });
+        parallel_for(
+            n, m * k, [&](int64_t first, int64_t last) { gemm(i, 0, m, first, last); }, parts);
       }
     }
   }

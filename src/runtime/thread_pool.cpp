@@ -1,13 +1,28 @@
-// Thread pool (see the header). One job at a time: kernels run one after
-// another, so a single shared job slot keeps the pool simple.
+// Thread pool (see the header). One split loop at a time: kernels run one
+// after another, so a single shared job keeps the pool simple; a loop that
+// finds the pool taken (another user thread, or a loop inside a part) runs
+// on its caller alone.
+//
+// Sharing a busy machine: a worker that the scheduler has taken off its
+// core must never hold the caller up. So parts are claimed, not assigned:
+// the caller runs every part no worker has started and waits only for parts
+// in progress. And whether handing parts out pays is measured, per size of
+// loop: on an idle machine a large loop runs about twice as fast split, but
+// with other processes busy a worker comes late or not at all, and a small
+// loop then runs faster on its caller alone.
 #include "runtime/thread_pool.h"
 
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -15,113 +30,231 @@ namespace kiln::runtime {
 
 namespace {
 
-// Below this many element-operations a loop is not worth waking threads for
-// (a wake-up and join costs a few microseconds).
-constexpr int64_t parallel_threshold = 1 << 16;
+using Clock = std::chrono::steady_clock;
+
+// Below this many element-operations a part is not worth a handoff (waking
+// or signalling a thread costs a few microseconds).
+constexpr int64_t part_minimum_cost = 1 << 16;
+
+// Kernels come in quick succession (a training step runs dozens), and a
+// thread that blocks lets its core go idle; waking it, and the core coming
+// back to speed, costs far more than a kernel here. So both sides poll for
+// 2 ms before they block, yielding the core between polls so that other
+// runnable threads lose nothing. Measured in this virtual machine, for a
+// burst of [256,512] elementwise kernels after 200 ms idle: 8 us each back
+// to back; 120 us when polling 50 us (with or without yielding after); 16
+// us yielding for 2 ms; busy-polling with pause for 2 ms did as well but
+// slowed two test processes sharing the cores twofold.
+constexpr auto poll_bound = std::chrono::milliseconds(2);
+
+template <class Ready>
+bool poll_until(Ready ready) {
+  auto start = Clock::now();
+  for (;;) {
+    if (ready()) return true;
+    if (Clock::now() - start > poll_bound) return ready();
+    std::this_thread::yield();
+  }
+}
+
+// Sleeping and waking on a 32-bit atomic, where a waker that finds no
+// sleeper makes no system call. A sleeper is counted before it checks the value one last time, and a waker
+// changes the value before it reads the count, both sequentially
+// consistent, so either the sleeper sees the new value or the waker sees the
+// sleeper; a waker that sees none makes no system call.
+class Sleepers {
+ public:
+  void sleep_while(const std::atomic<uint32_t>& word, uint32_t value) {
+    count_.fetch_add(1);
+    while (word.load() == value)
+      syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAIT_PRIVATE, value, nullptr, nullptr, 0);
+    count_.fetch_sub(1);
+  }
+  void wake_all(std::atomic<uint32_t>& word) {
+    if (count_.load() > 0)
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+  }
+
+ private:
+  std::atomic<int> count_{0};
+};
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+
+int cores_available() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// MPI ranks on one node each get their share of its cores: a pool per rank
+// sized to the whole node would put several runnable threads on every core.
+int ranks_on_this_node() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
+    if (const char* text = std::getenv(name)) return std::max(1, std::atoi(text));
+  return 1;
+}
+
+int default_threads() {
+  if (const char* text = std::getenv("KILN_THREADS")) return std::max(1, std::atoi(text));
+  return std::max(1, cores_available() / ranks_on_this_node());
+}
+
+// Whether splitting loops of one size paid when last measured. The measure
+// is the split loop's time over the time its caller would have taken alone
+// (its own time per part, times all parts). A size that stopped paying is
+// tried again after a backoff, so the pool notices when the machine frees up.
+struct SplitRecord {
+  double time_ratio = 0;  // moving average; 0: never measured
+  bool split = true;
+  Clock::time_point next_try{};
+  Clock::duration backoff = std::chrono::milliseconds(20);
+};
+constexpr double splitting_pays_below = 0.9;
+constexpr auto longest_backoff = std::chrono::seconds(2);
 
 class Pool {
  public:
-  Pool() {
-    int threads = static_cast<int>(std::thread::hardware_concurrency());
-    if (const char* text = std::getenv("KILN_THREADS")) threads = std::atoi(text);
-    threads_ = std::max(1, threads);
-    limit_.store(threads_);
+  Pool() : threads_(default_threads()), limit_(threads_) {
+    most_parts_ = threads_ == 1 ? 1 : std::min<int64_t>(4 * threads_, max_slots);
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
   }
   ~Pool() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_.store(true);
-    }
-    wake_.notify_all();
+    stopping_.store(true);
+    generation_.fetch_add(1);
+    idle_workers_.wake_all(generation_);
     for (auto& worker : workers_) worker.join();
   }
 
   int threads() const { return threads_; }
-
   void set_limit(int threads) { limit_.store(std::clamp(threads, 1, threads_)); }
   int limit() const { return limit_.load(std::memory_order_relaxed); }
 
-  void run(int64_t range, const std::function<void(int64_t, int64_t)>& body) {
-    std::lock_guard serial(submit_);  // one parallel loop at a time
-    {
-      std::lock_guard lock(mutex_);
-      body_ = &body;
-      range_ = range;
-      active_ = limit();
-      pending_.store(threads_ - 1);
-      generation_.fetch_add(1);
+  // The bounds of every part depend only on the loop's size, never on who
+  // runs it: a kernel's vector body and scalar remainder then cover the same
+  // elements on every call, and results stay the same bit for bit.
+  int64_t parts_for(int64_t range, int64_t total_cost, int64_t most_parts) const {
+    int64_t cap = most_parts > 0 ? std::min(most_parts, most_parts_) : most_parts_;
+    return std::clamp<int64_t>(total_cost / part_minimum_cost, 1, std::min(range, cap));
+  }
+
+  void run(int64_t range, int64_t parts, uint64_t total_cost, const std::function<void(int64_t, int64_t)>& body) {
+    if (busy_.exchange(true, std::memory_order_acquire)) return run_alone(range, parts, body);
+    SplitRecord& record = records_[static_cast<size_t>(std::bit_width(total_cost))];
+    Clock::time_point start = Clock::now();
+    bool trying_again = !record.split;
+    if (trying_again && start < record.next_try) {
+      busy_.store(false, std::memory_order_release);
+      return run_alone(range, parts, body);
     }
-    wake_.notify_all();
-    chunk(0, body);
-    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
-      std::unique_lock lock(mutex_);
-      done_.wait(lock, [&] { return pending_.load() == 0; });
+    publish(range, parts, body);
+    int64_t done_by_caller = claim_and_run(0);
+    Clock::time_point own_work_done = Clock::now();
+    auto total = static_cast<uint32_t>(parts);
+    if (finished_.fetch_add(static_cast<uint32_t>(done_by_caller), std::memory_order_acq_rel) +
+            static_cast<uint32_t>(done_by_caller) !=
+        total) {
+      if (!poll_until([&] { return finished_.load(std::memory_order_acquire) == total; }))
+        for (uint32_t seen; (seen = finished_.load()) != total;) waiting_caller_.sleep_while(finished_, seen);
     }
-    body_ = nullptr;
+    if (done_by_caller > 0)
+      learn(record, trying_again, Clock::now() - start, (own_work_done - start) * parts / done_by_caller);
+    busy_.store(false, std::memory_order_release);
+  }
+
+  static void run_alone(int64_t range, int64_t parts, const std::function<void(int64_t, int64_t)>& body) {
+    for (int64_t part = 0; part < parts; ++part) run_part(range, parts, part, body);
   }
 
  private:
-  // Kernels come in quick succession (a training step runs dozens), and a
-  // thread that blocks lets its core go idle; waking it, and the core coming
-  // back to speed, costs far more than a kernel here. So both sides poll for
-  // 2 ms before they block, yielding the core between polls so that other
-  // runnable threads lose nothing. Measured in this virtual machine, for a
-  // burst of [256,512] elementwise kernels after 200 ms idle: 8 us each back
-  // to back; 120 us when polling 50 us (with or without yielding after); 16
-  // us yielding for 2 ms; busy-polling with pause for 2 ms did as well but
-  // slowed two test processes sharing the cores twofold.
-  template <class Ready>
-  static bool spin_until(Ready ready) {
-    auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      if (ready()) return true;
-      auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > std::chrono::milliseconds(2)) return ready();
-      std::this_thread::yield();
-    }
-  }
+  static constexpr int64_t max_slots = 256;
 
-  void chunk(int part, const std::function<void(int64_t, int64_t)>& body) {
-    if (part >= active_) return;
-    int64_t begin = range_ * part / active_;
-    int64_t end = range_ * (part + 1) / active_;
+  static void run_part(int64_t range, int64_t parts, int64_t part, const std::function<void(int64_t, int64_t)>& body) {
+    int64_t begin = range * part / parts, end = range * (part + 1) / parts;
     if (begin < end) body(begin, end);
   }
 
-  void work(int part) {
-    uint64_t seen = 0;
+  // A part's slot holds generation*2 while free and generation*2+1 once
+  // claimed: a worker still looking at an earlier loop fails its claim.
+  void publish(int64_t range, int64_t parts, const std::function<void(int64_t, int64_t)>& body) {
+    uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    body_.store(&body, std::memory_order_relaxed);
+    range_.store(range, std::memory_order_relaxed);
+    parts_.store(parts, std::memory_order_relaxed);
+    active_.store(limit(), std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    for (int64_t part = 0; part < parts; ++part)
+      slots_[static_cast<size_t>(part)].store(uint64_t{generation} << 1, std::memory_order_release);
+    generation_.store(generation);
+    idle_workers_.wake_all(generation_);
+  }
+
+  // Claims parts of the current loop, the thread's own share first (the same
+  // thread then touches the same memory from one kernel to the next), then
+  // any left; returns how many it ran.
+  int64_t claim_and_run(int index) {
+    uint32_t generation = generation_.load(std::memory_order_acquire);
+    uint64_t free = uint64_t{generation} << 1;
+    int64_t parts = parts_.load(std::memory_order_relaxed), ran = 0;
+    auto try_part = [&](int64_t part) {
+      auto& slot = slots_[static_cast<size_t>(part)];
+      uint64_t expected = free;
+      if (slot.load(std::memory_order_relaxed) != free ||
+          !slot.compare_exchange_strong(expected, free | 1, std::memory_order_acq_rel))
+        return;
+      // The claim succeeded, so this loop is still running and its fields are
+      // the ones published with this generation.
+      int64_t loop_parts = parts_.load(std::memory_order_relaxed);
+      run_part(range_.load(std::memory_order_relaxed), loop_parts, part, *body_.load(std::memory_order_relaxed));
+      ++ran;
+      if (index != 0 && finished_.fetch_add(1) + 1 == loop_parts) waiting_caller_.wake_all(finished_);
+    };
+    for (int64_t part = index; part < parts; part += threads_) try_part(part);
+    for (int64_t part = 0; part < parts; ++part)
+      if (part % threads_ != index) try_part(part);
+    return ran;
+  }
+
+  static void learn(SplitRecord& record, bool trying_again, Clock::duration taken, Clock::duration alone) {
+    double ratio =
+        std::chrono::duration<double>(taken).count() / std::max(std::chrono::duration<double>(alone).count(), 1e-9);
+    record.time_ratio = trying_again || record.time_ratio == 0 ? ratio : 0.75 * record.time_ratio + 0.25 * ratio;
+    if (record.time_ratio < splitting_pays_below) {
+      record.split = true;
+      record.backoff = std::chrono::milliseconds(20);
+      return;
+    }
+    if (trying_again) record.backoff = std::min<Clock::duration>(record.backoff * 2, longest_backoff);
+    record.split = false;
+    record.next_try = Clock::now() + record.backoff;
+  }
+
+  void work(int index) {
+    // Not the generation now: a worker that starts after the pool began
+    // shutting down must see the shutdown's generation as new.
+    uint32_t seen = 0;
     for (;;) {
-      auto fresh = [&] {
-        return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
-      };
-      if (!spin_until(fresh)) {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, fresh);
-      }
-      if (stopping_.load()) return;
+      if (!poll_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
+        idle_workers_.sleep_while(generation_, seen);
       seen = generation_.load(std::memory_order_acquire);
-      chunk(part, *body_);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard lock(mutex_);
-        done_.notify_one();
-      }
+      if (stopping_.load()) return;
+      if (index < active_.load(std::memory_order_relaxed)) claim_and_run(index);
     }
   }
 
-  int threads_ = 1;
-  std::atomic<int> limit_{1 << 20};
-  int active_ = 1;
+  const int threads_;
+  int64_t most_parts_ = 1;
+  std::atomic<int> limit_;
   std::vector<std::thread> workers_;
-  std::mutex submit_, mutex_;
-  std::condition_variable wake_, done_;
-  // Written by run() before it bumps generation_; workers read them after
-  // seeing the new generation (acquire), so they see the new values.
-  const std::function<void(int64_t, int64_t)>* body_ = nullptr;
-  int64_t range_ = 0;
-  std::atomic<int> pending_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> busy_{false}, stopping_{false};
+  std::array<SplitRecord, 65> records_{};  // by bit width of the loop's cost; only the busy_ holder touches them
+  // The current loop, published before its generation (release); a worker
+  // relies on them only after claiming a part of that generation.
+  std::atomic<const std::function<void(int64_t, int64_t)>*> body_{nullptr};
+  std::atomic<int64_t> range_{0}, parts_{0};
+  std::atomic<int> active_{1};
+  std::array<std::atomic<uint64_t>, max_slots> slots_{};
+  std::atomic<uint32_t> finished_{0}, generation_{0};
+  Sleepers idle_workers_, waiting_caller_;
 };
 
 Pool& pool() {
@@ -134,13 +267,15 @@ Pool& pool() {
 int thread_count() { return pool().threads(); }
 void set_thread_limit(int threads) { pool().set_limit(threads); }
 
-void parallel_for(int64_t range, int64_t cost_per_iteration, const std::function<void(int64_t, int64_t)>& body) {
+void parallel_for(int64_t range, int64_t cost_per_iteration, const std::function<void(int64_t, int64_t)>& body,
+                  int64_t most_parts) {
   if (range <= 0) return;
-  if (range == 1 || range * std::max<int64_t>(cost_per_iteration, 1) < parallel_threshold || pool().limit() == 1) {
-    body(0, range);
-    return;
-  }
-  pool().run(range, body);
+  Pool& threads = pool();
+  int64_t total_cost = range * std::max<int64_t>(cost_per_iteration, 1);
+  int64_t parts = threads.parts_for(range, total_cost, most_parts);
+  if (parts == 1) return body(0, range);
+  if (threads.limit() == 1) return Pool::run_alone(range, parts, body);
+  threads.run(range, parts, static_cast<uint64_t>(total_cost), body);
 }
 
 }  // namespace kiln::runtime

@@ -36,6 +36,9 @@ struct RandomGraphOptions {
   /// Per cent of graphs with large arrays (up to ~100k elements), which the
   /// runtime splits across threads.
   int large_percent = 3;
+  /// When set, arguments hold about this many elements (a benchmark corpus
+  /// at realistic sizes) and no value grows past 8 times as many.
+  int64_t elements = 0;
 };
 
 struct RandomGraph {

@@ -250,11 +250,13 @@ class Generator : Randomness {
   int64_t extent() {
     if (coin(6)) return 0;
     if (large_ && coin(50)) return integer(64, 400);
+    if (options_.elements > 0 && coin(50)) return integer(16, 256);
     if (coin(12)) return integer(6, 40);
     return integer(1, options_.max_extent);
   }
 
   Shape random_shape(int min_rank = 0) {
+    if (options_.elements > 0) return sized_shape(min_rank);
     // Mostly rank 2 and up: 0-d graphs are cheap to cover and say little.
     int64_t rank = coin(10) ? integer(0, 1) : integer(2, std::max(2, options_.max_rank));
     Shape shape(static_cast<size_t>(std::max<int64_t>(rank, min_rank)));
@@ -262,6 +264,19 @@ class Generator : Randomness {
     // Keep graphs quick to run in a debug build.
     while (shape_size(shape) > (large_ ? 100000 : 6000))
       for (int64_t& e : shape) e = std::max<int64_t>(1, e / 2);
+    return shape;
+  }
+
+  /// About options_.elements elements: rows of 16 to 1024, rank 1 to 3.
+  Shape sized_shape(int min_rank) {
+    int64_t rank = std::max<int64_t>(integer(1, 3), min_rank);
+    if (rank == 1) return {options_.elements};
+    int64_t inner = int64_t{1} << integer(4, 10);
+    int64_t outer = std::max<int64_t>(1, options_.elements / inner);
+    if (rank == 2) return {outer, inner};
+    int64_t middle = int64_t{1} << integer(0, 3);
+    Shape shape{std::max<int64_t>(1, outer / middle), middle, inner};
+    while (static_cast<int64_t>(shape.size()) < rank) shape.insert(shape.begin(), 1);
     return shape;
   }
 
@@ -275,6 +290,7 @@ class Generator : Randomness {
 
   /// Results past this many elements are not built (broadcasts multiply sizes).
   bool too_large(const std::optional<Shape>& shape) const {
+    if (options_.elements > 0) return !shape || shape_size(*shape) > 8 * options_.elements;
     return !shape || shape_size(*shape) > (large_ ? 200000 : 20000);
   }
 
