@@ -34,6 +34,7 @@ StepProgram::StepProgram(const ir::Graph& graph, std::vector<ProgramStep> steps,
   constants_.resize(count);
   last_reading_step_ = last_reading_steps(steps_, count, graph.outputs);
   defining_step_.assign(count, -1);
+  nothing_overwritable_.assign(count, 0);
   for (size_t s = 0; s < steps_.size(); ++s)
     defining_step_[static_cast<size_t>(steps_[s].defines)] = static_cast<int>(s);
 }

@@ -5,6 +5,7 @@
 // intermediate. What a step computes is the backend's business.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -51,7 +52,11 @@ class StepProgram {
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated, RunFrom&& run_from, const ir::Graph* sizes = nullptr) const {
     std::vector<Array> values = bind(arguments, implicit_inputs, sizes ? *sizes : *graph_);
-    const std::vector<char> overwritable = overwritable_arguments(arguments, implicit_inputs, donated);
+    // Most calls donate nothing: they share one all-zero table.
+    std::vector<char> donated_table;
+    bool donating = std::any_of(donated.begin(), donated.end(), [](char d) { return d != 0; });
+    if (donating) donated_table = overwritable_arguments(arguments, implicit_inputs, donated);
+    const std::vector<char>& overwritable = donating ? donated_table : nothing_overwritable_;
     for (size_t step = 0; step < steps_.size();) {
       size_t next = run_from(step, values, overwritable);
       for (; step < next; ++step) release_last_reads(step, values);
@@ -71,8 +76,9 @@ class StepProgram {
   std::vector<ProgramStep> steps_;
   std::vector<Array> constants_;
   const char* implicit_inputs_name_ = "implicit inputs";
-  std::vector<int> last_reading_step_;  // by value id
-  std::vector<int> defining_step_;      // by value id
+  std::vector<int> last_reading_step_;      // by value id
+  std::vector<int> defining_step_;          // by value id
+  std::vector<char> nothing_overwritable_;  // by value id: all zero
 };
 
 }  // namespace kiln::runtime

@@ -209,6 +209,7 @@ class CompiledGraph final : public runtime::Executable {
                                   std::span<const Array> implicit_inputs, std::span<const char> donated) const {
     std::vector<Array> inputs;
     std::vector<char*> pointers;
+    pointers.reserve(8);  // constants, outputs, leaves: grown once at most
     ops::ControlResults control_results(element_counts_);
     return program_.run(
         arguments, implicit_inputs, donated,
