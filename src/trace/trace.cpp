@@ -3,6 +3,8 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+
 #include "core/error_format.h"
 #include "ir/dead_code.h"
 #include "kiln/graph.h"
@@ -12,6 +14,7 @@ namespace kiln::detail {
 
 namespace {
 thread_local std::vector<std::shared_ptr<TraceState>> trace_stack;
+thread_local size_t nodes_in_last_trace = 0;
 }  // namespace
 
 TraceState* current_trace() { return trace_stack.empty() ? nullptr : trace_stack.back().get(); }
@@ -74,7 +77,10 @@ Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner
 TraceSession::TraceSession(std::string name, Location where) : state_(std::make_shared<TraceState>()) {
   state_->name = name;
   state_->graph.name = std::move(name);
-  state_->graph.nodes.reserve(64);  // most traces are longer than a handful of nodes
+  // Room for as many nodes as this thread's last trace reached: a function
+  // is traced again and again (stateful re-traces, grad, vmap), and a
+  // vector doubling up to its length moves every node several times.
+  state_->graph.nodes.reserve(std::max<size_t>(64, nodes_in_last_trace));
   state_->where = where;
   state_->parent = current_trace();
   if (state_->parent) state_->shape_reads = state_->parent->shape_reads;
@@ -115,6 +121,7 @@ Graph TraceSession::finish(const std::vector<Array>& outputs) {
   if (!trace_stack.empty() && trace_stack.back() == state_) trace_stack.pop_back();
   set_active_trace(trace_stack.empty() ? nullptr : trace_stack.back());
   // The tracers keep the state alive for leak reports, which need only the name.
+  nodes_in_last_trace = std::min<size_t>(state_->graph.nodes.size(), size_t{1} << 20);
   auto graph = std::make_shared<ir::Graph>(std::move(state_->graph));
   ir::eliminate_dead_nodes(*graph);
   state_->graph = ir::Graph{};
