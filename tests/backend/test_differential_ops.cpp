@@ -864,6 +864,21 @@ TEST_F(Differential, MergedKernelsStoreOnlyWhatOthersRead) {
   EXPECT_EQ(run_differential(test, {tolerance}), "");
 }
 
+// A broadcast that repeats an expensive value reads it stored once rather
+// than recomputing its chain per repeat: exp(x) * 2 broadcast to [3, n]
+// runs exp once per element of x, in a kernel of its own.
+TEST_F(Differential, BroadcastOfAnExpensiveChainReadsItStored) {
+  auto repeated = [](const Array& x, const Array& rows) { return Arrays{(exp(x) * 2.0f + 1.0f) * rows}; };
+  Array x = data({1000}, DType::f32, false), rows = data({3, 1}, DType::f32, false);
+  auto test = trace_case("repeated_exp", repeated, x, rows);
+  std::string plan = describe_plan(test.graph);
+  EXPECT_NE(plan.find("f32[1000]: elementwise kernel"), std::string::npos) << plan;
+  EXPECT_EQ(run_differential(test, {ulps(8, DType::f32)}), "");
+  auto cheap = [](const Array& x, const Array& rows) { return Arrays{(x * 2.0f + 1.0f) * rows}; };
+  std::string cheap_plan = describe_plan(trace_case("repeated_mul", cheap, x, rows).graph);
+  EXPECT_EQ(cheap_plan.find("f32[1000]: elementwise kernel"), std::string::npos) << cheap_plan;  // recomputed
+}
+
 TEST_F(Differential, ReductionsAndSoftmaxOfFusedProducers) {
   for (DType dtype : float_dtypes) {
     Array x = data({4, 3, 50}, dtype, false), y = data({50}, dtype, false);
