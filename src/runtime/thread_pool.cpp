@@ -23,7 +23,9 @@
 #include <bit>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace kiln::runtime {
@@ -156,6 +158,12 @@ class Pool {
       if (!poll_until([&] { return finished_.load(std::memory_order_acquire) == total; }))
         for (uint32_t seen; (seen = finished_.load()) != total;) waiting_caller_.sleep_while(finished_, seen);
     }
+    if (failed_.load()) {
+      std::exception_ptr failure = std::exchange(failure_, nullptr);
+      failed_.store(false);
+      busy_.store(false, std::memory_order_release);
+      std::rethrow_exception(failure);
+    }
     if (done_by_caller > 0)
       learn(record, trying_again, Clock::now() - start, (own_work_done - start) * parts / done_by_caller);
     busy_.store(false, std::memory_order_release);
@@ -204,7 +212,15 @@ class Pool {
       // The claim succeeded, so this loop is still running and its fields are
       // the ones published with this generation.
       int64_t loop_parts = parts_.load(std::memory_order_relaxed);
-      run_part(range_.load(std::memory_order_relaxed), loop_parts, part, *body_.load(std::memory_order_relaxed));
+      // A part that throws ends the loop: the parts not yet started are
+      // claimed and skipped, and the caller rethrows once no part runs.
+      if (!failed_.load(std::memory_order_relaxed)) {
+        try {
+          run_part(range_.load(std::memory_order_relaxed), loop_parts, part, *body_.load(std::memory_order_relaxed));
+        } catch (...) {
+          if (!failed_.exchange(true)) failure_ = std::current_exception();
+        }
+      }
       ++ran;
       if (index != 0 && finished_.fetch_add(1) + 1 == loop_parts) waiting_caller_.wake_all(finished_);
     };
@@ -254,6 +270,10 @@ class Pool {
   std::atomic<int> active_{1};
   std::array<std::atomic<uint64_t>, max_slots> slots_{};
   std::atomic<uint32_t> finished_{0}, generation_{0};
+  // The first exception a part of the current loop threw; written before
+  // its part counts as finished, read by the caller after every part has.
+  std::atomic<bool> failed_{false};
+  std::exception_ptr failure_;
   Sleepers idle_workers_, waiting_caller_;
 };
 

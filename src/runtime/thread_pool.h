@@ -20,7 +20,8 @@ void set_thread_limit(int threads);
 /// (and, measured as it runs, handing parts to other threads did pay for
 /// loops of this size). `most_parts` caps the number of parts (0: the pool's
 /// own cap), for bodies with a fixed cost per call such as a matrix product
-/// packing its operand.
+/// packing its operand. When a part throws, the parts not yet started are
+/// skipped and the first exception reaches the caller once no part runs.
 void parallel_for(int64_t range, int64_t cost_per_iteration, const std::function<void(int64_t, int64_t)>& body,
                   int64_t most_parts = 0);
 

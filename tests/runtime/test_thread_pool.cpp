@@ -16,6 +16,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -96,6 +97,19 @@ TEST(ThreadPool, LoopsInsidePartsAndFromSeveralThreads) {
   for (int t = 0; t < 4; ++t) callers.emplace_back(outer);
   for (auto& caller : callers) caller.join();
   EXPECT_EQ(total.load(), int64_t{4} * 64 * (1 << 12));
+}
+
+TEST(ThreadPool, APartThatThrowsReachesTheCallerAndThePoolGoesOn) {
+  for (int round = 0; round < 20; ++round) {
+    int64_t range = 1 << 20;
+    int64_t thrower = range / 2 + round;  // in a part the caller or a worker may run
+    EXPECT_THROW(runtime::parallel_for(range, 16,
+                                       [&](int64_t begin, int64_t end) {
+                                         if (begin <= thrower && thrower < end) throw std::runtime_error("part failed");
+                                       }),
+                 std::runtime_error);
+    run_loop(range, 16);  // the next loop runs every index once
+  }
 }
 
 // Busy processes: forked integer loops, ended by their pid.
