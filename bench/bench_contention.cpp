@@ -10,8 +10,6 @@
 //
 //   bench_contention [--steps N] [--w1-calls N] [--repeats N] [--busy 0,2,4]
 #include <kiln/kiln.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +19,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "support/busy_processes.h"
 
 namespace {
 using kiln::Array;
@@ -88,25 +88,6 @@ double measure(const std::string& self, const char* workload, int count, bool on
   return seconds;
 }
 
-// Busy processes: plain integer loops, forked, ended by their pid.
-std::vector<pid_t> start_busy(int count) {
-  std::vector<pid_t> pids;
-  for (int i = 0; i < count; ++i) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      volatile uint64_t spin = 0;
-      for (;;) spin = spin * 6364136223846793005ull + 1;
-    }
-    pids.push_back(pid);
-  }
-  return pids;
-}
-
-void stop_busy(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) kill(pid, SIGKILL);
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
-}
-
 struct Series {
   std::vector<double> seconds;
   double min() const { return *std::min_element(seconds.begin(), seconds.end()); }
@@ -158,7 +139,7 @@ int main(int argc, char** argv) {
               "ratio (median)", "goal");
   bool all_met = true;
   for (int busy : busy_counts) {
-    std::vector<pid_t> pids = start_busy(busy);
+    kiln::testing::BusyProcesses busy_processes(busy);
     usleep(200000);
     struct Workload {
       const char* name;
@@ -180,7 +161,6 @@ int main(int argc, char** argv) {
                   default_threads.median(), one_thread.min(), one_thread.median(), ratio, met ? "met" : "NOT MET");
       std::fflush(stdout);
     }
-    stop_busy(pids);
   }
   return all_met ? 0 : 1;
 }

@@ -59,11 +59,11 @@ bool poll_until(Ready ready) {
   }
 }
 
-// Sleeping and waking on a 32-bit atomic, where a waker that finds no
-// sleeper makes no system call. A sleeper is counted before it checks the value one last time, and a waker
-// changes the value before it reads the count, both sequentially
-// consistent, so either the sleeper sees the new value or the waker sees the
-// sleeper; a waker that sees none makes no system call.
+// Sleeping and waking on a 32-bit atomic. A sleeper is counted before it
+// checks the value one last time, and a waker changes the value before it
+// reads the count, both sequentially consistent: either the sleeper sees the
+// new value or the waker sees the sleeper, so a waker that sees none makes
+// no system call.
 class Sleepers {
  public:
   void sleep_while(const std::atomic<uint32_t>& word, uint32_t value) {
@@ -106,13 +106,13 @@ int default_threads() {
 // (its own time per part, times all parts). A size that stopped paying is
 // tried again after a backoff, so the pool notices when the machine frees up.
 struct SplitRecord {
-  double time_ratio = 0;  // moving average; 0: never measured
-  bool split = true;
+  double time_ratio = 0;  // moving average; 0: never measured, so split
   Clock::time_point next_try{};
   Clock::duration backoff = std::chrono::milliseconds(20);
 };
 constexpr double splitting_pays_below = 0.9;
 constexpr auto longest_backoff = std::chrono::seconds(2);
+bool splitting_pays(const SplitRecord& record) { return record.time_ratio < splitting_pays_below; }
 
 class Pool {
  public:
@@ -143,7 +143,7 @@ class Pool {
     if (busy_.exchange(true, std::memory_order_acquire)) return run_alone(range, parts, body);
     SplitRecord& record = records_[static_cast<size_t>(std::bit_width(total_cost))];
     Clock::time_point start = Clock::now();
-    bool trying_again = !record.split;
+    bool trying_again = !splitting_pays(record);
     if (trying_again && start < record.next_try) {
       busy_.store(false, std::memory_order_release);
       return run_alone(range, parts, body);
@@ -198,7 +198,8 @@ class Pool {
 
   // Claims parts of the current loop, the thread's own share first (the same
   // thread then touches the same memory from one kernel to the next), then
-  // any left; returns how many it ran.
+  // any left; returns how many it claimed (after a part threw, claimed
+  // parts are skipped).
   int64_t claim_and_run(int index) {
     uint32_t generation = generation_.load(std::memory_order_acquire);
     uint64_t free = uint64_t{generation} << 1;
@@ -234,13 +235,11 @@ class Pool {
     double ratio =
         std::chrono::duration<double>(taken).count() / std::max(std::chrono::duration<double>(alone).count(), 1e-9);
     record.time_ratio = trying_again || record.time_ratio == 0 ? ratio : 0.75 * record.time_ratio + 0.25 * ratio;
-    if (record.time_ratio < splitting_pays_below) {
-      record.split = true;
+    if (splitting_pays(record)) {
       record.backoff = std::chrono::milliseconds(20);
       return;
     }
     if (trying_again) record.backoff = std::min<Clock::duration>(record.backoff * 2, longest_backoff);
-    record.split = false;
     record.next_try = Clock::now() + record.backoff;
   }
 

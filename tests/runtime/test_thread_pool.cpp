@@ -3,9 +3,6 @@
 // a loop of small kernels finishes while other processes keep every core busy.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +19,7 @@
 #include <vector>
 
 #include "runtime/thread_pool.h"
+#include "support/busy_processes.h"
 
 namespace kiln {
 namespace {
@@ -112,37 +110,13 @@ TEST(ThreadPool, APartThatThrowsReachesTheCallerAndThePoolGoesOn) {
   }
 }
 
-// Busy processes: forked integer loops, ended by their pid.
-class BusyProcesses {
- public:
-  explicit BusyProcesses(int count) {
-    for (int i = 0; i < count; ++i) {
-      pid_t pid = fork();
-      if (pid == 0) {
-        volatile uint64_t spin = 0;
-        for (;;) spin = spin + 1;
-      }
-      if (pid > 0) pids_.push_back(pid);
-    }
-  }
-  ~BusyProcesses() { stop(); }
-  void stop() {
-    for (pid_t pid : pids_) kill(pid, SIGKILL);
-    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
-    pids_.clear();
-  }
-
- private:
-  std::vector<pid_t> pids_;
-};
-
 TEST(ThreadPool, SmallKernelLoopFinishesOnABusyMachine) {
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   Array weight = random::normal(random::key(1), {64, 64}) * 0.1f;
   Array batch;
   auto step =
       jit([&](const Array& w) { return tanh(w + 0.01f * mean(matmul(batch, w))); }, {.name = "busy_machine_step"});
-  BusyProcesses busy(2 * cores);
+  testing::BusyProcesses busy(2 * cores);
   // Before parts were claimed, this loop took minutes with two busy
   // processes on two cores; the bound only catches a hang.
   auto loop = std::async(std::launch::async, [&] {
