@@ -1,6 +1,7 @@
 // The extension module: each binding file adds its part, in an order where
 // every part finds what it extends (the Array class before its methods).
 #include "bindings.h"
+#include "cache/tiered_compile.h"
 #include "core/error_format.h"
 
 PYBIND11_MODULE(_kiln, module) {
@@ -27,4 +28,11 @@ PYBIND11_MODULE(_kiln, module) {
   python::bind_runtime(module);
   python::bind_guards(module);
   python::bind_pytree(module);
+  // Compiles in flight stop while the interpreter and every C++ static still
+  // live: Python's exit handlers run before the process's. Without the GIL,
+  // so that a compile reporting to a Python telemetry listener can finish.
+  pybind11::module_::import("atexit").attr("register")(pybind11::cpp_function([] {
+    pybind11::gil_scoped_release release;
+    kiln::cache::stop_background_compiles();
+  }));
 }

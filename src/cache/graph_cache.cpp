@@ -112,6 +112,7 @@ class GraphCache {
           backend.matches_op_by_op(*graph) && first_tier_ready(*graph, backend)) {
         lookup.tiered = std::make_shared<const TieredExecutable>(interp::op_by_op_executable(graph));
         executable = lookup.tiered;
+        backend.prepare_background_compiles();
         compile_in_background([tiered = lookup.tiered, graph, disk, disk_key, &backend] {
           compile_optimized(*tiered, graph, *disk, disk_key, backend);
         });

@@ -189,6 +189,8 @@ std::function<void(const ir::Graph&)>& fault_storage() {
 
 void compile_in_background(std::function<void()> job) { CompileThread::instance().submit(std::move(job)); }
 
+void stop_background_compiles() { CompileThread::instance().stop(); }
+
 void set_background_compile_fault(std::function<void(const ir::Graph&)> fault) {
   std::lock_guard lock(fault_mutex);
   fault_storage() = std::move(fault);

@@ -70,6 +70,12 @@ CompileMode resolve_compile_mode(CompileMode requested);
 /// Runs `job` on kiln's compile thread, after the jobs queued before it.
 void compile_in_background(std::function<void()> job);
 
+/// What the process's exit hook does, for front ends whose own exit comes
+/// first (Python's atexit): queued compiles are dropped, the one running is
+/// abandoned at its next phase (waited for up to a second), and later ones
+/// are not started.
+void stop_background_compiles();
+
 /// Tests: called with each graph before its background compile starts; it
 /// may throw, which fails that compile as an LLVM error would.
 void set_background_compile_fault(std::function<void(const ir::Graph&)> fault);

@@ -45,6 +45,12 @@ class Backend {
   /// Whether the graph's compiled results equal running it op by op as
   /// eager code does, bit for bit: a first tier may then serve its calls.
   virtual bool matches_op_by_op(const ir::Graph&) const { return true; }
+  /// Called on a thread before its first compile is handed to kiln's compile
+  /// thread. The process's exit hook stops that thread and runs before every
+  /// static destructor registered earlier: statics the code generator makes
+  /// lazily must be made here, or they are destroyed at exit while a compile
+  /// still uses them.
+  virtual void prepare_background_compiles() const {}
   /// What compiled code depends on besides the graph and kiln's build (the
   /// code generator's version, the target and its CPU features): saved
   /// executables are loaded only where it is the same.

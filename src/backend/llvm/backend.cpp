@@ -489,6 +489,7 @@ class LlvmBackend final : public runtime::Backend {
     return std::make_shared<CompiledGraph>(std::move(graph));
   }
 
+  void prepare_background_compiles() const override { Engine::instance().make_code_generator_statics(); }
   bool matches_op_by_op(const ir::Graph& graph) const override { return reductions_match_op_by_op(graph); }
 
   std::string target() const override {

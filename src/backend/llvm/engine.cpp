@@ -6,6 +6,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -162,6 +163,7 @@ struct Engine::State {
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
   std::atomic<size_t> compiled{0};
+  std::atomic<bool> generated_code{false};  // by any thread, once: the code generator's statics exist
   // The process's symbols (libm, libmvec, kiln's runtime) and nothing else:
   // every loaded object's library links against it, so none searches the
   // process on its own and none sees the code compiled here.
@@ -343,6 +345,30 @@ class BorrowedMachine {
 };
 }  // namespace
 
+void Engine::make_code_generator_statics() {
+  if (state_->generated_code.load(std::memory_order_acquire)) return;
+  // A vector multiply and a call: instruction selection, scheduling and
+  // emission of the kind every kernel goes through, without the optimizer.
+  auto context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> module = new_module("kiln_code_generator_statics", *context);
+  llvm::Type* vector = llvm::FixedVectorType::get(llvm::Type::getFloatTy(*context), 8);
+  llvm::Type* pointer = llvm::PointerType::getUnqual(*context);
+  auto* function = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(*context), {pointer}, false),
+                                          llvm::Function::ExternalLinkage, "kiln_code_generator_statics", *module);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(*context, "entry", function));
+  llvm::Value* values = builder.CreateLoad(vector, function->getArg(0));
+  llvm::FunctionCallee exp =
+      module->getOrInsertFunction("expf", llvm::FunctionType::get(builder.getFloatTy(), {builder.getFloatTy()}, false));
+  llvm::Value* first = builder.CreateCall(exp, {builder.CreateExtractElement(values, uint64_t{0})});
+  builder.CreateStore(builder.CreateInsertElement(builder.CreateFMul(values, values), first, uint64_t{0}),
+                      function->getArg(0));
+  builder.CreateRetVoid();
+  BorrowedMachine machine(state_->machines_mutex, state_->idle_machines, *state_->machine_builder);
+  target_the_host(*module, *machine);
+  generate_object(*module, *machine, {"kiln_code_generator_statics"});
+  state_->generated_code.store(true, std::memory_order_release);
+}
+
 Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
                                const std::vector<std::string>& symbols, const std::string& dump_prefix,
                                Pipeline pipeline_kind) {
@@ -360,6 +386,7 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
   {
     runtime::PhaseTimer timer(runtime::CompilePhase::codegen);
     object = generate_object(*module, target, symbols);
+    state_->generated_code.store(true, std::memory_order_release);
     module.reset();
     context.reset();
   }

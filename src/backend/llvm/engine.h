@@ -19,6 +19,14 @@ class Engine {
  public:
   static Engine& instance();
 
+  /// Generates code for a small function on the calling thread, unless some
+  /// thread generated code before: the code generator's function-local
+  /// statics (LLVM's value type tables, its pass-print lists) then exist
+  /// before a compile is handed to kiln's compile thread, and their
+  /// destructors run after the exit hook that stops that thread, not while
+  /// it generates code.
+  void make_code_generator_statics();
+
   /// A fresh module configured for the host target.
   std::unique_ptr<llvm::Module> new_module(const std::string& name, llvm::LLVMContext& context) const;
   struct Linked {
