@@ -3,10 +3,14 @@
 //   a jitted 4-argument function of f32[8]      goal <= 1/4 of libtorch eager, same ops
 //   tracing, per recorded operation             goal <= 0.2 us
 //   re-trace + lookup of a 1,000-node stateful function   goal <= 0.25 ms
+//   the jitted x + 1 with the structured trace on (KILN_TRACE)   goal <= 1.10 of it off
 #include <benchmark/benchmark.h>
 #include <kiln/kiln.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+
+#include "cache/compile_trace.h"
 #include "harness.h"
 
 namespace {
@@ -35,6 +39,17 @@ int main(int argc, char** argv) {
   kiln::bench::add("kiln jit x+1 f32[8]", [&] { benchmark::DoNotOptimize(plus_one(x)); });
   kiln::bench::add("torch eager x+1 f32[8]", [&] { benchmark::DoNotOptimize(tx + 1); });
   kiln::bench::add("kiln eager x+1 f32[8]", [&] { benchmark::DoNotOptimize(x + 1.0f); });
+  // The structured trace's file stays open for the whole run; only this
+  // row's calls see it running, so that every other row runs untraced.
+  std::string trace_directory = (std::filesystem::temp_directory_path() / "kiln-bench-jit-trace").string();
+  kiln::telemetry::start_trace(trace_directory);
+  kiln::cache::trace_detail::running.store(false);
+  auto traced_plus_one = kiln::jit([](const Array& v) { return v + 1.0f; }, {.name = "traced_plus_one"});
+  kiln::bench::add("kiln jit x+1 f32[8], trace on", [&] {
+    kiln::cache::trace_detail::running.store(true, std::memory_order_relaxed);
+    benchmark::DoNotOptimize(traced_plus_one(x));
+    kiln::cache::trace_detail::running.store(false, std::memory_order_relaxed);
+  });
   kiln::bench::add("kiln jit 4-arg f32[8]", [&] { benchmark::DoNotOptimize(four(x, b, c, d)); });
   kiln::bench::add("torch eager 4-arg f32[8]", [&] { benchmark::DoNotOptimize((tx * tb + tc) * td - tx); });
 
@@ -57,6 +72,10 @@ int main(int argc, char** argv) {
   std::printf("\n== jit cache overhead (ratios of time per call; lower is better) ==\n");
   kiln::bench::compare("jitted x+1 f32[8] vs libtorch eager x+1", "kiln jit x+1 f32[8]", "torch eager x+1 f32[8]", 0.25,
                        "1/4 of libtorch");
+  kiln::bench::compare("jitted x+1 f32[8], structured trace on vs off", "kiln jit x+1 f32[8], trace on",
+                       "kiln jit x+1 f32[8]", 1.10, "10% more");
+  kiln::telemetry::stop_trace();
+  std::filesystem::remove_all(trace_directory);
   kiln::bench::compare("eager x+1 f32[8] vs libtorch eager x+1", "kiln eager x+1 f32[8]", "torch eager x+1 f32[8]", 0.5,
                        "1/2 of libtorch");
   kiln::bench::compare("jitted 4-arg f32[8] vs libtorch eager", "kiln jit 4-arg f32[8]", "torch eager 4-arg f32[8]",

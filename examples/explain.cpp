@@ -1,5 +1,6 @@
 // What kiln says when something recompiles: a shape change, a missing map
-// key, a changing step counter (lifted after its second value), and a storm.
+// key, a changing step counter (lifted after its second value), and a storm
+// of new lengths.
 #include <kiln/kiln.h>
 
 #include <iostream>
@@ -24,5 +25,11 @@ int main() {
   auto schedule = jit([&](const Array& x) { return x * (0.1 / (1 + step)); }, {.name = "schedule"});
   for (step = 0; step < 100; ++step) schedule(ones({4}));
   std::cout << "a step counter over 100 steps: " << schedule.stats().compiles << " compiles\n";
-  std::cout << "  " << schedule.last_miss_explanation() << "\n";
+  std::cout << "  " << schedule.last_miss_explanation() << "\n\n";
+
+  // Without automatic dynamic shapes every new length compiles again: past
+  // recompile_limit compiles the storm is reported (KILN_LOG=storms, on by default).
+  auto unpadded = jit([](const Array& x) { return x * 2; }, {.name = "unpadded", .automatic_dynamic = false});
+  for (int64_t length = 1; length <= 10; ++length) unpadded(ones({length}));
+  std::cout << "a new length every call, automatic_dynamic off: " << unpadded.stats().compiles << " compiles\n";
 }

@@ -15,7 +15,8 @@ import sys
 
 LAYERS = [
     ["core"],
-    ["telemetry", "io", "ir", "comm"],
+    ["telemetry"],
+    ["io", "ir", "comm"],
     ["trace"],
     ["ops"],
     ["transform"],
@@ -24,7 +25,8 @@ LAYERS = [
     ["cache"],
 ]
 RANK = {folder: rank for rank, line in enumerate(LAYERS) for folder in line}
-# io and telemetry sit beside ir: each needs core alone.
+# io, ir and comm sit side by side above telemetry: collectives, like the
+# kernels and compiles above them, record to the execution timeline.
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 

@@ -7,6 +7,7 @@ packages=(
   libxxhash-dev nlohmann-json3-dev libopenblas-dev liblapacke-dev libkissfft-dev llvm-16-dev libopenmpi-dev openmpi-bin libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev python3-numpy python3-torch python3-pytest python3-venv python3-sklearn pybind11-dev libdlpack-dev
+  graphviz chromium
 )
 
 packages+=(${KILN_EXTRA_PACKAGES:-})

@@ -1,6 +1,9 @@
-// The kiln command: looks after the persistent compilation cache.
+// The kiln command: looks after the persistent compilation cache, and shows
+// what the cache did in a traced run.
 //   kiln cache ls | stats | clear | verify [--remove] | export FILE [--function NAME] | import FILE
 //              [--dir DIR] [--json]
+//   kiln report DIR [-o FILE]
+//   kiln graph DIR [--function NAME] [--key KEY] [--svg]
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -11,11 +14,15 @@
 #include "backend/llvm/backend.h"
 #include "cache/cache_bundle.h"
 #include "cache/persistent_cache.h"
+#include "progress.h"
+#include "trace_report.h"
 
 namespace {
 
 const char* usage =
     "usage: kiln cache <command> [--dir DIR] [--json]\n"
+    "       kiln report DIR [-o FILE]    (see kiln report --help)\n"
+    "       kiln graph DIR [--svg]       (see kiln graph --help)\n"
     "\n"
     "The persistent compilation cache holds executables compiled by earlier\n"
     "processes, so a restarted program loads them instead of compiling.\n"
@@ -116,7 +123,8 @@ int stats(kiln::cache::PersistentCache& cache, bool json) {
 
 int verify(kiln::cache::PersistentCache& cache, bool json, bool remove) {
   const kiln::runtime::Backend& backend = kiln::llvm_backend::llvm_backend();
-  std::vector<kiln::cache::EntryInfo> entries = cache.entries(/*read=*/true, &backend);
+  std::vector<kiln::cache::EntryInfo> entries =
+      cache.entries(/*read=*/true, &backend, kiln::tools::ProgressReport("verify"));
   size_t bad = 0, unsigned_entries = 0;
   for (const auto& info : entries) unsigned_entries += info.signature == "unsigned";
   nlohmann::json problems = nlohmann::json::array();
@@ -149,8 +157,9 @@ int bundle(kiln::cache::PersistentCache& cache, const std::string& command, cons
   const kiln::runtime::Backend& backend = kiln::llvm_backend::llvm_backend();
   kiln::cache::BundleReport report;
   try {
-    report = command == "export" ? kiln::cache::export_bundle(cache, file, function, backend, {})
-                                 : kiln::cache::import_bundle(cache, file, backend, {});
+    report = command == "export"
+                 ? kiln::cache::export_bundle(cache, file, function, backend, {})
+                 : kiln::cache::import_bundle(cache, file, backend, {}, kiln::tools::ProgressReport("import"));
   } catch (const std::exception& error) {
     std::fprintf(stderr, "kiln: %s\n", error.what());
     return 1;
@@ -177,6 +186,8 @@ int bundle(kiln::cache::PersistentCache& cache, const std::string& command, cons
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "report") == 0) return kiln::tools::report_command(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "graph") == 0) return kiln::tools::graph_command(argc, argv);
   std::vector<std::string> words;
   kiln::cache::PersistentOptions options = kiln::cache::PersistentOptions::from_environment();
   options.enabled = true;  // KILN_CACHE=off stops programs using it, not its tool

@@ -30,6 +30,10 @@ struct GraphAccess;
 class Graph {
  public:
   std::string to_string() const;
+  /// Graphviz DOT of the graph as kiln compiles it (simplified): a box per
+  /// node with its primitive, type and source line, and each fused kernel a
+  /// cluster (one box each in graphs above 150 nodes). `dot -Tsvg` draws it.
+  std::string to_dot() const;
   size_t num_nodes() const;
   size_t num_arguments() const;
   /// Implicit inputs: arrays the function read without receiving them.

@@ -50,4 +50,25 @@ class Subscription {
 /// Python). Null restores the text as written.
 void set_log_rewriter(std::function<std::string(const std::string&)> rewrite);
 
+/// The structured trace: one JSON record per line for every trace, compile
+/// (with its phase times), hit count, persistent hit, explanation, storm,
+/// dynamic-dimension decision and eviction, and each graph's IR once by key,
+/// appended to DIR/kiln-trace-PID[-rankR].jsonl. `kiln report DIR` turns the
+/// files of one run (several processes merge) into one HTML page.
+/// KILN_TRACE=DIR starts it at the first jitted function. Throws kiln::Error
+/// when the file cannot be opened.
+void start_trace(const std::string& directory);
+/// Writes each function's final counts and closes the file (also at exit).
+void stop_trace();
+/// The file the running trace appends to; empty when none runs.
+std::string trace_file();
+
+/// The execution timeline: Chrome trace-event JSON (Perfetto, chrome://tracing)
+/// with, per thread, each kernel and BLAS call of each executable (its name
+/// and size), compiles on their thread and MPI collectives.
+/// KILN_PROFILE=FILE starts it when kiln loads; the file is written at
+/// stop_profile() or at exit.
+void start_profile(const std::string& file);
+void stop_profile();
+
 }  // namespace kiln::telemetry

@@ -100,6 +100,11 @@ void bind_telemetry(py::module_& module) {
     });
     return PythonSubscription{std::move(subscription)};
   });
+  sub.def("start_trace", [](const std::string& directory) { telemetry::start_trace(directory); });
+  sub.def("stop_trace", &telemetry::stop_trace);
+  sub.def("trace_file", &telemetry::trace_file);
+  sub.def("start_profile", [](const std::string& file) { telemetry::start_profile(file); });
+  sub.def("stop_profile", &telemetry::stop_profile);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ BundleReport export_bundle(PersistentCache& cache, const std::string& file, cons
 }
 
 BundleReport import_bundle(PersistentCache& cache, const std::string& file, const runtime::Backend& backend,
-                           Location where) {
+                           Location where, const Progress& progress) {
   if (!cache.usable())
     fail("cache import", "the persistent cache '" + cache.options().directory + "' is not usable",
          "the warning above says why; KILN_CACHE=off turns it off", where);
@@ -131,6 +131,7 @@ BundleReport import_bundle(PersistentCache& cache, const std::string& file, cons
            hint, where);
     report.entries = in.read<uint64_t>();
     for (size_t k = 0; k < report.entries; ++k) {
+      if (progress) progress(k, report.entries);
       std::string key(in.read_string());
       std::string entry(in.read_string());
       std::string problem = well_formed_key(key) ? cache.check_entry(entry, key, backend) : "not a cache key";
@@ -146,6 +147,7 @@ BundleReport import_bundle(PersistentCache& cache, const std::string& file, cons
         ++report.imported;
       }
     }
+    if (progress) progress(report.entries, report.entries);
     if (in.left() != 0) fail("cache import", "'" + file + "' has bytes after its last entry", hint, where);
   } catch (const detail::TruncatedBytes&) {
     fail("cache import", "'" + file + "' announces more entries than it holds", hint, where);

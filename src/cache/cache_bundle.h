@@ -19,6 +19,6 @@ BundleReport export_bundle(PersistentCache& cache, const std::string& file, cons
 /// Adds the sound entries of the bundle `file` to `cache`; throws
 /// kiln::Error when the file is no intact bundle.
 BundleReport import_bundle(PersistentCache& cache, const std::string& file, const runtime::Backend& backend,
-                           Location where);
+                           Location where, const Progress& progress = {});
 
 }  // namespace kiln::cache

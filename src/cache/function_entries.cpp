@@ -41,19 +41,22 @@ std::shared_ptr<Entry> FunctionEntries::by_graph(uint64_t key, const ir::Graph& 
   return nullptr;
 }
 
-void FunctionEntries::insert(const std::shared_ptr<Entry>& entry, bool by_signature) {
+std::vector<std::shared_ptr<Entry>> FunctionEntries::insert(const std::shared_ptr<Entry>& entry, bool by_signature) {
   entries_.push_front(entry);
   // A pending symbolic entry has no graph yet: it is found by its signature alone.
   if (entry->lifted.graph) by_graph_.emplace(entry->executable_key, entry);
   if (entry->symbolic) by_symbolic_.emplace(entry->signature, entry);
   else if (by_signature) by_signature_[entry->signature] = entry;
   size_t limit = std::max<size_t>(1, cache_limits().per_function);
+  std::vector<std::shared_ptr<Entry>> evicted;
   while (entries_.size() > limit) {
     std::shared_ptr<Entry> oldest = entries_.back();
     remove(oldest);
     remember_evicted(oldest->signature);
     remember_evicted(std::to_string(oldest->executable_key));
+    evicted.push_back(std::move(oldest));
   }
+  return evicted;
 }
 
 void FunctionEntries::settle(const std::shared_ptr<Entry>& pending) {

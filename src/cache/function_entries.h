@@ -56,8 +56,8 @@ class FunctionEntries {
 
   /// Records `entry` as the most recently used, found by its graph and (for
   /// a symbolic entry, or with `by_signature`) by its signature; evicts the
-  /// least recently used beyond the per-function limit.
-  void insert(const std::shared_ptr<Entry>& entry, bool by_signature);
+  /// least recently used beyond the per-function limit, which it returns.
+  std::vector<std::shared_ptr<Entry>> insert(const std::shared_ptr<Entry>& entry, bool by_signature);
   /// Ends a pending entry: it leaves the function and is marked settled
   /// (the entry that serves its calls instead, if any, is inserted apart).
   void settle(const std::shared_ptr<Entry>& pending);

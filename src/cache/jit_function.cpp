@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cache/compile_trace.h"
 #include "cache/global_stats.h"
 #include "cache/graph_cache.h"
 #include "cache/rank_agreement.h"
@@ -57,12 +58,18 @@ JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
       where_(where),
       name_(options_.name.empty() ? location_string(where) : options_.name),
       bounds_(cache::bounds_of(options_.dynamic_dims)),
-      compile_mode_(cache::resolve_compile_mode(options_.compile_mode)) {
+      compile_mode_(cache::resolve_compile_mode(options_.compile_mode)),
+      traced_calls_(std::make_shared<cache::TracedCalls>(name_, location_string(where))) {
+  cache::start_trace_from_environment();
   for (const DynamicDim& marked : options_.dynamic_dims) dynamic_.insert({marked.leaf, marked.dim});
   // Options kiln does not implement yet are refused rather than ignored.
   if (options_.device != "cpu")
     raise("jit", "'" + name_ + "' asks for device '" + options_.device + "'; only \"cpu\" is available", where,
           "leave JitOptions::device at its default");
+}
+
+JitFunction::~JitFunction() {
+  if (cache::tracing()) traced_calls_->flush();
 }
 
 bool JitFunction::signature_mode() const {
@@ -175,6 +182,7 @@ JitFunction::Traced JitFunction::run_trace(Trace trace, const std::vector<Shape>
     stats_.trace_seconds += seconds;
   }
   cache::add_global(CacheStats{.traces = 1, .trace_seconds = seconds});
+  if (cache::tracing()) traced_calls_->traced(seconds);
   if (telemetry::wanted(telemetry::EventKind::trace))
     telemetry::emit(
         {telemetry::EventKind::trace, name_, telemetry::digest(traced.graph.structure_hash()), seconds, ""});
@@ -282,7 +290,14 @@ JitFunction::Miss JitFunction::decide_miss(const CallArguments& arguments, const
   cache::DynamicPlan plan = cache::plan_dynamic(options_, arguments, miss.description, miss.explained.closest.get(),
                                                 miss.compile_number, dynamic_, specialized_, bounds_);
   dynamic_ = std::move(plan.dynamic);
-  if (!plan.explanation.empty()) miss.explanation += (miss.explanation.empty() ? "" : "; ") + plan.explanation;
+  if (!plan.explanation.empty()) {
+    miss.explanation += (miss.explanation.empty() ? "" : "; ") + plan.explanation;
+    if (cache::tracing())
+      cache::trace_record("dynamic", {{"function", name_},
+                                      {"compile_number", miss.compile_number},
+                                      {"decision", plan.explanation},
+                                      {"lines", cache::source_lines(plan.explanation)}});
+  }
   miss.symbols = std::move(plan.symbols);
   if (!miss.symbols.empty() && entries_.has_symbolic_signature(cache::symbolic_signature(arguments, miss.symbols)))
     miss.explanation += std::string(miss.explanation.empty() ? "" : "; ") +
@@ -301,7 +316,7 @@ JitFunction::Miss JitFunction::decide_miss(const CallArguments& arguments, const
     miss.pending->lifted = candidate.lifted;
     miss.pending->executable_key = candidate.key;
   }
-  entries_.insert(miss.pending, by_signature);
+  report_evicted(entries_.insert(miss.pending, by_signature));
   return miss;
 }
 
@@ -368,13 +383,13 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
     // graph on other sizes (the two sides of a gap) keeps its own ranges.
     std::shared_ptr<Entry> raced = entries_.by_graph(entry->executable_key, *entry->lifted.graph);
     bool other_ranges = raced && entry->symbolic && raced->symbolic && raced->ranges != entry->ranges;
-    if (!raced || other_ranges) entries_.insert(entry, by_signature);
+    if (!raced || other_ranges) report_evicted(entries_.insert(entry, by_signature));
     else if (entry->symbolic == raced->symbolic && (entry->symbolic || by_signature))
       entries_.alias(entry->signature, raced, entry->symbolic);
     settled_.notify_all();
   }
   guard.release();
-  report_compile(lookup, *entry, miss.explanation);
+  report_compile(lookup, *entry, miss);
   if (lookup.tiered) await_optimized(lookup, *entry);
   return {entry, std::move(traced.skeleton), entry->lifted_inputs};
 }

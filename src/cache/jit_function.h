@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/compile_trace.h"
 #include "cache/function_entries.h"
 #include "cache/graph_cache.h"
 #include "cache/miss_policy.h"
@@ -38,6 +39,9 @@ class JitFunction {
   using Describe = FunctionRef<SignatureDescription()>;
 
   JitFunction(JitOptions options, bool stateful, Location where);
+  ~JitFunction();
+  JitFunction(const JitFunction&) = delete;
+  JitFunction& operator=(const JitFunction&) = delete;
 
   CallResult call(CallArguments& arguments, Trace trace, Describe describe, Replay* replay = nullptr);
   CallResult replay(const Replay& replay, CallArguments& arguments, const std::vector<Array>& captures);
@@ -105,8 +109,11 @@ class JitFunction {
   void finish_decision(Candidate& candidate, Miss& miss);
   /// Unlocked: logs the explanation and the storm, or throws StormError.
   void report_miss(const Candidate& candidate, const Miss& miss) const;
-  void report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry,
-                      const std::string& explanation) const;
+  void report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const;
+  /// Writes a compile (or a persistent hit) and its graph to the structured trace.
+  void trace_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const;
+  /// Writes the entries a new one pushed out to the structured trace.
+  void report_evicted(const std::vector<std::shared_ptr<cache::Entry>>& evicted) const;
   /// Reports a background compile's end, and counts its time, when it comes.
   void await_optimized(const cache::GraphLookup& lookup, const cache::Entry& entry) const;
   /// Unlocked (locks for the bookkeeping): compiles, or finds in the graph
@@ -140,6 +147,8 @@ class JitFunction {
   };
   std::shared_ptr<BackgroundTally> background_ = std::make_shared<BackgroundTally>();
   mutable std::atomic<int64_t> calls_before_optimized_{0};
+  // Hits and traces while a structured trace runs (cache/compile_trace.h).
+  const std::shared_ptr<cache::TracedCalls> traced_calls_;
 
   mutable std::mutex mutex_;
   std::condition_variable settled_;  // a pending entry settled

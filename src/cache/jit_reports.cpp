@@ -4,6 +4,8 @@
 // and JitCore, the handle the public template holds.
 #include <cstdio>
 
+#include "cache/backend_choice.h"
+#include "cache/compile_trace.h"
 #include "cache/explain.h"
 #include "cache/global_stats.h"
 #include "cache/graph_cache.h"
@@ -29,6 +31,12 @@ void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) cons
     telemetry::log(telemetry::log_recompiles, "'" + name_ + "' compiles again (" + cache::ordinal(miss.compile_number) +
                                                   " compile): " + miss.explanation + "\n  hint: " + miss.hint);
   if (!miss.storm.storm) return;
+  if (cache::tracing())
+    cache::trace_record("storm", {{"function", name_},
+                                  {"key", telemetry::digest(candidate.key)},
+                                  {"compile_number", miss.compile_number},
+                                  {"text", miss.storm.text},
+                                  {"lines", cache::source_lines(miss.storm.text)}});
   if (telemetry::wanted(telemetry::EventKind::storm))
     telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(candidate.key), 0, miss.storm.text});
   if (options_.on_storm == OnStorm::Error)
@@ -38,12 +46,14 @@ void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) cons
 
 void JitFunction::report_hit(uint64_t key, const char* how) const {
   cache::add_global(CacheStats{.hits = 1});
+  if (cache::tracing()) traced_calls_->hit();
   if (telemetry::wanted(telemetry::EventKind::cache_hit))
     telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, how});
 }
 
-void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry,
-                                 const std::string& explanation) const {
+void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const {
+  const std::string& explanation = miss.explanation;
+  if (cache::tracing()) trace_compile(lookup, entry, miss);
   if (lookup.loaded) {
     cache::add_global(CacheStats{.persistent_hits = 1,
                                  .load_seconds = lookup.load_seconds,
@@ -86,10 +96,68 @@ void JitFunction::await_optimized(const cache::GraphLookup& lookup, const cache:
       // Once per function: it stays on its first tier, correct and slower.
       telemetry::warn("the optimized compile of " + what + " failed; its calls keep running op by op: " + done.error);
     }
+    if (cache::tracing())
+      cache::trace_record("compile_ready", {{"function", name},
+                                            {"key", telemetry::digest(key)},
+                                            {"seconds", done.seconds},
+                                            {"phases", cache::phases_json(done.phases)},
+                                            {"error", done.error},
+                                            {"tier", done.ready ? "optimized" : "op by op"}});
     if (telemetry::wanted(telemetry::EventKind::compile_ready))
       telemetry::emit({telemetry::EventKind::compile_ready, name, telemetry::digest(key), done.seconds, done.error,
                        done.ready ? "optimized" : "op by op"});
   });
+}
+
+void JitFunction::trace_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const {
+  if (lookup.loaded)
+    cache::trace_record("persistent_hit", {{"function", name_},
+                                           {"key", telemetry::digest(lookup.key)},
+                                           {"load_seconds", lookup.load_seconds},
+                                           {"saved_compile_seconds", lookup.saved_compile_seconds}});
+  std::string reason = miss.explanation.empty() ? "first call" : miss.explanation;
+  if (!lookup.compiled && !lookup.loaded) {
+    // Another function compiled this very graph: the miss costs a trace, not a compile.
+    cache::trace_record("shared_graph", {{"function", name_},
+                                         {"where", location_string(where_)},
+                                         {"key", telemetry::digest(lookup.key)},
+                                         {"compile_number", miss.compile_number},
+                                         {"reason", reason},
+                                         {"lines", cache::source_lines(miss.explanation)}});
+    return;
+  }
+  cache::trace_graph(lookup.key, name_, entry.lifted.graph, cache::default_backend());
+  if (!lookup.compiled) return;
+  cache::trace_record("compile", {{"function", name_},
+                                  {"where", location_string(where_)},
+                                  {"key", telemetry::digest(lookup.key)},
+                                  {"compile_number", miss.compile_number},
+                                  {"reason", reason},
+                                  {"hint", miss.explanation.empty() ? "" : miss.hint},
+                                  {"lines", cache::source_lines(miss.explanation)},
+                                  {"nodes", entry.traced->nodes.size()},
+                                  {"symbolic", entry.symbolic},
+                                  {"mode", lookup.tiered ? "background" : "sync"}});
+  if (!lookup.tiered)
+    cache::trace_record("compile_ready", {{"function", name_},
+                                          {"key", telemetry::digest(lookup.key)},
+                                          {"seconds", lookup.compile_seconds},
+                                          {"phases", cache::phases_json(lookup.phases)},
+                                          {"error", ""},
+                                          {"tier", "optimized"}});
+}
+
+void JitFunction::report_evicted(const std::vector<std::shared_ptr<cache::Entry>>& evicted) const {
+  if (!cache::tracing()) return;
+  for (const auto& entry : evicted) {
+    std::string signature;
+    for (const SignatureToken& token : entry->description)
+      if (token.kind == SignatureToken::Kind::array) signature += (signature.empty() ? "" : ", ") + token.text;
+    cache::trace_record("evict", {{"function", name_},
+                                  {"key", telemetry::digest(entry->executable_key)},
+                                  {"arguments", signature},
+                                  {"limit", cache_limits().per_function}});
+  }
 }
 
 void JitFunction::verify_frozen(const cache::Entry& entry, const Traced& fresh) {
@@ -112,6 +180,11 @@ void JitFunction::verify_frozen(const cache::Entry& entry, const Traced& fresh) 
     entries_.forget_signature(entry.signature);
   }
   telemetry::log(telemetry::log_storms | telemetry::log_recompiles, text);
+  if (cache::tracing())
+    cache::trace_record("storm", {{"function", name_},
+                                  {"key", telemetry::digest(entry.executable_key)},
+                                  {"text", text},
+                                  {"lines", cache::source_lines(text)}});
   if (telemetry::wanted(telemetry::EventKind::storm))
     telemetry::emit({telemetry::EventKind::storm, name_, telemetry::digest(entry.executable_key), 0, text});
 }

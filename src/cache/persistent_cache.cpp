@@ -218,11 +218,15 @@ std::string PersistentCache::write_entry(const std::string& key, const std::stri
   return {};
 }
 
-std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backend* check) {
+std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backend* check, const Progress& progress) {
   std::vector<EntryInfo> found;
   if (!usable()) return found;
-  for (const std::string& name : directory_.names()) {
-    if (name.size() <= entry_extension.size() || !name.ends_with(entry_extension)) continue;
+  std::vector<std::string> names = directory_.names();
+  std::erase_if(names, [](const std::string& name) {
+    return name.size() <= entry_extension.size() || !name.ends_with(entry_extension);
+  });
+  for (const std::string& name : names) {
+    if (progress) progress(found.size(), names.size());
     EntryInfo info;
     info.key = name.substr(0, name.size() - entry_extension.size());
     info.path = directory_.path_of(name);
@@ -247,6 +251,7 @@ std::vector<EntryInfo> PersistentCache::entries(bool read, const runtime::Backen
     }
     found.push_back(std::move(info));
   }
+  if (progress) progress(found.size(), names.size());
   std::sort(found.begin(), found.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.key < b.key; });
   return found;
 }

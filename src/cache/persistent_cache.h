@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,9 @@ std::string persistent_key(const ir::Graph& graph, const runtime::Backend& backe
 /// The build of kiln this process runs: its version and a digest of its sources.
 const char* build_id();
 
+/// Called with (entries done, entries in all) by long walks over a cache.
+using Progress = std::function<void(size_t done, size_t total)>;
+
 class PersistentCache {
  public:
   explicit PersistentCache(PersistentOptions options);
@@ -105,8 +109,8 @@ class PersistentCache {
 
   /// Every entry: with `read`, its header read too (a malformed file's
   /// problem reported); with `check`, also checked against this build and
-  /// that backend's target, as a load would.
-  std::vector<EntryInfo> entries(bool read, const runtime::Backend* check = nullptr);
+  /// that backend's target, as a load would. `progress` hears of each entry read.
+  std::vector<EntryInfo> entries(bool read, const runtime::Backend* check = nullptr, const Progress& progress = {});
   /// Removes one entry and its hit count.
   void remove(const std::string& key);
   /// Removes every entry and leftover temporary file; returns the entries removed.

@@ -14,10 +14,17 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error_format.h"
+#include "telemetry/timeline.h"
 
 namespace kiln::comm {
 
 namespace {
+
+// A collective's span in the timeline, with the bytes this rank passes in;
+// recorded in a world of one as well, where the collective copies locally.
+void begin_collective_span(telemetry::timeline::Span& span, const char* name, int64_t bytes) {
+  span.begin("collective", name, {{"bytes", bytes}, {"ranks", world().size}});
+}
 
 std::mutex& mpi_mutex() {
   static std::mutex mutex;
@@ -156,6 +163,8 @@ const World& world() {
 }
 
 void barrier() {
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording()) begin_collective_span(span, "barrier", 0);
   if (world().size == 1) return;
   std::lock_guard lock(mpi_mutex());
   check(MPI_Barrier(MPI_COMM_WORLD), "Barrier");
@@ -163,6 +172,9 @@ void barrier() {
 
 void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op) {
   size_t element = dtype_size(dtype);
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording())
+    begin_collective_span(span, "all_reduce", count * static_cast<int64_t>(element));
   if (world().size == 1) {
     if (in != out && count) std::memmove(out, in, static_cast<size_t>(count) * element);
     return;
@@ -186,6 +198,8 @@ void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp 
 }
 
 void all_gather(const void* in, void* out, int64_t bytes) {
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording()) begin_collective_span(span, "all_gather", bytes);
   if (world().size == 1) {
     if (bytes) std::memmove(out, in, static_cast<size_t>(bytes));
     return;
@@ -201,6 +215,9 @@ void all_gather(const void* in, void* out, int64_t bytes) {
 
 void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, ReduceOp op) {
   size_t element = dtype_size(dtype);
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording())
+    begin_collective_span(span, "reduce_scatter", count * world().size * static_cast<int64_t>(element));
   if (world().size == 1) {
     if (count) std::memmove(out, in, static_cast<size_t>(count) * element);
     return;
@@ -223,6 +240,8 @@ void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, Reduc
 }
 
 void broadcast(void* buffer, int64_t bytes, int root) {
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording()) begin_collective_span(span, "broadcast", bytes);
   if (world().size == 1) return;
   std::lock_guard lock(mpi_mutex());
   for (int64_t first = 0; first < bytes; first += chunk)

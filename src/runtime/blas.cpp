@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/thread_pool.h"
+#include "telemetry/timeline.h"
 
 namespace kiln::runtime {
 
@@ -55,6 +56,9 @@ Array blas_matmul(const ir::Node& node, const Array& a_array, bool transpose_a, 
     int64_t b_offset = i * k * n + (transpose_b ? c0 * k : c0);
     int64_t c_offset = i * m * n + r0 * n + c0;
     int rows = static_cast<int>(r1 - r0), columns = static_cast<int>(c1 - c0);
+    telemetry::timeline::Span span;
+    if (telemetry::timeline::recording())
+      span.begin("blas", node.type.dtype == DType::f32 ? "sgemm" : "dgemm", {{"m", rows}, {"n", columns}, {"k", k}});
     if (node.type.dtype == DType::f32) {
       cblas_sgemm(CblasRowMajor, ta, tb, rows, columns, static_cast<int>(k), 1.0f, a.data<float>() + a_offset, lda,
                   b.data<float>() + b_offset, ldb, 0.0f, static_cast<float*>(out) + c_offset, static_cast<int>(n));

@@ -13,6 +13,8 @@ constexpr const char* phase_names[] = {"simplify", "plan", "IR", "optimize", "co
 static_assert(std::size(phase_names) == static_cast<size_t>(CompilePhase::count));
 }  // namespace
 
+const char* compile_phase_name(CompilePhase phase) { return phase_names[static_cast<size_t>(phase)]; }
+
 double CompilePhases::total() const {
   double sum = 0;
   for (double s : seconds) sum += s;
@@ -54,7 +56,11 @@ CompilePhases CompileProfile::snapshot() const {
 
 CompileProfile* current_compile_profile() { return current; }
 
-CompileProfileScope::CompileProfileScope(CompileProfile* profile) : previous_(current) { current = profile; }
+CompileProfileScope::CompileProfileScope(CompileProfile* profile) : previous_(current) {
+  current = profile;
+  // Background compiles run on kiln's compile thread, which the cache starts.
+  if (profile && profile->abandonable()) telemetry::timeline::name_this_thread("kiln compile");
+}
 CompileProfileScope::~CompileProfileScope() { current = previous_; }
 
 void abandon_compiles() { abandoned.store(true, std::memory_order_release); }

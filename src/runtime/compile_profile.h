@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "telemetry/timeline.h"
+
 namespace kiln::runtime {
 
 enum class CompilePhase : uint8_t {
@@ -22,6 +24,9 @@ enum class CompilePhase : uint8_t {
   link,      // the JIT's linking and symbol lookup
   count
 };
+
+/// "simplify", "plan", "IR", "optimize", "codegen", "link".
+const char* compile_phase_name(CompilePhase phase);
 
 /// The phases' times of one compile, as numbers (copyable).
 struct CompilePhases {
@@ -66,11 +71,14 @@ class CompileProfileScope {
   CompileProfile* previous_;
 };
 
-/// Adds the time from its construction to its destruction to `phase` of the current profile.
+/// Adds the time from its construction to its destruction to `phase` of the
+/// current profile, and shows the phase in the timeline on its thread.
 class PhaseTimer {
  public:
   explicit PhaseTimer(CompilePhase phase)
-      : phase_(phase), profile_(current_compile_profile()), start_(std::chrono::steady_clock::now()) {}
+      : phase_(phase), profile_(current_compile_profile()), start_(std::chrono::steady_clock::now()) {
+    if (telemetry::timeline::recording()) span_.begin("compile", compile_phase_name(phase));
+  }
   ~PhaseTimer() {
     if (profile_)
       profile_->add(phase_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
@@ -82,6 +90,7 @@ class PhaseTimer {
   CompilePhase phase_;
   CompileProfile* profile_;
   std::chrono::steady_clock::time_point start_;
+  telemetry::timeline::Span span_;
 };
 
 /// A process that exits abandons the background compiles in flight: from

@@ -36,6 +36,14 @@ class SavedExecutableMismatch : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The graph as a backend runs it and, by that graph's node ids, the fused
+/// kernel computing each node (-1: a step of its own, or no kernels at all):
+/// what pictures of the graph draw as clusters.
+struct FusedView {
+  std::shared_ptr<const ir::Graph> graph;
+  std::vector<int32_t> groups;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -51,6 +59,7 @@ class Backend {
   /// lazily must be made here, or they are destroyed at exit while a compile
   /// still uses them.
   virtual void prepare_background_compiles() const {}
+  virtual FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const { return {std::move(graph), {}}; }
   /// What compiled code depends on besides the graph and kiln's build (the
   /// code generator's version, the target and its CPU features): saved
   /// executables are loaded only where it is the same.

@@ -24,9 +24,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "telemetry/timeline.h"
 
 namespace kiln::runtime {
 
@@ -148,6 +152,9 @@ class Pool {
       busy_.store(false, std::memory_order_release);
       return run_alone(range, parts, body);
     }
+    // Parts carry their kernel's name in the timeline, on whichever thread runs them.
+    if (telemetry::timeline::recording()) label_ = telemetry::timeline::innermost_span_name();
+    else if (!label_.empty()) label_.clear();
     publish(range, parts, body);
     int64_t done_by_caller = claim_and_run(0);
     Clock::time_point own_work_done = Clock::now();
@@ -217,7 +224,10 @@ class Pool {
       // claimed and skipped, and the caller rethrows once no part runs.
       if (!failed_.load(std::memory_order_relaxed)) {
         try {
-          run_part(range_.load(std::memory_order_relaxed), loop_parts, part, *body_.load(std::memory_order_relaxed));
+          int64_t range = range_.load(std::memory_order_relaxed);
+          telemetry::timeline::Span span;
+          if (telemetry::timeline::recording()) begin_part_span(span, range, loop_parts, part);
+          run_part(range, loop_parts, part, *body_.load(std::memory_order_relaxed));
         } catch (...) {
           if (!failed_.exchange(true)) failure_ = std::current_exception();
         }
@@ -229,6 +239,12 @@ class Pool {
     for (int64_t part = 0; part < parts; ++part)
       if (part % threads_ != index) try_part(part);
     return ran;
+  }
+
+  void begin_part_span(telemetry::timeline::Span& span, int64_t range, int64_t parts, int64_t part) const {
+    span.begin(
+        "part", label_.empty() ? std::string_view("part") : std::string_view(label_),
+        {{"part", part}, {"parts", parts}, {"begin", range * part / parts}, {"end", range * (part + 1) / parts}});
   }
 
   static void learn(SplitRecord& record, bool trying_again, Clock::duration taken, Clock::duration alone) {
@@ -244,6 +260,7 @@ class Pool {
   }
 
   void work(int index) {
+    telemetry::timeline::name_this_thread("kiln pool " + std::to_string(index));
     // Not the generation now: a worker that starts after the pool began
     // shutting down must see the shutdown's generation as new.
     uint32_t seen = 0;
@@ -273,6 +290,9 @@ class Pool {
   // its part counts as finished, read by the caller after every part has.
   std::atomic<bool> failed_{false};
   std::exception_ptr failure_;
+  // The name of the kernel the current loop runs, while a profile records;
+  // written before the loop's parts are published, read by whoever claims one.
+  std::string label_;
   Sleepers idle_workers_, waiting_caller_;
 };
 

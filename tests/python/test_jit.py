@@ -585,3 +585,47 @@ def test_never_stale_through_aliases_classes_c_objects_and_statics():
     assert scaled(integers, 1).dtype == kn.int32 and scaled(integers, 1.0).dtype == kn.float32
     divided = kn.jit(lambda v, n: v / n, static_argnums=1)
     assert np.asarray(divided(x, 0.0))[0] == np.inf and np.asarray(divided(x, -0.0))[0] == -np.inf
+
+
+def test_the_structured_trace_names_python_lines(tmp_path):
+    import json
+
+    kn.telemetry.start_trace(tmp_path)
+    path = kn.telemetry.trace_file()
+    scaled = kn.jit(lambda x: x * 3.0 + 1.0)  # the line every record names
+    line = caller_line() - 1
+    for size in (3, 3, 3, 4):
+        scaled(kn.ones(size))
+    kn.wait_for_background_compiles()
+    kn.telemetry.stop_trace()
+    assert kn.telemetry.trace_file() == ""
+    records = [json.loads(text) for text in open(path)]
+    compiles = [r for r in records if r["kind"] == "compile"]
+    assert len(compiles) == 2
+    assert all(r["where"] == f"test_jit.py:{line}" for r in compiles), compiles
+    assert "dimension 0 changed: 3 -> 4" in compiles[1]["reason"]
+    graphs = [r for r in records if r["kind"] == "graph"]
+    assert len(graphs) == 2 and f"test_jit.py:{line}" in graphs[0]["ir"]
+    hits = [r["hits"] for r in records if r["kind"] == "calls"]
+    assert hits == [2]
+
+
+def test_the_execution_timeline_from_python(tmp_path):
+    import json
+
+    path = tmp_path / "timeline.json"
+    kn.telemetry.start_profile(path)
+    step = kn.jit(lambda x: kn.sum(kn.exp(x) * 2.0, axis=1))
+    for _ in range(3):
+        step(kn.ones((256, 256)))
+    kn.wait_for_background_compiles()
+    kn.telemetry.stop_profile()
+    events = json.load(open(path))["traceEvents"]
+    depth = {}
+    for event in events:
+        if event["ph"] in "BE":
+            depth[event["tid"]] = depth.get(event["tid"], 0) + (1 if event["ph"] == "B" else -1)
+            assert depth[event["tid"]] >= 0
+    assert all(d == 0 for d in depth.values())
+    names = {event.get("name") for event in events}
+    assert "codegen" in names and any("exp" in str(name) for name in names), names

@@ -24,6 +24,7 @@
 #include "backend/llvm/native_loop.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/saved_code.h"
+#include "backend/llvm/step_names.h"
 #include "core/error_format.h"
 #include "ops/common/graph_text.h"
 #include "ops/common/rules.h"
@@ -35,6 +36,7 @@
 #include "runtime/step_program.h"
 #include "runtime/thread_pool.h"
 #include "telemetry/telemetry.h"
+#include "telemetry/timeline.h"
 #include "transform/simplify.h"
 
 namespace kiln::llvm_backend {
@@ -95,6 +97,10 @@ class CompiledGraph final : public runtime::Executable {
   /// of the same graph describes (save below) without compiling anything.
   explicit CompiledGraph(std::shared_ptr<const ir::Graph> graph, LinkedObjects* objects = nullptr,
                          detail::ByteReader* saved = nullptr) {
+    telemetry::timeline::Span span;
+    if (telemetry::timeline::recording())
+      span.begin("compile", saved ? "load" : "compile", {{"nodes", static_cast<int64_t>(graph->nodes.size())}}, "graph",
+                 graph->name);
     // The caches keep the graph as traced; this executable runs its simplified copy.
     {
       runtime::PhaseTimer timer(runtime::CompilePhase::simplify);
@@ -124,6 +130,8 @@ class CompiledGraph final : public runtime::Executable {
     group_at_.assign(plan_.steps.size(), -1);
     for (size_t g = 0; g < plan_.row_groups.size(); ++g)
       group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
+    step_names_ = step_names(*graph_, plan_);
+    group_names_ = row_group_names(plan_, step_names_);
     // A loop's body is compiled once, here, and runs at every iteration:
     // inside one native loop when it is small, else as executables of its own.
     bodies_.resize(plan_.steps.size());
@@ -207,6 +215,21 @@ class CompiledGraph final : public runtime::Executable {
 
   std::vector<Array> run_instance(const Instance& instance, std::span<const Array> arguments,
                                   std::span<const Array> implicit_inputs, std::span<const char> donated) const {
+    // Asked once per call: while no profile records, a step pays one test of a local flag.
+    if (telemetry::timeline::recording()) return run_recorded(instance, arguments, implicit_inputs, donated);
+    return run_steps(instance, arguments, implicit_inputs, donated, false);
+  }
+
+  std::vector<Array> run_recorded(const Instance& instance, std::span<const Array> arguments,
+                                  std::span<const Array> implicit_inputs, std::span<const char> donated) const {
+    telemetry::timeline::Span span;
+    span.begin("executable", graph_->name.empty() ? "graph" : graph_->name);
+    return run_steps(instance, arguments, implicit_inputs, donated, true);
+  }
+
+  std::vector<Array> run_steps(const Instance& instance, std::span<const Array> arguments,
+                               std::span<const Array> implicit_inputs, std::span<const char> donated,
+                               bool recorded) const {
     std::vector<Array> inputs;
     std::vector<char*> pointers;
     pointers.reserve(8);  // constants, outputs, leaves: grown once at most
@@ -214,18 +237,61 @@ class CompiledGraph final : public runtime::Executable {
     return program_.run(
         arguments, implicit_inputs, donated,
         [&](size_t s, std::vector<Array>& values, const std::vector<char>& overwritable) -> size_t {
-          if (plan_.steps[s].kind == Step::Kind::control) {
-            run_control_step(instance, s, values, control_results, inputs);
-            return s + 1;
-          }
-          if (group_at_[s] < 0) {
-            run_step(instance, s, values, overwritable, inputs, pointers);
-            return s + 1;
-          }
-          run_row_group(instance, static_cast<size_t>(group_at_[s]), values, overwritable);
-          return plan_.row_groups[static_cast<size_t>(group_at_[s])].end_step;
+          if (recorded) return run_recorded_from(instance, s, values, overwritable, control_results, inputs, pointers);
+          return run_from(instance, s, values, overwritable, control_results, inputs, pointers);
         },
         instance.graph.get());
+  }
+
+  size_t run_recorded_from(const Instance& instance, size_t s, std::vector<Array>& values,
+                           const std::vector<char>& overwritable, ops::ControlResults& control_results,
+                           std::vector<Array>& inputs, std::vector<char*>& pointers) const {
+    telemetry::timeline::Span span;
+    begin_step_span(span, instance, s);
+    return run_from(instance, s, values, overwritable, control_results, inputs, pointers);
+  }
+
+  // Runs step s (with its row group, when one starts there); returns the next step.
+  size_t run_from(const Instance& instance, size_t s, std::vector<Array>& values, const std::vector<char>& overwritable,
+                  ops::ControlResults& control_results, std::vector<Array>& inputs,
+                  std::vector<char*>& pointers) const {
+    if (plan_.steps[s].kind == Step::Kind::control) {
+      run_control_step(instance, s, values, control_results, inputs);
+      return s + 1;
+    }
+    if (group_at_[s] < 0) {
+      run_step(instance, s, values, overwritable, inputs, pointers);
+      return s + 1;
+    }
+    run_row_group(instance, static_cast<size_t>(group_at_[s]), values, overwritable);
+    return plan_.row_groups[static_cast<size_t>(group_at_[s])].end_step;
+  }
+
+  // A step's span in the timeline: its name (a kernel's fused primitives),
+  // how many elements it computes and the graph it belongs to.
+  void begin_step_span(telemetry::timeline::Span& span, const Instance& instance, size_t s) const {
+    const Step& step = plan_.steps[s];
+    if (int g = group_at_[s]; g >= 0) {
+      const RowGroup& group = plan_.row_groups[static_cast<size_t>(g)];
+      span.begin("row group", group_names_[static_cast<size_t>(g)],
+                 {{"rows", instance.group_rows[static_cast<size_t>(g)]},
+                  {"steps", static_cast<int64_t>(group.end_step - group.first_step)}},
+                 "graph", graph_->name);
+      return;
+    }
+    const ir::Node& node = instance.graph->nodes[static_cast<size_t>(step.value)];
+    switch (step.kind) {
+      case Step::Kind::view:
+      case Step::Kind::constant: return;  // no work to show
+      case Step::Kind::kernel: {
+        auto k = static_cast<size_t>(step.kernel);
+        int64_t elements = kernel_space_node(*instance.graph, plan_.kernels[k]).type.size();
+        span.begin("kernel", step_names_[s], {{"elements", elements}, {"range", instance.ranges[k]}}, "graph",
+                   graph_->name);
+        return;
+      }
+      default: span.begin("step", step_names_[s], {{"elements", node.type.size()}}, "graph", graph_->name);
+    }
   }
 
   void run_step(const Instance& instance, size_t s, std::vector<Array>& values, const std::vector<char>& overwritable,
@@ -476,6 +542,8 @@ class CompiledGraph final : public runtime::Executable {
   runtime::BindingCache<Instance> instances_;        // a symbolic graph's, per binding
   runtime::StepProgram program_;                     // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;                        // per step: the row group starting there, or -1
+  // What the timeline calls each step and each row group.
+  std::vector<std::string> step_names_, group_names_;
   // Per step: the compiled bodies of a control node.
   std::vector<std::vector<std::shared_ptr<const CompiledGraph>>> bodies_;
   std::vector<std::unique_ptr<const NativeLoop>> native_loops_;  // per step: a small loop compiled whole
@@ -491,6 +559,20 @@ class LlvmBackend final : public runtime::Backend {
 
   void prepare_background_compiles() const override { Engine::instance().make_code_generator_statics(); }
   bool matches_op_by_op(const ir::Graph& graph) const override { return reductions_match_op_by_op(graph); }
+  runtime::FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const override {
+    auto simplified = std::make_shared<ir::Graph>(*graph);
+    transform::simplify(*simplified);
+    Plan plan = plan_graph(*simplified);
+    std::vector<int32_t> groups(simplified->nodes.size(), -1);
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const Kernel& kernel = plan.kernels[k];
+      if (kernel.kind == Kernel::Kind::standalone) continue;  // one node: no cluster to draw
+      for (ir::ValueId id : kernel.region) groups[static_cast<size_t>(id)] = static_cast<int32_t>(k);
+      groups[static_cast<size_t>(kernel.root)] = static_cast<int32_t>(k);
+      for (ir::ValueId id : kernel.extra_roots) groups[static_cast<size_t>(id)] = static_cast<int32_t>(k);
+    }
+    return {std::move(simplified), std::move(groups)};
+  }
 
   std::string target() const override {
     Engine& engine = Engine::instance();

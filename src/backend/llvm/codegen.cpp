@@ -13,6 +13,7 @@
 #include "backend/llvm/kernel_emitter.h"
 #include "runtime/compile_profile.h"
 #include "runtime/thread_pool.h"
+#include "telemetry/timeline.h"
 
 namespace kiln::llvm_backend {
 
@@ -161,6 +162,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     std::exception_ptr failed;
     std::thread helper([&] {
       runtime::CompileProfileScope scope(profile);
+      telemetry::timeline::name_this_thread("kiln compile helper");
       try {
         compile_group(groups[1]);
       } catch (...) {

@@ -20,6 +20,7 @@
 #include "ops/common/batching.h"
 #include "ops/common/promotion.h"
 #include "ops/linalg/linalg.h"
+#include "telemetry/timeline.h"
 
 namespace kiln {
 namespace ops {
@@ -143,6 +144,9 @@ Array evaluate_triangular_solve(const Node& node, std::span<const Array> inputs)
     const T* matrices = detail::impl(inputs[0])->data<T>();
     if (n == 0 || k == 0) return;
     each_matrix(a, [&](int64_t m) {
+      telemetry::timeline::Span span;
+      if (telemetry::timeline::recording())
+        span.begin("blas", a.dtype == DType::f64 ? "dtrsm" : "strsm", {{"m", n}, {"n", k}});
       trsm(CblasRowMajor, CblasLeft, uplo, trans, diag, static_cast<int>(n), static_cast<int>(k), T(1),
            matrices + m * n * n, static_cast<int>(n), out + m * n * k, static_cast<int>(k));
     });

@@ -14,6 +14,7 @@
 #include "ops/common/apply.h"
 #include "ops/common/batching.h"
 #include "ops/common/promotion.h"
+#include "telemetry/timeline.h"
 
 namespace kiln {
 namespace ops {
@@ -71,7 +72,11 @@ void complex_gemm(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, 
       std::fill(c, c + m * n, zero);
       continue;
     }
-    auto gemm = std::is_same_v<T, std::complex<float>> ? &cblas_cgemm : &cblas_zgemm;
+    constexpr bool single = std::is_same_v<T, std::complex<float>>;
+    auto gemm = single ? &cblas_cgemm : &cblas_zgemm;
+    telemetry::timeline::Span span;
+    if (telemetry::timeline::recording())
+      span.begin("blas", single ? "cgemm" : "zgemm", {{"m", m}, {"n", n}, {"k", k}});
     gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
          static_cast<blasint>(k), &one, a, static_cast<blasint>(k), b, static_cast<blasint>(n), &zero, c,
          static_cast<blasint>(n));

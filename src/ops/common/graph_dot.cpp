@@ -1,0 +1,105 @@
+// Graphviz DOT for the IR (see the header).
+#include "ops/common/graph_dot.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/error_format.h"
+#include "ir/symbolic.h"
+
+namespace kiln::ops {
+
+namespace {
+
+// DOT's quoted strings: backslash and quote escaped, line breaks as \n.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string node_label(const ir::Graph& graph, size_t id) {
+  const ir::Node& node = graph.nodes[id];
+  std::string label = "%" + std::to_string(id) + " " + std::string(ir::primitive_name(node.op));
+  label += "\n" + ir::symbolic_type_string(node);
+  if (node.where.line() > 0) label += "\n" + detail::location_string(node.where);
+  return label;
+}
+
+// The primitives of a group, in graph order, repeated ones once: "exp·mul·add".
+std::string group_summary(const ir::Graph& graph, const std::vector<size_t>& members) {
+  std::vector<std::string> names;
+  for (size_t id : members) {
+    std::string name(ir::primitive_name(graph.nodes[id].op));
+    if (graph.nodes[id].op == ir::Primitive::literal) continue;
+    bool seen = false;
+    for (const std::string& known : names) seen = seen || known == name;
+    if (!seen) names.push_back(name);
+  }
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) text += (i ? "\u00b7" : "") + names[i];
+  return text;
+}
+
+}  // namespace
+
+std::string graph_dot(const ir::Graph& graph, const DotOptions& options) {
+  const size_t count = graph.nodes.size();
+  auto group_of = [&](size_t id) { return id < options.groups.size() ? options.groups[id] : -1; };
+  std::map<int32_t, std::vector<size_t>> members;
+  for (size_t id = 0; id < count; ++id)
+    if (group_of(id) >= 0) members[group_of(id)].push_back(id);
+  const bool collapse = count > options.collapse_above && !members.empty();
+  std::vector<char> is_output(count, 0), is_argument(count, 0);
+  for (ir::ValueId id : graph.outputs) is_output[static_cast<size_t>(id)] = 1;
+  for (ir::ValueId id : graph.arguments) is_argument[static_cast<size_t>(id)] = 1;
+  for (ir::ValueId id : graph.captures) is_argument[static_cast<size_t>(id)] = 1;
+
+  // A collapsed group is one box named after its kernel; every node inside maps to it.
+  auto box = [&](size_t id) {
+    return collapse && group_of(id) >= 0 ? "k" + std::to_string(group_of(id)) : "n" + std::to_string(id);
+  };
+  std::ostringstream out;
+  out << "digraph " << quoted(graph.name.empty() ? "graph" : graph.name) << " {\n"
+      << "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\", "
+         "fontsize=10];\n  edge [color=\"#555555\"];\n";
+  auto node_line = [&](size_t id, const std::string& indent) {
+    std::string fill = is_argument[id] ? "#dbeafe" : is_output[id] ? "#dcfce7" : "white";
+    out << indent << box(id) << " [label=" << quoted(node_label(graph, id)) << ", fillcolor=\"" << fill << "\"];\n";
+  };
+  for (size_t id = 0; id < count; ++id)
+    if (group_of(id) < 0) node_line(id, "  ");
+  for (const auto& [group, ids] : members) {
+    std::string title = "kernel " + std::to_string(group) + ": " + group_summary(graph, ids);
+    if (collapse) {
+      std::string label = title + "\n" + std::to_string(ids.size()) + " nodes, writes " +
+                          ir::symbolic_type_string(graph.nodes[ids.back()]);
+      out << "  k" << group << " [label=" << quoted(label) << ", fillcolor=\"#fef3c7\"];\n";
+      continue;
+    }
+    out << "  subgraph cluster_" << group << " {\n    label=" << quoted(title)
+        << ";\n    style=\"rounded,filled\";\n    fillcolor=\"#fef9e7\";\n    color=\"#d4a017\";\n";
+    for (size_t id : ids) node_line(id, "    ");
+    out << "  }\n";
+  }
+  std::set<std::pair<std::string, std::string>> drawn;
+  for (size_t id = 0; id < count; ++id)
+    for (ir::ValueId input : graph.nodes[id].inputs) {
+      std::string from = box(static_cast<size_t>(input)), to = box(id);
+      if (from == to || !drawn.insert({from, to}).second) continue;
+      out << "  " << from << " -> " << to << ";\n";
+    }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace kiln::ops

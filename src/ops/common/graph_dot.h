@@ -1,0 +1,24 @@
+// The IR as a Graphviz DOT picture: one box per node with its primitive,
+// type and the user's source line, an edge per input, and the kernels a
+// backend fuses drawn as clusters (or, in a large graph, as one box each, so
+// that the picture stays readable).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kiln::ops {
+
+struct DotOptions {
+  /// By node id: the fused group (kernel) computing the node, or -1. Empty: no groups.
+  std::span<const int32_t> groups;
+  /// Above this many nodes, each group is drawn as one box.
+  size_t collapse_above = 150;
+};
+
+std::string graph_dot(const ir::Graph& graph, const DotOptions& options = {});
+
+}  // namespace kiln::ops
