@@ -28,8 +28,9 @@ if [ "${1:-}" = "--thread" ]; then
   # jit from many threads, the thread pool under parallel kernels, the caches
   # and the allocator shared between threads; loops whose bodies run on the
   # pool; the persistent cache, whose directory other processes share; first
-  # calls racing their background compile.
-  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.|ControlBackends\.|Scan\.|NativeLoops\.|PersistentCache|Tiered')
+  # calls racing their background compile; the timeline and trace files that
+  # every thread records to.
+  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.|ControlBackends\.|Scan\.|NativeLoops\.|PersistentCache|Tiered|Timeline\.|CompileTrace')
 fi
 cmake -S . -B "$build" -G Ninja "${options[@]}"
 cmake --build "$build"
