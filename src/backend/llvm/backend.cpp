@@ -130,8 +130,6 @@ class CompiledGraph final : public runtime::Executable {
     group_at_.assign(plan_.steps.size(), -1);
     for (size_t g = 0; g < plan_.row_groups.size(); ++g)
       group_at_[plan_.row_groups[g].first_step] = static_cast<int>(g);
-    step_names_ = step_names(*graph_, plan_);
-    group_names_ = row_group_names(plan_, step_names_);
     // A loop's body is compiled once, here, and runs at every iteration:
     // inside one native loop when it is small, else as executables of its own.
     bodies_.resize(plan_.steps.size());
@@ -222,6 +220,11 @@ class CompiledGraph final : public runtime::Executable {
 
   std::vector<Array> run_recorded(const Instance& instance, std::span<const Array> arguments,
                                   std::span<const Array> implicit_inputs, std::span<const char> donated) const {
+    // Named at the first recorded run: executables never profiled never name their steps.
+    std::call_once(names_made_, [&] {
+      step_names_ = step_names(*graph_, plan_);
+      group_names_ = row_group_names(plan_, step_names_);
+    });
     telemetry::timeline::Span span;
     span.begin("executable", graph_->name.empty() ? "graph" : graph_->name);
     return run_steps(instance, arguments, implicit_inputs, donated, true);
@@ -543,7 +546,8 @@ class CompiledGraph final : public runtime::Executable {
   runtime::StepProgram program_;                     // the plan's steps, their liveness and the folded constants
   std::vector<int> group_at_;                        // per step: the row group starting there, or -1
   // What the timeline calls each step and each row group.
-  std::vector<std::string> step_names_, group_names_;
+  mutable std::once_flag names_made_;
+  mutable std::vector<std::string> step_names_, group_names_;
   // Per step: the compiled bodies of a control node.
   std::vector<std::vector<std::shared_ptr<const CompiledGraph>>> bodies_;
   std::vector<std::unique_ptr<const NativeLoop>> native_loops_;  // per step: a small loop compiled whole

@@ -1,6 +1,7 @@
 // Graphviz DOT for the IR (see the header).
 #include "ops/common/graph_dot.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -35,29 +36,14 @@ std::string node_label(const ir::Graph& graph, size_t id) {
   return label;
 }
 
-// The primitives of a group, in graph order, repeated ones once: "exp·mul·add".
-std::string group_summary(const ir::Graph& graph, const std::vector<size_t>& members) {
-  std::vector<std::string> names;
-  for (size_t id : members) {
-    std::string name(ir::primitive_name(graph.nodes[id].op));
-    if (graph.nodes[id].op == ir::Primitive::literal) continue;
-    bool seen = false;
-    for (const std::string& known : names) seen = seen || known == name;
-    if (!seen) names.push_back(name);
-  }
-  std::string text;
-  for (size_t i = 0; i < names.size(); ++i) text += (i ? "\u00b7" : "") + names[i];
-  return text;
-}
-
 }  // namespace
 
 std::string graph_dot(const ir::Graph& graph, const DotOptions& options) {
   const size_t count = graph.nodes.size();
   auto group_of = [&](size_t id) { return id < options.groups.size() ? options.groups[id] : -1; };
-  std::map<int32_t, std::vector<size_t>> members;
+  std::map<int32_t, std::vector<ir::ValueId>> members;
   for (size_t id = 0; id < count; ++id)
-    if (group_of(id) >= 0) members[group_of(id)].push_back(id);
+    if (group_of(id) >= 0) members[group_of(id)].push_back(static_cast<ir::ValueId>(id));
   const bool collapse = count > options.collapse_above && !members.empty();
   std::vector<char> is_output(count, 0), is_argument(count, 0);
   for (ir::ValueId id : graph.outputs) is_output[static_cast<size_t>(id)] = 1;
@@ -79,16 +65,16 @@ std::string graph_dot(const ir::Graph& graph, const DotOptions& options) {
   for (size_t id = 0; id < count; ++id)
     if (group_of(id) < 0) node_line(id, "  ");
   for (const auto& [group, ids] : members) {
-    std::string title = "kernel " + std::to_string(group) + ": " + group_summary(graph, ids);
+    std::string title = "kernel " + std::to_string(group) + ": " + fused_name(graph, ids);
     if (collapse) {
       std::string label = title + "\n" + std::to_string(ids.size()) + " nodes, writes " +
-                          ir::symbolic_type_string(graph.nodes[ids.back()]);
+                          ir::symbolic_type_string(graph.nodes[static_cast<size_t>(ids.back())]);
       out << "  k" << group << " [label=" << quoted(label) << ", fillcolor=\"#fef3c7\"];\n";
       continue;
     }
     out << "  subgraph cluster_" << group << " {\n    label=" << quoted(title)
         << ";\n    style=\"rounded,filled\";\n    fillcolor=\"#fef9e7\";\n    color=\"#d4a017\";\n";
-    for (size_t id : ids) node_line(id, "    ");
+    for (ir::ValueId id : ids) node_line(static_cast<size_t>(id), "    ");
     out << "  }\n";
   }
   std::set<std::pair<std::string, std::string>> drawn;
@@ -100,6 +86,23 @@ std::string graph_dot(const ir::Graph& graph, const DotOptions& options) {
     }
   out << "}\n";
   return out.str();
+}
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+
+std::string fused_name(const ir::Graph& graph, std::span<const ir::ValueId> nodes) {
+  constexpr size_t most_named = 8;  // enough to recognize a group; a long chain's name stays short
+  auto named = [](ir::Primitive op) { return op != ir::Primitive::literal && op != ir::Primitive::broadcast; };
+  std::vector<ir::Primitive> ops;
+  for (ir::ValueId id : nodes) ops.push_back(graph.nodes[static_cast<size_t>(id)].op);
+  if (std::any_of(ops.begin(), ops.end(), named)) std::erase_if(ops, [&](ir::Primitive op) { return !named(op); });
+  std::string name;
+  for (size_t k = 0; k < std::min(ops.size(), most_named); ++k)
+    name += (k ? "\u00b7" : "") + std::string(ir::primitive_name(ops[k]));
+  if (ops.size() > most_named) name += "\u00b7\u2026 (" + std::to_string(ops.size()) + " operations)";
+  return name;
 }
 
 }  // namespace kiln::ops

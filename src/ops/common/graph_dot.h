@@ -21,4 +21,10 @@ struct DotOptions {
 
 std::string graph_dot(const ir::Graph& graph, const DotOptions& options = {});
 
+/// What a fused group computes, by its primitives in graph order
+/// ("exp·mul·add"): literals and broadcasts, in most groups and telling
+/// nothing, are left out unless they are all there is; a long chain's name
+/// stops after 8 and counts the rest. The timeline names kernels so too.
+std::string fused_name(const ir::Graph& graph, std::span<const ir::ValueId> nodes);
+
 }  // namespace kiln::ops
