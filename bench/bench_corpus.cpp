@@ -19,6 +19,7 @@
 
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
+#include "core/dispatch_queue.h"
 #include "differential.h"
 #include "ir/control.h"
 #include "ops/common/apply.h"
@@ -94,6 +95,8 @@ kiln::testing::DifferentialCase user_chain() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Eager operations are timed by their work, not by their queueing.
+  kiln::detail::set_dispatch_async(false);
   int seeds = 8, repeats = 5;
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {

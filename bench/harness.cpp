@@ -28,6 +28,9 @@ namespace {
 // optimized code rather than run op by op beside a background compile
 // (bench_first_call measures the tiers).
 [[maybe_unused]] const bool compiles_sync = ::setenv("KILN_COMPILE", "sync", /*overwrite=*/0) == 0;
+// Each iteration times its call's work, not its queueing: calls run on the
+// calling thread (bench_async measures queued dispatch).
+[[maybe_unused]] const bool dispatch_sync = ::setenv("KILN_DISPATCH", "sync", /*overwrite=*/0) == 0;
 
 std::map<std::string, std::vector<double>>& samples() {
   static std::map<std::string, std::vector<double>> values;

@@ -29,8 +29,8 @@ if [ "${1:-}" = "--thread" ]; then
   # and the allocator shared between threads; loops whose bodies run on the
   # pool; the persistent cache, whose directory other processes share; first
   # calls racing their background compile; the timeline and trace files that
-  # every thread records to.
-  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.|ControlBackends\.|Scan\.|NativeLoops\.|PersistentCache|Tiered|Timeline\.|CompileTrace')
+  # every thread records to; queued work on the dispatch thread beside its callers.
+  selection=(-R 'Thread|Jit\.|Allocator\.|Buffers\.|Donation\.|LongReductions\.|RowGroups\.|Standalone\.|EagerEqualsCompiled\.|ControlBackends\.|Scan\.|NativeLoops\.|PersistentCache|Tiered|Timeline\.|CompileTrace|AsyncDispatch')
 fi
 cmake -S . -B "$build" -G Ninja "${options[@]}"
 cmake --build "$build"

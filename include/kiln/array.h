@@ -81,6 +81,13 @@ class Array {
   template <Element T>
   std::vector<T> to_vector(Location where = Location::current()) const;
 
+  /// Waits until the work computing this array (queued by a jitted call or
+  /// an eager operation: kiln dispatches asynchronously) has run, and
+  /// rethrows its error if it failed; returns the array. Reading elements
+  /// waits by itself: this is for timing and for surfacing errors at a
+  /// chosen line.
+  const Array& block_until_ready(Location where = Location::current()) const;
+
   /// JAX's x.at[...]: x.at({0, Slice{1, 3}, indices}).set(values) (see IndexUpdate in kiln/ops.h).
   IndexUpdate at(std::vector<Index> indices) const;
 
@@ -92,6 +99,11 @@ class Array {
 };
 
 std::ostream& operator<<(std::ostream& out, const Array& array);
+
+/// Waits for all work queued so far (jitted calls and eager operations
+/// return as soon as it is queued), then rethrows the first error queued work
+/// raised since the last synchronize. KILN_DISPATCH=sync turns queues off.
+void synchronize();
 
 // ---- Creation ---------------------------------------------------------------
 

@@ -228,6 +228,7 @@ from ._transforms import (  # noqa: E402,F401
 from ._control import while_loop, cond, switch, fori_loop, scan  # noqa: E402,F401
 from . import distributed, telemetry  # noqa: E402,F401
 from ._kiln import CacheStats, Graph, global_cache_stats, clear_graph_cache, wait_for_background_compiles  # noqa: E402,F401
+from ._kiln import synchronize  # noqa: E402,F401
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

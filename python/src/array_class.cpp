@@ -91,6 +91,10 @@ void bind_array(py::module_& module) {
             return swapaxes(self, -1, -2, where);
           })
       .def("item", [](const Array& self) { return python_number(self, here()); })
+      .def(
+          "block_until_ready", [](const Array& self) -> const Array& { return self.block_until_ready(here()); },
+          "Waits until the queued work computing this array has run (kiln dispatches asynchronously) and raises "
+          "its error if it failed; returns the array.")
       .def("_require_concrete",
            [](const Array& self, const std::string& operation) {
              if (!self.is_tracer()) return;

@@ -2,6 +2,7 @@
 // every part finds what it extends (the Array class before its methods).
 #include "bindings.h"
 #include "cache/tiered_compile.h"
+#include "core/dispatch_queue.h"
 #include "core/error_format.h"
 
 PYBIND11_MODULE(_kiln, module) {
@@ -28,10 +29,25 @@ PYBIND11_MODULE(_kiln, module) {
   python::bind_runtime(module);
   python::bind_guards(module);
   python::bind_pytree(module);
-  // Compiles in flight stop while the interpreter and every C++ static still
-  // live: Python's exit handlers run before the process's. Without the GIL,
-  // so that a compile reporting to a Python telemetry listener can finish.
+  // A thread waiting for queued work lets others run Python meanwhile, and
+  // the dispatch thread may need the GIL (a telemetry listener, releasing
+  // a NumPy array kiln borrowed).
+  kiln::detail::set_blocking_wait_hooks(
+      {[]() -> void* { return Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr; },
+       [](void* state) {
+         if (state) PyEval_RestoreThread(static_cast<PyThreadState*>(state));
+       }});
+  // Compiles in flight stop, and queued work runs, while the interpreter and
+  // every C++ static still live: Python's exit handlers run before the
+  // process's. Without the GIL, so that a compile reporting to a Python
+  // telemetry listener can finish.
   pybind11::module_::import("atexit").attr("register")(pybind11::cpp_function([] {
+    try {
+      kiln::detail::synchronize_queue();
+    } catch (...) {
+      // Nobody reads what failed: the program is ending.
+    }
+    kiln::detail::set_blocking_wait_hooks({});
     pybind11::gil_scoped_release release;
     kiln::cache::stop_background_compiles();
   }));

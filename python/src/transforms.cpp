@@ -252,6 +252,10 @@ void bind_transforms(py::module_& module) {
   bind_cache_stats(module);
   module.def("global_cache_stats", &global_cache_stats);
   module.def(
+      "synchronize", [] { synchronize(); },
+      "Waits for all work queued so far (jitted calls and eager operations return as soon as it is queued), then "
+      "raises the first error queued work raised since the last synchronize. KILN_DISPATCH=sync turns queues off.");
+  module.def(
       "wait_for_background_compiles",
       [] {
         py::gil_scoped_release release;

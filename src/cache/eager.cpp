@@ -23,14 +23,18 @@ bool wants(int64_t elements, bool native_rounding) {
   return (native_rounding || elements >= compiled_threshold) && cache::native_backend_chosen();
 }
 
-Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) {
+TracedGraph trace_eager(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
   auto record = [&](TraceSession& session) {
     std::vector<Array> placeholders;
     placeholders.reserve(inputs.size());
     for (const Array& input : inputs) placeholders.push_back(trace_argument(session, input));
     return std::vector<Array>{build(placeholders)};
   };
-  TracedGraph traced = trace("eager", Location::current(), record);
+  return trace("eager", Location::current(), record);
+}
+
+Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) {
+  TracedGraph traced = trace_eager(inputs, build);
   const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
   uint64_t key = cache::graph_key(*graph);
   if (!compile) {
@@ -42,7 +46,18 @@ Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<co
   return lookup.executable->run(inputs, traced.captured).at(0);
 }
 
-constexpr EagerCompiler compiler{&wants, &run_compiled};
+CompiledEager prepare_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
+  TracedGraph traced = trace_eager(inputs, build);
+  const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
+  cache::GraphLookup lookup = cache::get_or_compile(graph, cache::graph_key(*graph), CompileMode::Sync);
+  AbstractValue type = graph->nodes[static_cast<size_t>(graph->outputs.at(0))].type;
+  return {[executable = lookup.executable, captured = std::move(traced.captured)](std::span<const Array> arrays) {
+            return executable->run(arrays, captured).at(0);
+          },
+          std::move(type)};
+}
+
+constexpr EagerCompiler compiler{&wants, &run_compiled, &prepare_compiled};
 }  // namespace
 
 }  // namespace kiln::detail

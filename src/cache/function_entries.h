@@ -39,6 +39,10 @@ struct Entry {
   bool symbolic = false;
   std::vector<SizeRange> ranges;  // a symbolic entry's: per symbol, the sizes its fit holds for
   bool settled = false;           // a pending entry whose compile ended (replaced or dropped)
+  // Calls go to the dispatch queue even when their arguments are computed:
+  // the graph's work is worth a handoff, or it has collectives (whose order
+  // must be every rank's).
+  bool queued = false;
 
   bool pending() const { return !executable; }
 };

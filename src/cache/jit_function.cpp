@@ -10,7 +10,9 @@
 #include "cache/rank_agreement.h"
 #include "cache/tiered_compile.h"
 #include "core/array_impl.h"
+#include "core/dispatch_queue.h"
 #include "core/error_format.h"
+#include "ir/symbolic.h"
 #include "telemetry/telemetry.h"
 #include "trace/trace.h"
 
@@ -22,6 +24,65 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+bool any_pending(const std::vector<Array>& arrays) {
+  return std::any_of(arrays.begin(), arrays.end(), [](const Array& array) {
+    return detail::impl(array)->buffer && detail::impl(array)->buffer->pending();
+  });
+}
+
+// Queued work holds handles of its own (detail::queued_handle), one per
+// distinct array, so that it still sees an array passed twice as shared. A
+// donated argument's handle takes its storage, which the run may then
+// overwrite, unless the function returns it as it is (a run at once leaves
+// such an argument as it was).
+void hold_for_queue(std::vector<Array>& held, std::vector<Array>& implicit, const std::vector<char>& donated,
+                    const std::vector<int>& passed_inputs) {
+  // The originals stay referenced until every handle is made: a freed one's
+  // address could come back as another array's.
+  std::vector<std::pair<Array, Array>> handles;  // original, handle
+  auto handle_of = [&](const Array& array, bool take) {
+    for (const auto& [original, handle] : handles)
+      if (detail::impl(original) == detail::impl(array)) return handle;
+    handles.emplace_back(array, detail::queued_handle(array, take));
+    return handles.back().second;
+  };
+  // Donated arguments first: their handles take the storage, and other
+  // positions holding the same array share those handles.
+  std::vector<Array> arguments(held.size());
+  for (size_t k = 0; k < donated.size() && k < held.size(); ++k) {
+    bool returned = std::find(passed_inputs.begin(), passed_inputs.end(), static_cast<int>(k)) != passed_inputs.end();
+    if (donated[k] && !returned) arguments[k] = handle_of(held[k], true);
+  }
+  for (size_t k = 0; k < held.size(); ++k)
+    if (!arguments[k].defined()) arguments[k] = handle_of(held[k], false);
+  std::vector<Array> implicit_handles;
+  implicit_handles.reserve(implicit.size());
+  for (const Array& array : implicit) implicit_handles.push_back(handle_of(array, false));
+  held = std::move(arguments);
+  implicit = std::move(implicit_handles);
+}
+
+// Below this many elements computed in all, a call costs less than handing
+// it to the dispatch thread (the threshold at which eager operations compile).
+constexpr int64_t queued_elements = int64_t{1} << 14;
+
+int64_t elements_computed(const ir::Graph& graph) {
+  int64_t elements = 0;
+  for (const ir::Node& node : graph.nodes) {
+    if (node.op != ir::Primitive::input) elements += node.type.size();
+    for (const auto& body : node.bodies) elements += elements_computed(*body);
+  }
+  return elements;
+}
+
+bool worth_queueing(const ir::Graph& graph) {
+  // A loop's work is its trip count times its body's, unknown here: queued.
+  bool loops =
+      std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const ir::Node& node) { return !node.bodies.empty(); });
+  return loops || ir::is_symbolic(graph) || cache::has_collectives(graph) ||
+         elements_computed(graph) >= queued_elements;
+}
 
 // Arrays the function made from host data are no state it reads: a function
 // whose captures are all such constants is cached by signature like a
@@ -364,6 +425,7 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
   entry->lifted_inputs = transform::lifted_inputs(entry->lifted);
   entry->executable_key = lookup.key;
   entry->executable = lookup.executable;
+  entry->queued = worth_queueing(*entry->lifted.graph);
   entry->captures = std::move(traced.captures);
   entry->skeleton = traced.skeleton;
   {
@@ -397,24 +459,85 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
 std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arguments,
                                     const std::vector<Array>& captures, const std::vector<Array>& lifted,
                                     const char* hit) const {
-  bool timed = telemetry::wanted(telemetry::EventKind::execute);
-  auto start = timed ? Clock::now() : Clock::time_point{};
-  std::vector<Array> outputs;
   if (entry.executable->interim()) {
     calls_before_optimized_.fetch_add(1, std::memory_order_relaxed);
     cache::add_global(CacheStats{.calls_before_optimized = 1});
   }
-  if (lifted.empty()) {
-    outputs = entry.executable->run(arguments.arrays, captures, arguments.donated);
+  std::optional<std::vector<Array>> queued;
+  if (detail::dispatch_async() &&
+      (entry.queued || any_pending(arguments.arrays) || any_pending(captures) || any_pending(lifted)))
+    queued = run_queued(entry, arguments, captures, lifted);
+  std::vector<Array> outputs;
+  if (queued) {
+    outputs = std::move(*queued);
   } else {
-    std::vector<Array> implicit = captures;
-    implicit.insert(implicit.end(), lifted.begin(), lifted.end());
-    outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
+    bool timed = telemetry::wanted(telemetry::EventKind::execute);
+    auto start = timed ? Clock::now() : Clock::time_point{};
+    if (lifted.empty()) {
+      outputs = entry.executable->run(arguments.arrays, captures, arguments.donated);
+    } else {
+      std::vector<Array> implicit = captures;
+      implicit.insert(implicit.end(), lifted.begin(), lifted.end());
+      outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
+    }
+    if (hit) report_hit(entry.executable_key, hit);
+    if (timed)
+      telemetry::emit(
+          {telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
+    return outputs;
   }
   if (hit) report_hit(entry.executable_key, hit);
-  if (timed)
-    telemetry::emit(
-        {telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
+  return outputs;
+}
+
+std::optional<std::vector<Array>> JitFunction::run_queued(const Entry& entry, const CallArguments& arguments,
+                                                          const std::vector<Array>& captures,
+                                                          const std::vector<Array>& lifted) const {
+  std::vector<Array> held = arguments.arrays;
+  std::vector<Array> implicit = captures;
+  implicit.insert(implicit.end(), lifted.begin(), lifted.end());
+  if (!detail::copy_outside_storage_for_queue(held) || !detail::copy_outside_storage_for_queue(implicit))
+    return std::nullopt;
+  std::optional<runtime::OutputPlan> plan = entry.executable->plan_outputs(held, implicit);
+  if (!plan) return std::nullopt;
+  std::vector<Array> outputs;
+  std::vector<std::optional<detail::PendingResult>> pending;
+  for (size_t i = 0; i < plan->types.size(); ++i) {
+    int passed = plan->passed_inputs[i];
+    if (passed >= 0) {
+      size_t k = static_cast<size_t>(passed);
+      outputs.push_back(k < held.size() ? held[k] : implicit[k - held.size()]);
+      pending.emplace_back();
+    } else {
+      outputs.push_back(detail::pending_array(std::move(plan->types[i])));
+      pending.push_back(detail::pending_result(outputs.back()));
+    }
+  }
+  hold_for_queue(held, implicit, arguments.donated, plan->passed_inputs);
+  bool timed = telemetry::wanted(telemetry::EventKind::execute);
+  detail::enqueue([executable = entry.executable, held = std::move(held), implicit = std::move(implicit),
+                   donated = arguments.donated, pending = std::move(pending), timed, name = name_,
+                   key = entry.executable_key]() mutable {
+    size_t fulfilled = 0;
+    try {
+      auto start = timed ? Clock::now() : Clock::time_point{};
+      // An input whose work failed fails this call with the same error.
+      for (const std::vector<Array>* inputs : {&held, &implicit})
+        for (const Array& input : *inputs) detail::impl(input)->buffer->wait();
+      std::vector<Array> results = executable->run(held, implicit, donated);
+      // The arguments go first: a donated one's storage is then the result's alone.
+      held.clear();
+      implicit.clear();
+      for (; fulfilled < pending.size(); ++fulfilled)
+        if (pending[fulfilled]) detail::fulfil(*pending[fulfilled], std::move(results[fulfilled]));
+      if (timed)
+        telemetry::emit({telemetry::EventKind::execute, name, telemetry::digest(key), seconds_since(start), ""});
+    } catch (...) {
+      for (; fulfilled < pending.size(); ++fulfilled)
+        if (pending[fulfilled]) pending[fulfilled]->buffer->fail(std::current_exception());
+      detail::note_queued_error(std::current_exception());
+    }
+  });
   return outputs;
 }
 

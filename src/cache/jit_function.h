@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -125,6 +126,12 @@ class JitFunction {
   /// runtime::SizesDoNotFit).
   std::vector<Array> run(const cache::Entry& entry, const CallArguments& arguments, const std::vector<Array>& captures,
                          const std::vector<Array>& lifted, const char* hit = nullptr) const;
+  /// run's work queued for the dispatch thread, returning pending outputs;
+  /// nothing when it runs at once instead (a large borrowed NumPy input, an
+  /// executable that cannot tell its outputs in advance).
+  std::optional<std::vector<Array>> run_queued(const cache::Entry& entry, const CallArguments& arguments,
+                                               const std::vector<Array>& captures,
+                                               const std::vector<Array>& lifted) const;
   void report_hit(uint64_t key, const char* how) const;
   void verify_frozen(const cache::Entry& entry, const Traced& fresh);
   void note_call_time(double call_seconds, double trace_seconds);

@@ -29,6 +29,15 @@ std::vector<Array> TieredExecutable::run(std::span<const Array> arguments, std::
   return first_tier_->run(arguments, implicit_inputs, donated);
 }
 
+std::optional<runtime::OutputPlan> TieredExecutable::plan_outputs(std::span<const Array> arguments,
+                                                                  std::span<const Array> implicit_inputs) const {
+  // The tier that runs the call may be the other one: both compute the same
+  // values, and an output planned as a passed input equals the input.
+  if (const runtime::Executable* optimized = optimized_.load(std::memory_order_acquire))
+    return optimized->plan_outputs(arguments, implicit_inputs);
+  return first_tier_->plan_outputs(arguments, implicit_inputs);
+}
+
 std::string_view TieredExecutable::backend() const {
   const runtime::Executable* optimized = optimized_.load(std::memory_order_acquire);
   return optimized ? optimized->backend() : first_tier_->backend();

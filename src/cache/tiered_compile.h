@@ -37,6 +37,8 @@ class TieredExecutable final : public runtime::Executable {
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated) const override;
+  std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array> arguments,
+                                                  std::span<const Array> implicit_inputs) const override;
   std::string_view backend() const override;
   bool interim() const override { return optimized_.load(std::memory_order_acquire) == nullptr; }
 

@@ -13,6 +13,7 @@
 
 #include "core/convert.h"
 #include "core/dispatch.h"
+#include "core/dispatch_queue.h"
 #include "core/error_format.h"
 #include "telemetry/timeline.h"
 
@@ -26,9 +27,17 @@ void begin_collective_span(telemetry::timeline::Span& span, const char* name, in
   span.begin("collective", name, {{"bytes", bytes}, {"ranks", world().size}});
 }
 
+// Every rank makes its MPI calls in one order: a call from a user's thread
+// (a barrier, the agreement on a new graph) comes after the collectives
+// queued before it, which the dispatch thread makes.
 std::mutex& mpi_mutex() {
   static std::mutex mutex;
   return mutex;
+}
+
+std::unique_lock<std::mutex> lock_mpi() {
+  detail::wait_for_queued_work();
+  return std::unique_lock(mpi_mutex());
 }
 
 bool launched_by_mpi() {
@@ -166,7 +175,7 @@ void barrier() {
   telemetry::timeline::Span span;
   if (telemetry::timeline::recording()) begin_collective_span(span, "barrier", 0);
   if (world().size == 1) return;
-  std::lock_guard lock(mpi_mutex());
+  std::unique_lock lock = lock_mpi();
   check(MPI_Barrier(MPI_COMM_WORLD), "Barrier");
 }
 
@@ -185,7 +194,7 @@ void all_reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp 
     return;
   }
   {
-    std::lock_guard lock(mpi_mutex());
+    std::unique_lock lock = lock_mpi();
     for (int64_t first = 0; first < count; first += chunk) {
       int n = static_cast<int>(std::min(chunk, count - first));
       const void* source = in == out ? MPI_IN_PLACE : static_cast<const char*>(in) + first * element;
@@ -208,7 +217,7 @@ void all_gather(const void* in, void* out, int64_t bytes) {
     detail::raise("all_gather",
                   std::to_string(bytes) + " bytes per rank: MPI gathers at most 2 GiB per rank in one call", Location(),
                   "gather the array in pieces of at most 2 GiB per rank");
-  std::lock_guard lock(mpi_mutex());
+  std::unique_lock lock = lock_mpi();
   check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
         "Allgather");
 }
@@ -232,7 +241,7 @@ void reduce_scatter(const void* in, void* out, int64_t count, DType dtype, Reduc
     return;
   }
   {
-    std::lock_guard lock(mpi_mutex());
+    std::unique_lock lock = lock_mpi();
     check(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), mpi_type(dtype), mpi_op(op), MPI_COMM_WORLD),
           "Reduce_scatter_block");
   }
@@ -243,7 +252,7 @@ void broadcast(void* buffer, int64_t bytes, int root) {
   telemetry::timeline::Span span;
   if (telemetry::timeline::recording()) begin_collective_span(span, "broadcast", bytes);
   if (world().size == 1) return;
-  std::lock_guard lock(mpi_mutex());
+  std::unique_lock lock = lock_mpi();
   for (int64_t first = 0; first < bytes; first += chunk)
     check(MPI_Bcast(static_cast<char*>(buffer) + first, static_cast<int>(std::min(chunk, bytes - first)), MPI_BYTE,
                     root, MPI_COMM_WORLD),

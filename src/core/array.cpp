@@ -3,11 +3,13 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "core/allocator.h"
 #include "core/array_impl.h"
 #include "core/convert.h"
 #include "core/dispatch.h"
+#include "core/dispatch_queue.h"
 #include "core/error_format.h"
 #include "core/location_scope.h"
 
@@ -18,20 +20,66 @@ std::string AbstractValue::to_string() const {
   return std::string(dtype_name(dtype)) + shape_string(shape) + (weak ? "~" : "");
 }
 
+void* Buffer::inline_data() {
+  auto address = reinterpret_cast<uintptr_t>(inline_);
+  return inline_ + ((alignment - address % alignment) % alignment);
+}
+
 Buffer::Buffer(size_t bytes) : bytes_(bytes) {
-  if (bytes <= inline_bytes) {
-    auto address = reinterpret_cast<uintptr_t>(inline_);
-    data_ = inline_ + ((alignment - address % alignment) % alignment);
-    return;
-  }
-  data_ = allocator::allocate(bytes);
+  data_ = bytes <= inline_bytes ? inline_data() : allocator::allocate(bytes);
 }
 
 Buffer::Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
     : data_(data), bytes_(bytes), owner_(std::move(owner)) {}
 
+Buffer::Buffer(Pending, size_t bytes) : bytes_(bytes), state_(waiting) {}
+
 Buffer::~Buffer() {
-  if (!owner_ && bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
+  if (!owner_ && !source_ && data_ && bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
+}
+
+void Buffer::wait() {
+  for (;;) {
+    uint8_t state = state_.load(std::memory_order_acquire);
+    if (state == ready) return;
+    if (state == failed) std::rethrow_exception(error_);
+    // Work on the dispatch thread runs in the order it was queued, so what it
+    // reads is ready: waiting there would wait forever.
+    if (on_dispatch_thread())
+      throw Error(
+          "kiln: queued work read an array that no earlier work computes (a kiln bug; "
+          "KILN_DISPATCH=sync avoids it)");
+    blocking_wait([&] { state_.wait(state, std::memory_order_acquire); });
+  }
+}
+
+void Buffer::fulfil(std::shared_ptr<Buffer> result) {
+  result->wait();
+  if (result->bytes_ != bytes_)
+    throw Error("kiln: queued work computed " + std::to_string(result->bytes_) + " bytes for an array of " +
+                std::to_string(bytes_) + " (a kiln bug; KILN_DISPATCH=sync avoids it)");
+  // Taken over only when no other array can read it: the result's own handle
+  // is the last one. Shared otherwise (an argument returned as it is, storage
+  // a donated argument gave), and then never written, like lent storage.
+  if (result.use_count() == 1 && !result->lent()) {
+    if (bytes_ <= inline_bytes) {
+      data_ = inline_data();
+      std::memcpy(data_, result->data_, bytes_);
+    } else {
+      data_ = std::exchange(result->data_, nullptr);
+    }
+  } else {
+    data_ = result->data_;
+    source_ = std::move(result);
+  }
+  state_.store(ready, std::memory_order_release);
+  state_.notify_all();
+}
+
+void Buffer::fail(std::exception_ptr error) {
+  error_ = std::move(error);
+  state_.store(failed, std::memory_order_release);
+  state_.notify_all();
 }
 
 namespace {
@@ -93,6 +141,47 @@ Array allocate(AbstractValue type) {
   }
   impl->type = std::move(type);
   return detail::wrap(std::move(impl));
+}
+
+Array pending_array(AbstractValue type) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->buffer = std::make_shared<Buffer>(Buffer::Pending{}, type.bytes());
+  impl->type = std::move(type);
+  return wrap(std::move(impl));
+}
+
+PendingResult pending_result(const Array& pending) { return {impl(pending)->buffer, impl(pending)->type}; }
+
+void fulfil(const PendingResult& pending, Array computed) {
+  const ArrayImpl& result = *impl(computed);
+  if (result.type.dtype != pending.type.dtype || result.type.shape != pending.type.shape)
+    throw Error("kiln: queued work computed " + result.type.to_string() + " for an array of " +
+                pending.type.to_string() + " (a kiln bug; KILN_DISPATCH=sync avoids it)");
+  std::shared_ptr<Buffer> storage = result.buffer;
+  // The result's handle goes first: the storage is then taken over when no
+  // other array holds it.
+  computed = Array();
+  pending.buffer->fulfil(std::move(storage));
+}
+
+Array queued_handle(const Array& array, bool take) {
+  const std::shared_ptr<ArrayImpl>& original = impl(array);
+  auto handle = std::make_shared<ArrayImpl>();
+  handle->type = original->type;
+  handle->made_during = original->made_during;
+  handle->buffer = take ? std::move(original->buffer) : original->buffer;
+  return wrap(std::move(handle));
+}
+
+bool copy_outside_storage_for_queue(std::span<Array> inputs) {
+  constexpr size_t largest_copy = size_t{1} << 20;
+  for (Array& input : inputs) {
+    const Buffer& buffer = *impl(input)->buffer;
+    if (!buffer.from_outside()) continue;
+    if (buffer.bytes() > largest_copy) return false;
+    input = copy_of(input);
+  }
+  return true;
 }
 
 Array copy_of(const Array& array) {
@@ -206,6 +295,14 @@ int64_t Array::ndim(Location where) const { return static_cast<int64_t>(shape(wh
 int64_t Array::size(Location where) const { return shape_size(shape(where)); }
 bool Array::weak_type(Location where) const { return detail::impl_of(*this, "weak_type", where).type.weak; }
 bool Array::is_tracer() const { return impl_ && impl_->trace != nullptr; }
+
+const Array& Array::block_until_ready(Location where) const {
+  const detail::ArrayImpl& impl = detail::impl_of(*this, "block_until_ready", where);
+  if (impl.buffer) impl.buffer->wait();
+  return *this;
+}
+
+void synchronize() { detail::synchronize_queue(); }
 
 int64_t Array::shape(int64_t axis, Location where) const {
   int64_t rank = ndim(where);

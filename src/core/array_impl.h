@@ -2,9 +2,12 @@
 // (concrete array) or a position in a live trace (tracer).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -31,6 +34,12 @@ struct AbstractValue {
 /// the Buffer object itself, saving an allocation per scalar or short vector;
 /// larger ones come from the caching allocator (core/allocator.h), so steady
 /// state reuses warm blocks instead of faulting in fresh pages.
+///
+/// A buffer may also be *pending*: the result of work queued on kiln's
+/// dispatch thread (core/dispatch_queue.h), whose storage arrives when that
+/// work ends. Reading its storage (data(), lent()) waits until then on any
+/// other thread, and rethrows the error the work raised; its size is known
+/// from the start.
 class Buffer {
  public:
   static constexpr size_t inline_bytes = 64;
@@ -39,17 +48,47 @@ class Buffer {
   /// reads it in place and never writes or frees it; `owner` keeps it alive
   /// while any array uses it. It must be aligned for its elements.
   Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner);
+  struct Pending {};
+  /// Storage of `bytes` that queued work will provide (fulfil) or fail to.
+  Buffer(Pending, size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  void* data() { return data_; }
-  const void* data() const { return data_; }
+  void* data() {
+    if (state_.load(std::memory_order_acquire) != ready) [[unlikely]]
+      wait();
+    return data_;
+  }
+  const void* data() const { return const_cast<Buffer*>(this)->data(); }
   size_t bytes() const { return bytes_; }
-  /// Lent storage is never taken over for a result (a donated argument's included).
-  bool lent() const { return owner_ != nullptr; }
+  /// Lent storage is never taken over for a result (a donated argument's
+  /// included), nor is storage shared with another buffer.
+  bool lent() const {
+    if (state_.load(std::memory_order_acquire) != ready) [[unlikely]]
+      const_cast<Buffer*>(this)->wait();
+    return owner_ != nullptr || source_ != nullptr;
+  }
+  /// Storage another library owns (a NumPy array): it may change after a
+  /// call returns, so work queued for later copies it first.
+  bool from_outside() const { return owner_ != nullptr; }
+  /// Queued work has not provided the storage yet (it may have failed).
+  bool pending() const { return state_.load(std::memory_order_acquire) == waiting; }
+  /// Waits for a pending buffer's storage; rethrows the error of the work
+  /// that was to provide it.
+  void wait();
+
+  /// The dispatch thread: `result`'s storage becomes this pending buffer's
+  /// (taken over when nothing else refers to it, else shared), and threads
+  /// waiting for it go on. The sizes must be equal.
+  void fulfil(std::shared_ptr<Buffer> result);
+  /// The dispatch thread: the work failed; readers rethrow `error`.
+  void fail(std::exception_ptr error);
 
  private:
+  enum State : uint8_t { ready, waiting, failed };
+  void* inline_data();
+
   // Over-aligning the object itself would send every allocation through
   // aligned operator new (memalign), which costs far more than the padding.
   static constexpr size_t alignment = 64;
@@ -57,6 +96,9 @@ class Buffer {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<Buffer> source_;  // a fulfilled buffer sharing another's storage
+  std::exception_ptr error_;
+  std::atomic<uint8_t> state_{ready};
 };
 
 /// What an array knows of the trace that recorded it: enough for any layer to
@@ -125,6 +167,31 @@ void check_fits(const AbstractValue& type, const char* operation, Location where
 /// AllocationError when the memory cannot be had; its refusal() lets the
 /// operation that asked name itself (ops::apply does).
 Array allocate(AbstractValue type);
+/// An array whose storage work queued on the dispatch thread provides
+/// (Buffer::fulfil); reading it waits. `type` fits (check_fits).
+Array pending_array(AbstractValue type);
+/// What queued work keeps of an array it computes: the storage to fulfil
+/// and the type it must have. The caller's handle may change meanwhile (a
+/// later call taking its storage as a donated argument).
+struct PendingResult {
+  std::shared_ptr<Buffer> buffer;
+  AbstractValue type;
+};
+PendingResult pending_result(const Array& pending);
+/// The dispatch thread: the pending storage takes `computed`'s. Throws
+/// kiln::Error if the types differ (a kiln bug).
+void fulfil(const PendingResult& pending, Array computed);
+/// What queued work holds of an array it reads: a handle of its own to the
+/// same storage, so the dispatch thread never touches the caller's handles
+/// (which a later call may mark donated meanwhile). `take` moves the
+/// storage out of the caller's handle, which the call marks donated: the
+/// work may then overwrite it, as a call run at once does.
+Array queued_handle(const Array& array, bool take = false);
+/// Work queued for later must not read storage that another library may
+/// change after the call returns (a NumPy array kiln borrows): such inputs
+/// up to a mebibyte are replaced by copies. Returns false when a larger one
+/// remains, and the caller runs the work at once instead.
+bool copy_outside_storage_for_queue(std::span<Array> inputs);
 /// A concrete array with its own copy of `array`'s storage.
 Array copy_of(const Array& array);
 /// The impl of a handle, throwing a readable error for an empty or donated one.

@@ -21,6 +21,20 @@ void check_shape_rules(const ir::Graph& graph) {
 }
 }  // namespace
 
+OutputPlan output_plan(const ir::Graph& graph) {
+  OutputPlan plan;
+  for (ir::ValueId output : graph.outputs) {
+    plan.types.push_back(graph.nodes[static_cast<size_t>(output)].type);
+    int passed = -1;
+    for (size_t k = 0; k < graph.arguments.size(); ++k)
+      if (graph.arguments[k] == output) passed = static_cast<int>(k);
+    for (size_t k = 0; k < graph.captures.size(); ++k)
+      if (graph.captures[k] == output) passed = static_cast<int>(graph.arguments.size() + k);
+    plan.passed_inputs.push_back(passed);
+  }
+  return plan;
+}
+
 ir::Graph instantiate_checked(const ir::Graph& graph, std::span<const int64_t> values) {
   ir::Graph concrete = ir::instantiate(graph, values);
   try {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,16 @@
 
 namespace kiln::runtime {
 
+/// What a run returns, known before it runs: by output, its type, or the
+/// input (its position among the arguments, then the implicit inputs) that
+/// it returns as it is (-1 for none).
+struct OutputPlan {
+  std::vector<detail::AbstractValue> types;
+  std::vector<int> passed_inputs;
+};
+/// The OutputPlan of running a graph with no symbols.
+OutputPlan output_plan(const ir::Graph& graph);
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -22,6 +33,13 @@ class Executable {
   /// the caller gives up argument k: its memory may hold an output.
   virtual std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                                  std::span<const char> donated = {}) const = 0;
+  /// What run returns for these inputs, checked as run checks them (a
+  /// symbolic graph throws SizesDoNotFit at sizes its rules refuse), without
+  /// running: what a call queued for later returns at once. Empty when the
+  /// executable cannot say, and the call runs at once.
+  virtual std::optional<OutputPlan> plan_outputs(std::span<const Array>, std::span<const Array>) const {
+    return std::nullopt;
+  }
   virtual std::string_view backend() const = 0;
   /// True while runs take a first tier because the optimized code is still
   /// compiling (cache/tiered_compile.h).

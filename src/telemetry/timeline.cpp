@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/dispatch_queue.h"
 #include "core/error_format.h"
 #include "kiln/telemetry.h"
 
@@ -293,6 +294,8 @@ void start_profile(const std::string& file) {
 }
 
 void stop_profile() {
+  // Work queued before the stop belongs to the profile: it runs first.
+  kiln::detail::wait_for_queued_work();
   timeline::Registry& threads = registry();
   std::lock_guard lock(threads.mutex);
   if (!threads.file) return;

@@ -297,7 +297,8 @@ TEST(AllocatorDeathTest, RequestsTheSystemRefusesThrowBadAlloc) {
     }
     if (allocator::stats().live_bytes != before.live_bytes) std::_Exit(4);
     try {
-      Array huge = zeros({int64_t{1} << 38});  // 1 TiB of f32
+      // Queued: the refusal surfaces where the array is first waited for.
+      zeros({int64_t{1} << 38}).block_until_ready();  // 1 TiB of f32
       std::_Exit(5);
     } catch (const AllocationError& error) {
       std::string text = error.what();

@@ -300,6 +300,22 @@ void expect_gradient_matches_differences(const Loss& loss, const Array& x, const
   }
 }
 
+// Jitted calls with collectives, and eager collectives, are queued (their
+// order must be every rank's); the barrier, called on this thread, comes
+// after them.
+TEST(Distributed, QueuedCollectivesKeepTheirOrderOnEveryRank) {
+  Shape shape{64, 512};
+  Array total = zeros(shape);
+  for (const Array& input : every_input(shape, f32)) total = total + input;
+  auto doubled_sum = jit([](const Array& v) { return dist::all_reduce(v * 2.0f); }, {.name = "queued_reduce"});
+  Array reduced = doubled_sum(input_of(dist::rank(), shape, f32));
+  Array largest = dist::all_reduce(reduced + 1.0f, ReduceOp::max);  // on a pending input: after it
+  Array gathered = dist::all_gather(largest, 0);
+  dist::barrier();
+  std::vector<Array> copies(static_cast<size_t>(dist::world_size()), total * 2.0f + 1.0f);
+  EXPECT_EQ(gathered.to_vector<float>(), concatenate(copies, 0).to_vector<float>());
+}
+
 TEST(Distributed, GradientsThroughCollectivesMatchFiniteDifferences) {
   const int world = dist::world_size(), me = dist::rank();
   Array x = input_of(me, {world, 2}, f64) * 0.1;

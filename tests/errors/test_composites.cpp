@@ -160,7 +160,7 @@ TEST(CompositeErrorsDeathTest, RefusedCreationsNameTheCreator) {
     };
     for (const Creation& c : creations) {
       try {
-        Array huge = c.create();
+        c.create().block_until_ready();
         std::_Exit(3);
       } catch (const AllocationError& error) {
         std::string text = error.what();

@@ -113,6 +113,8 @@ TEST_F(Timeline, AJittedFunctionShowsItsKernelsPartsBlasCallsAndCompilePhases) {
   auto layer = jit([](const Array& x, const Array& w) { return sum(exp(x) * 0.5f + x, {1}) + sum(matmul(x, w), {1}); },
                    {.name = "timeline_layer"});
   Array x = full({1024, 1024}, 0.25f), w = full({1024, 64}, 0.01f);
+  // Made before the recording, and run before it too.
+  synchronize();
   json trace = record([&] {
     for (int call = 0; call < 3; ++call) layer(x, w);
   });

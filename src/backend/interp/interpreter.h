@@ -32,6 +32,7 @@ class Program {
   /// returning null keeps the reference kernel. Nodes it replaces are not folded.
   explicit Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&) = nullptr);
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures) const;
+  const ir::Graph& graph() const { return *graph_; }
 
  private:
   std::shared_ptr<const ir::Graph> graph_;

@@ -30,16 +30,25 @@ class InterpretedGraph final : public Executable {
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char>) const override {
     if (program_) return program_->run(arguments, implicit_inputs);
-    // A symbolic graph is prepared once per binding of its symbols.
-    auto prepare = [&](const std::vector<int64_t>& values) {
-      return interp::Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)), choose_);
-    };
-    return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare)
-        ->run(arguments, implicit_inputs);
+    return instance(arguments, implicit_inputs)->run(arguments, implicit_inputs);
+  }
+  std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array> arguments,
+                                                  std::span<const Array> implicit_inputs) const override {
+    if (program_) return runtime::output_plan(*graph_);
+    return runtime::output_plan(instance(arguments, implicit_inputs)->graph());
   }
   std::string_view backend() const override { return name_; }
 
  private:
+  // A symbolic graph is prepared once per binding of its symbols.
+  std::shared_ptr<const interp::Program> instance(std::span<const Array> arguments,
+                                                  std::span<const Array> implicit_inputs) const {
+    auto prepare = [&](const std::vector<int64_t>& values) {
+      return interp::Program(std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values)), choose_);
+    };
+    return instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs), prepare);
+  }
+
   std::shared_ptr<const ir::Graph> graph_;
   Program::Kernel (*choose_)(const ir::Node&);
   std::string_view name_;

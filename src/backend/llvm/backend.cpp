@@ -191,6 +191,14 @@ class CompiledGraph final : public runtime::Executable {
                         donated);
   }
 
+  std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array> arguments,
+                                                  std::span<const Array> implicit_inputs) const override {
+    if (!symbolic()) return runtime::output_plan(*graph_);
+    runtime::check_input_count(*graph_, graph_->arguments, arguments.size(), "arguments");
+    runtime::check_input_count(*graph_, graph_->captures, implicit_inputs.size(), "implicit inputs");
+    return runtime::output_plan(*instance(ir::bind_symbols(*graph_, arguments, implicit_inputs))->graph);
+  }
+
   /// Runs a body of a control node of a symbolic graph, whose symbols are
   /// the enclosing graph's: at the binding of the call running it (`values`;
   /// none from a static graph).

@@ -6,6 +6,7 @@
 
 #include "core/convert.h"
 #include "core/dispatch.h"
+#include "core/dispatch_queue.h"
 #include "core/error_format.h"
 #include "ops/common/rules.h"
 #include "trace/trace.h"
@@ -16,6 +17,46 @@ namespace {
 constexpr size_t max_inline_inputs = 8;
 
 std::atomic<const EagerCompiler*> installed_compiler{nullptr};
+
+// Runs `compute`, naming `operation` and `where` in a refused allocation of `type`.
+template <class Compute>
+auto guard_allocation(const char* operation, const AbstractValue& type, Location where, Compute&& compute)
+    -> decltype(compute()) {
+  try {
+    return compute();
+  } catch (const AllocationError& refused) {
+    if (refused.refusal().empty()) throw;  // an inner operation named itself already
+    // The allocator knows no operation or line: this one is the user's.
+    raise<AllocationError>(operation, refused.refusal() + " computing " + type.to_string(), where,
+                           "free arrays no longer needed, or work on smaller pieces");
+  }
+}
+
+// Queues `compute` on handles of `arrays` of its own; returns its pending
+// result of `type`.
+Array queue_eager(std::span<const Array> arrays, AbstractValue type, const char* operation, Location where,
+                  std::function<Array(std::span<const Array>)> compute) {
+  std::vector<Array> held;
+  held.reserve(arrays.size());
+  for (const Array& array : arrays) held.push_back(queued_handle(array));
+  Array result = pending_array(type);
+  // The dispatch thread has no scope open: the name of the public operation
+  // the user called (zeros, not its broadcast) goes along.
+  enqueue([held = std::move(held), compute = std::move(compute), pending = pending_result(result),
+           operation = std::string(scoped_operation(operation)), where]() mutable {
+    try {
+      // An input whose work failed fails this work with the same error.
+      for (const Array& input : held) impl(input)->buffer->wait();
+      Array computed = guard_allocation(operation.c_str(), pending.type, where, [&] { return compute(held); });
+      held.clear();
+      fulfil(pending, std::move(computed));
+    } catch (...) {
+      pending.buffer->fail(std::current_exception());
+      note_queued_error(std::current_exception());
+    }
+  });
+  return result;
+}
 
 // The inputs as pointers, so callers holding arrays need not copy them (each
 // Array copy is an atomic reference count update, a cost tracing feels).
@@ -48,30 +89,34 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
   Array inline_arrays[max_inline_inputs];
   std::vector<Array> heap_arrays(count > max_inline_inputs ? count : 0);
   std::span<Array> arrays(count > max_inline_inputs ? heap_arrays.data() : inline_arrays, count);
+  bool any_pending = false;
   for (size_t i = 0; i < count; ++i) {
-    if (detail::impl(*inputs[i])->trace) raise_leaked(*detail::impl(*inputs[i]), name, where);
+    const ArrayImpl& input = *detail::impl(*inputs[i]);
+    if (input.trace) raise_leaked(input, name, where);
+    any_pending = any_pending || input.buffer->pending();
     elements = std::max(elements, types[i]->size());
     arrays[i] = *inputs[i];
   }
-  try {
-    bool native_rounding = ops::native_differs_from_reference(ops::rules(op), node.type.dtype);
-    // Complex values run their reference kernels in compiled graphs too
-    // (backend/llvm/plan.h): compiling one operation would only add a compile.
-    bool complex_values = is_complex(node.type.dtype);
-    for (size_t i = 0; i < count; ++i) complex_values = complex_values || is_complex(types[i]->dtype);
-    const EagerCompiler* compiler =
-        count > 0 && !complex_values ? eager_compiler_for(elements, native_rounding) : nullptr;
-    if (compiler) {
-      auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
-      return compiler->run(arrays, build, true);
-    }
-    return ops::rules(op).evaluate(node, arrays);
-  } catch (const AllocationError& refused) {
-    if (refused.refusal().empty()) throw;  // an inner operation named itself already
-    // The allocator knows no operation or line: this one is the user's.
-    raise<AllocationError>(name, refused.refusal() + " computing " + node.type.to_string(), where,
-                           "free arrays no longer needed, or work on smaller pieces");
+  bool native_rounding = ops::native_differs_from_reference(ops::rules(op), node.type.dtype);
+  // Complex values run their reference kernels in compiled graphs too
+  // (backend/llvm/plan.h): compiling one operation would only add a compile.
+  bool complex_values = is_complex(node.type.dtype);
+  for (size_t i = 0; i < count; ++i) complex_values = complex_values || is_complex(types[i]->dtype);
+  const EagerCompiler* compiler =
+      count > 0 && !complex_values ? eager_compiler_for(elements, native_rounding) : nullptr;
+  auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, node.attrs, where); };
+  // Queued when the operation is worth a handoff (a compiled kernel), must
+  // keep its order with other ranks' (a collective), or reads what queued
+  // work computes; small operations on computed arrays run at once.
+  bool collective = ir::primitive_family(op) == ir::Family::collective;
+  if (compiler) return run_compiled_eager(*compiler, arrays, build, name, node.type, where);
+  if ((collective || any_pending) && dispatch_async() && copy_outside_storage_for_queue(arrays)) {
+    AbstractValue type = node.type;
+    return queue_eager(arrays, std::move(type), name, where, [node = std::move(node)](std::span<const Array> held) {
+      return ops::rules(node.op).evaluate(node, held);
+    });
   }
+  return guard_allocation(name, node.type, where, [&] { return ops::rules(op).evaluate(node, arrays); });
 }
 }  // namespace
 
@@ -107,6 +152,19 @@ Array apply_if_compiled(ir::Primitive op, std::span<const Array> inputs, const i
   if (!compiler) return Array();
   auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, attrs, where); };
   return compiler->run(inputs, build, false);
+}
+
+Array run_compiled_eager(const EagerCompiler& compiler, std::span<const Array> inputs,
+                         FunctionRef<Array(std::span<const Array>)> build, const char* operation,
+                         const AbstractValue& type, Location where) {
+  if (dispatch_async()) {
+    std::vector<Array> arrays(inputs.begin(), inputs.end());
+    if (copy_outside_storage_for_queue(arrays)) {
+      CompiledEager compiled = compiler.prepare(arrays, build);
+      return queue_eager(arrays, std::move(compiled.type), operation, where, std::move(compiled.run));
+    }
+  }
+  return guard_allocation(operation, type, where, [&] { return compiler.run(inputs, build, true); });
 }
 
 void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }

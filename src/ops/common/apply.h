@@ -2,6 +2,7 @@
 // trace is active, otherwise run the primitive's reference kernel now.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <span>
 
@@ -29,6 +30,13 @@ Array literal(Scalar value, DType dtype, bool weak, Location where);
 /// one, which installs it before main in every program linked with kiln (see
 /// cache/eager.cpp); until then, and with
 /// KILN_BACKEND=interp, eager operations run their reference kernels.
+/// A compiled eager operation, run later on the inputs it was prepared for,
+/// and the type of its result.
+struct CompiledEager {
+  std::function<Array(std::span<const Array>)> run;
+  AbstractValue type;
+};
+
 struct EagerCompiler {
   /// Whether an operation producing or reading `elements` values is worth a
   /// trace and a cache lookup. `native_rounding`: the operation's native code
@@ -40,11 +48,21 @@ struct EagerCompiler {
   /// With `compile` false, runs it only if it is compiled already (in
   /// memory or in the persistent cache) and returns an empty Array if not.
   Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) = nullptr;
+  /// Traces and compiles as `run` does, on this thread, and returns what
+  /// runs the compiled graph: work queued for the dispatch thread.
+  CompiledEager (*prepare)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) = nullptr;
 };
 void install_eager_compiler(const EagerCompiler* compiler);
 /// The installed compiler if it wants an eager operation over `elements`
 /// values, else null.
 const EagerCompiler* eager_compiler_for(int64_t elements, bool native_rounding = false);
+
+/// An eager operation through `compiler`: with queues on, compiled here and
+/// run on the dispatch thread (its result pending meanwhile), else run now.
+/// `operation`, its result's `type` and `where` name it in a refused allocation.
+Array run_compiled_eager(const EagerCompiler& compiler, std::span<const Array> inputs,
+                         FunctionRef<Array(std::span<const Array>)> build, const char* operation,
+                         const AbstractValue& type, Location where);
 
 /// What apply computes eagerly, if the operation is one eager code runs
 /// compiled and its code is compiled already; else an empty Array (the

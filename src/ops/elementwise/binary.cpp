@@ -289,7 +289,8 @@ Array binary(Primitive op, const char* name, const Operand& a, const Operand& b)
       Operand traced(placeholders[0], array.where());
       return binary(op, name, a.is_number() ? a : traced, a.is_number() ? traced : b);
     };
-    return compiler->run(std::span<const Array>(&array.array(), 1), build, true);
+    return detail::run_compiled_eager(*compiler, std::span<const Array>(&array.array(), 1), build, name,
+                                      detail::AbstractValue{target.dtype, target.weak, shape}, where);
   }
   return detail::apply(op, {materialize(a, target, shape, where), materialize(b, target, shape, where)}, {}, where);
 }
