@@ -35,6 +35,9 @@ std::atomic<bool>& async_wanted() {
 std::atomic<void* (*)()> release_hook{nullptr};
 std::atomic<void (*)(void*)> reacquire_hook{nullptr};
 
+// Exit handlers survive fork: one drains whichever queue the process has.
+std::atomic<bool> exit_hook_registered{false};
+
 // Set by the exit hook: work no longer queues once the queue drained at exit.
 std::atomic<bool> exiting{false};
 
@@ -45,8 +48,21 @@ constexpr size_t most_queued = 256;
 class DispatchQueue {
  public:
   static DispatchQueue& instance() {
-    static DispatchQueue& queue = *new DispatchQueue;
-    return queue;
+    static const bool registered = [] {
+      // A forked child has no dispatch thread: it starts a queue of its own
+      // (the parent's queue, and its lock, may be mid-use). Work the parent
+      // queued does not run in the child.
+      pthread_atfork(nullptr, nullptr, [] { current.store(new DispatchQueue); });
+      return true;
+    }();
+    (void)registered;
+    DispatchQueue* queue = current.load(std::memory_order_acquire);
+    if (!queue) {
+      DispatchQueue* made = new DispatchQueue;
+      if (current.compare_exchange_strong(queue, made)) return *made;
+      delete made;
+    }
+    return *queue;
   }
 
   void push(std::function<void()> work) {
@@ -56,7 +72,7 @@ class DispatchQueue {
       // Exit handlers run last registered first: registered at the first
       // queued work, draining runs before the destruction of what the
       // program made until then (its arrays, the thread pool it used).
-      std::atexit([] { DispatchQueue::instance().drain_at_exit(); });
+      if (!exit_hook_registered.exchange(true)) std::atexit([] { DispatchQueue::instance().drain_at_exit(); });
       std::thread([this] { work_loop(); }).detach();
     }
     // A loop that never reads its results would otherwise queue without
@@ -128,7 +144,10 @@ class DispatchQueue {
   uint64_t queued_ = 0, finished_ = 0;
   bool started_ = false, idle_ = false;
   std::exception_ptr first_error_;
+  static std::atomic<DispatchQueue*> current;
 };
+
+std::atomic<DispatchQueue*> DispatchQueue::current{nullptr};
 
 }  // namespace
 

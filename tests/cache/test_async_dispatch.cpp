@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <future>
 #include <string>
@@ -243,12 +246,32 @@ TEST_F(AsyncDispatch, ManyThreadsQueueAndReadTheirOwnResults) {
   EXPECT_EQ(equal, (std::vector<int>(4, 5)));
 }
 
+TEST_F(AsyncDispatch, AForkedChildQueuesOnADispatchThreadOfItsOwn) {
+  Array x = random::normal(random::key(8), {rows, columns});
+  Array w = random::normal(random::key(9), {columns, columns}) * 0.05f;
+  auto f = jit(layer, {.name = "before_fork"});
+  std::vector<float> expected = f(x, w).to_vector<float>();  // the parent's dispatch thread runs
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(60);  // a child waiting for a thread it does not have would hang the test
+    Array y = f(f(x, w) * 1.0f, w);
+    std::_Exit(f(x, w).to_vector<float>() == expected && y.to_vector<float>().size() == expected.size() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
 TEST(AsyncDispatchDeathTest, ExitWithQueuedWorkRunsItAndExitsCleanly) {
   auto exits = [] {
     auto f = jit(layer, {.name = "at_exit"});
     Array x = random::normal(random::key(6), {rows, columns});
     Array w = random::normal(random::key(7), {columns, columns});
     Array y = f(x, w);
+    y.block_until_ready();
+    // The queue is busy for a while: what follows is still queued at exit.
+    detail::enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
     for (int i = 0; i < 8; ++i) y = f(y, w);
     if (!pending(y)) std::_Exit(3);
     std::exit(0);  // the exit hook runs the queued work first
