@@ -52,7 +52,11 @@ class DispatchQueue {
       // A forked child has no dispatch thread: it starts a queue of its own
       // (the parent's queue, and its lock, may be mid-use). Work the parent
       // queued does not run in the child.
-      pthread_atfork(nullptr, nullptr, [] { current.store(new DispatchQueue); });
+      // Before the fork, the queue runs dry: the dispatch thread then waits
+      // on its own condition, holding no lock the child could inherit held
+      // (the allocator's, say). Without the front end's hooks: a fork keeps
+      // its caller's locks.
+      pthread_atfork([] { instance().wait_for_queued(); }, nullptr, [] { current.store(new DispatchQueue); });
       return true;
     }();
     (void)registered;
