@@ -463,30 +463,27 @@ std::vector<Array> JitFunction::run(const Entry& entry, const CallArguments& arg
     calls_before_optimized_.fetch_add(1, std::memory_order_relaxed);
     cache::add_global(CacheStats{.calls_before_optimized = 1});
   }
-  std::optional<std::vector<Array>> queued;
   if (detail::dispatch_async() &&
-      (entry.queued || any_pending(arguments.arrays) || any_pending(captures) || any_pending(lifted)))
-    queued = run_queued(entry, arguments, captures, lifted);
-  std::vector<Array> outputs;
-  if (queued) {
-    outputs = std::move(*queued);
-  } else {
-    bool timed = telemetry::wanted(telemetry::EventKind::execute);
-    auto start = timed ? Clock::now() : Clock::time_point{};
-    if (lifted.empty()) {
-      outputs = entry.executable->run(arguments.arrays, captures, arguments.donated);
-    } else {
-      std::vector<Array> implicit = captures;
-      implicit.insert(implicit.end(), lifted.begin(), lifted.end());
-      outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
+      (entry.queued || any_pending(arguments.arrays) || any_pending(captures) || any_pending(lifted))) {
+    if (std::optional<std::vector<Array>> queued = run_queued(entry, arguments, captures, lifted)) {
+      if (hit) report_hit(entry.executable_key, hit);
+      return std::move(*queued);
     }
-    if (hit) report_hit(entry.executable_key, hit);
-    if (timed)
-      telemetry::emit(
-          {telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
-    return outputs;
+  }
+  bool timed = telemetry::wanted(telemetry::EventKind::execute);
+  auto start = timed ? Clock::now() : Clock::time_point{};
+  std::vector<Array> outputs;
+  if (lifted.empty()) {
+    outputs = entry.executable->run(arguments.arrays, captures, arguments.donated);
+  } else {
+    std::vector<Array> implicit = captures;
+    implicit.insert(implicit.end(), lifted.begin(), lifted.end());
+    outputs = entry.executable->run(arguments.arrays, implicit, arguments.donated);
   }
   if (hit) report_hit(entry.executable_key, hit);
+  if (timed)
+    telemetry::emit(
+        {telemetry::EventKind::execute, name_, telemetry::digest(entry.executable_key), seconds_since(start), ""});
   return outputs;
 }
 
