@@ -51,6 +51,9 @@ void cache::add_global(const CacheStats& delta) {
   add(g.calls_before_optimized, delta.calls_before_optimized);
 }
 
+void cache::count_global_call() { global().stats.calls.fetch_add(1, std::memory_order_relaxed); }
+void cache::count_global_hit() { global().stats.hits.fetch_add(1, std::memory_order_relaxed); }
+
 void set_cache_limits(CacheLimits limits) {
   {
     std::lock_guard lock(global().mutex);

@@ -138,7 +138,7 @@ bool JitFunction::signature_mode() const {
 }
 
 CallResult JitFunction::call(CallArguments& arguments, Trace trace, Describe describe, Replay* replay) {
-  cache::add_global(CacheStats{.calls = 1});
+  cache::count_global_call();
   if (signature_mode()) {
     std::shared_ptr<Entry> entry;
     bool verify = false;
@@ -202,7 +202,7 @@ CallResult JitFunction::call(CallArguments& arguments, Trace trace, Describe des
 }
 
 CallResult JitFunction::replay(const Replay& replay, CallArguments& arguments, const std::vector<Array>& captures) {
-  cache::add_global(CacheStats{.calls = 1});
+  cache::count_global_call();
   const auto& entry = *static_cast<const Entry*>(replay.entry.get());
   {
     std::lock_guard lock(mutex_);

@@ -45,7 +45,7 @@ void JitFunction::report_miss(const Candidate& candidate, const Miss& miss) cons
 }
 
 void JitFunction::report_hit(uint64_t key, const char* how) const {
-  cache::add_global(CacheStats{.hits = 1});
+  cache::count_global_hit();
   if (cache::tracing()) traced_calls_->hit();
   if (telemetry::wanted(telemetry::EventKind::cache_hit))
     telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, how});

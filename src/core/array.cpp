@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/allocation_guard.h"
 #include "core/allocator.h"
 #include "core/array_impl.h"
 #include "core/convert.h"
@@ -135,9 +136,7 @@ Array allocate(AbstractValue type) {
     std::string refusal =
         why.empty() ? "the system refused " + std::to_string(bytes) + " bytes for an array " + type.to_string()
                     : "an array " + type.to_string() + " " + why;
-    throw AllocationError(
-        format_error("allocate", refusal, Location(), "free arrays no longer needed, or work on smaller pieces"),
-        refusal);
+    throw AllocationError(format_error("allocate", refusal, Location(), allocation_hint), refusal);
   }
   impl->type = std::move(type);
   return detail::wrap(std::move(impl));

@@ -116,6 +116,10 @@ struct TraceContext {
 };
 
 struct ArrayImpl {
+  // User-provided, so make_shared's value-initialization runs it without
+  // first zero-filling the object: a tracer is made per recorded operation.
+  ArrayImpl() {}
+
   AbstractValue type;
   std::shared_ptr<Buffer> buffer;       // concrete arrays
   std::shared_ptr<TraceContext> trace;  // tracers

@@ -90,6 +90,58 @@ void for_each_literal(const Graph& graph, F& fn) {
 
 }  // namespace
 
+namespace {
+// Storage larger than this is not kept for reuse: an idle thread should not
+// hold megabytes (8,192 nodes take 1.7 MB).
+constexpr size_t largest_spare_nodes = size_t{1} << 13;
+// Trivially destructible, so a graph destroyed after this thread's spare
+// storage (another thread-local's destructor) can tell.
+thread_local bool spare_gone = false;
+struct SpareStorage {
+  std::vector<Node> nodes;
+  std::vector<std::vector<ValueId>> inputs;
+  std::vector<Shape> shapes;
+  ~SpareStorage() { spare_gone = true; }
+};
+thread_local SpareStorage spare;
+
+template <class Vector>
+void keep(std::vector<Vector>& pool, Vector& storage) {
+  if (storage.capacity() != 0 && pool.size() < largest_spare_nodes) pool.push_back(std::move(storage));
+}
+
+template <class Vector>
+Vector take(std::vector<Vector>& pool) {
+  if (spare_gone || pool.empty()) return {};
+  Vector storage = std::move(pool.back());
+  pool.pop_back();
+  storage.clear();
+  return storage;
+}
+}  // namespace
+
+Graph::~Graph() {
+  size_t room = nodes.capacity();
+  if (room < 256 || room > largest_spare_nodes || spare_gone) return;
+  for (Node& node : nodes) {
+    keep(spare.inputs, node.inputs);
+    keep(spare.shapes, node.type.shape);
+  }
+  if (room <= spare.nodes.capacity()) return;
+  nodes.clear();
+  spare.nodes = std::move(nodes);
+}
+
+std::vector<Node> take_node_storage(size_t count) {
+  std::vector<Node> storage;
+  if (!spare_gone && spare.nodes.capacity() >= count) storage = std::move(spare.nodes);
+  storage.reserve(count);
+  return storage;
+}
+
+std::vector<ValueId> take_input_storage() { return take(spare.inputs); }
+Shape take_shape_storage() { return take(spare.shapes); }
+
 uint64_t Graph::structure_hash() const {
   thread_local std::string bytes;
   // A body's hash goes in before this graph's bytes are written: the buffer is shared.

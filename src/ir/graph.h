@@ -64,6 +64,14 @@ struct Node {
 
 class Graph {
  public:
+  Graph() = default;
+  Graph(const Graph&) = default;
+  Graph(Graph&&) noexcept = default;
+  Graph& operator=(const Graph&) = default;
+  Graph& operator=(Graph&&) noexcept = default;
+  /// Leaves its node storage to this thread's next trace (take_node_storage).
+  ~Graph();
+
   std::string name;
   std::vector<Node> nodes;
   std::vector<ValueId> arguments;  // explicit inputs, by argument index
@@ -87,6 +95,18 @@ class Graph {
   /// Same literal values node for node (meaningful for structurally equal graphs).
   bool same_literals(const Graph& other) const;
 };
+
+/// An empty node vector with room for `nodes`, reusing the storage of a graph
+/// destroyed on this thread when it has the room. A function traced again
+/// and again (a stateful jit, grad, vmap) destroys one graph per trace; its
+/// few hundred kilobytes of node storage, freed, make the allocator merge
+/// every small block freed since, at each trace.
+std::vector<Node> take_node_storage(size_t nodes);
+/// An empty vector, with the storage of a destroyed graph's node inputs or
+/// shapes when this thread has one: a trace takes two per operation, and
+/// the graph it replaces gives as many back.
+std::vector<ValueId> take_input_storage();
+Shape take_shape_storage();
 
 }  // namespace kiln::ir
 

@@ -65,7 +65,10 @@ bool TraceState::made_within(const TraceContext* context) const {
 
 Array TraceState::record(ir::Node node, const std::shared_ptr<TraceState>& owner) {
   auto impl = std::make_shared<ArrayImpl>();
-  impl->type = node.type;
+  impl->type.dtype = node.type.dtype;
+  impl->type.weak = node.type.weak;
+  impl->type.shape = ir::take_shape_storage();
+  impl->type.shape.assign(node.type.shape.begin(), node.type.shape.end());
   impl->trace = owner;
   impl->value = static_cast<int32_t>(graph.nodes.size());
   graph.nodes.push_back(std::move(node));
@@ -80,7 +83,7 @@ TraceSession::TraceSession(std::string name, Location where) : state_(std::make_
   // Room for as many nodes as this thread's last trace reached: a function
   // is traced again and again (stateful re-traces, grad, vmap), and a
   // vector doubling up to its length moves every node several times.
-  state_->graph.nodes.reserve(std::max<size_t>(64, nodes_in_last_trace));
+  state_->graph.nodes = ir::take_node_storage(std::max<size_t>(64, nodes_in_last_trace));
   state_->where = where;
   state_->parent = current_trace();
   if (state_->parent) state_->shape_reads = state_->parent->shape_reads;

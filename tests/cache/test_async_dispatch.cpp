@@ -118,6 +118,7 @@ TEST(AsyncDispatchDeathTest, ErrorsSurfaceAtTheFirstWaitAsRaisedWithTheLine) {
     limit.rlim_cur = limit.rlim_max = rlim_t{64} << 30;
     if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(2);
     auto huge = jit([](const Array& v) { return broadcast_to(v, {int64_t{1} << 38}) * 2.0f; }, {.name = "huge"});
+    int huge_line = __LINE__ - 1;
     Array one = array({1.0f});
     std::string sync_message;
     detail::set_dispatch_async(false);
@@ -126,6 +127,13 @@ TEST(AsyncDispatchDeathTest, ErrorsSurfaceAtTheFirstWaitAsRaisedWithTheLine) {
       std::_Exit(3);
     } catch (const AllocationError& error) {
       sync_message = error.what();
+    }
+    // Compiled code names the operation whose result it could not allocate
+    // and the line in the traced function, as eager code does.
+    if (sync_message.starts_with("[allocate]") || sync_message.find("<unknown>") != std::string::npos ||
+        sync_message.find("test_async_dispatch.cpp:" + std::to_string(huge_line)) == std::string::npos) {
+      std::fprintf(stderr, "jit: %s\n", sync_message.c_str());
+      std::_Exit(11);
     }
     detail::set_dispatch_async(true);
     Array queued;

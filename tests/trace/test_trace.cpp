@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <array>
+
 #include "backend/interp/interpreter.h"
 #include "ir/graph.h"
 #include "support/errors.h"
@@ -182,6 +184,32 @@ TEST(Trace, StructuredArgumentsAndResults) {
   EXPECT_EQ(detail::ir_of(graph).outputs.size(), 2u);
   auto outputs = detail::interpret(graph, {batch["x"], batch["y"]}, {});
   EXPECT_EQ(outputs[1].to_vector<float>(), (std::vector<float>{3, 8}));
+}
+
+// A trace reuses the node, input and shape storage of the graph destroyed
+// before it (ir::take_node_storage): graphs of other sizes, ranks and arities
+// traced in turn on one thread must come out as if each were traced fresh.
+TEST(Trace, GraphsTracedOnStorageLeftByEarlierGraphsAreUnchanged) {
+  auto chain = [](int steps, const Array& x, const Array& w) {
+    Array y = x;
+    for (int i = 0; i < steps; ++i) y = i % 3 == 0 ? where(y > w, y * w, sum(y, {0}, true)) : y * w + x;
+    return y;
+  };
+  Array vector = array({1.0f, 2.0f, 3.0f}), matrix = full({2, 3}, 0.5f);
+  auto trace_of = [&](int steps, const Array& x) {
+    return make_graph(
+        "chain", [&](const Array& v, const Array& w) { return chain(steps, v, w); }, x, x);
+  };
+  std::vector<std::string> fresh;
+  for (int steps : {400, 120, 700}) fresh.push_back(trace_of(steps, steps == 120 ? matrix : vector).to_string());
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 3; ++k) {
+      int steps = std::array{400, 120, 700}[static_cast<size_t>(k)];
+      Graph graph = trace_of(steps, steps == 120 ? matrix : vector);
+      EXPECT_EQ(graph.to_string(), fresh[static_cast<size_t>(k)]) << "round " << round << ", " << steps << " steps";
+      EXPECT_NO_THROW(transform::verify(detail::ir_of(graph)));
+    }
+  }
 }
 
 }  // namespace

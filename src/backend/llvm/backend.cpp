@@ -25,6 +25,7 @@
 #include "backend/llvm/plan.h"
 #include "backend/llvm/saved_code.h"
 #include "backend/llvm/step_names.h"
+#include "core/allocation_guard.h"
 #include "core/error_format.h"
 #include "ops/common/graph_text.h"
 #include "ops/common/rules.h"
@@ -263,9 +264,20 @@ class CompiledGraph final : public runtime::Executable {
   }
 
   // Runs step s (with its row group, when one starts there); returns the next step.
+  // A refused allocation names the step's operation and the traced line
+  // (prepare_kernel names each kernel of a row group itself).
   size_t run_from(const Instance& instance, size_t s, std::vector<Array>& values, const std::vector<char>& overwritable,
                   ops::ControlResults& control_results, std::vector<Array>& inputs,
                   std::vector<char*>& pointers) const {
+    const ir::Node& node = instance.graph->nodes[static_cast<size_t>(plan_.steps[s].value)];
+    return detail::guard_step_allocation(ir::primitive_name(node.op).data(), node.type, node.where, [&] {
+      return run_step_or_group(instance, s, values, overwritable, control_results, inputs, pointers);
+    });
+  }
+
+  size_t run_step_or_group(const Instance& instance, size_t s, std::vector<Array>& values,
+                           const std::vector<char>& overwritable, ops::ControlResults& control_results,
+                           std::vector<Array>& inputs, std::vector<char*>& pointers) const {
     if (plan_.steps[s].kind == Step::Kind::control) {
       run_control_step(instance, s, values, control_results, inputs);
       return s + 1;
@@ -428,6 +440,11 @@ class CompiledGraph final : public runtime::Executable {
     return detail::wrap(std::move(impl));
   }
 
+  static Array allocate_value(const ir::Node& node) {
+    return detail::guard_step_allocation(ir::primitive_name(node.op).data(), node.type, node.where,
+                                         [&] { return detail::allocate(node.type); });
+  }
+
   // Allocates a kernel step's outputs (or writes in place) and lists the
   // buffers its function takes.
   void prepare_kernel(const Instance& instance, size_t s, std::vector<Array>& values,
@@ -443,7 +460,7 @@ class CompiledGraph final : public runtime::Executable {
     // read spares the cache a read for ownership of fresh lines.
     std::vector<ir::ValueId> taken;
     result = in_place(kernel, step.value, node, values, overwritable, s, group, taken);
-    if (!result.defined()) result = detail::allocate(node.type);
+    if (!result.defined()) result = allocate_value(node);
     pointers.clear();
     pointers.push_back(reinterpret_cast<char*>(const_cast<uint64_t*>(constants.data())));
     pointers.push_back(static_cast<char*>(detail::impl(result)->buffer->data()));
@@ -451,7 +468,7 @@ class CompiledGraph final : public runtime::Executable {
       Array& slot = values[static_cast<size_t>(extra)];
       const ir::Node& extra_node = graph.nodes[static_cast<size_t>(extra)];
       slot = in_place(kernel, extra, extra_node, values, overwritable, s, group, taken);
-      if (!slot.defined()) slot = detail::allocate(extra_node.type);
+      if (!slot.defined()) slot = allocate_value(extra_node);
       pointers.push_back(static_cast<char*>(detail::impl(slot)->buffer->data()));
     }
     for (ir::ValueId leaf : kernel.leaves)

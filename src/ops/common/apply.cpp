@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/allocation_guard.h"
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/dispatch_queue.h"
@@ -17,20 +18,6 @@ namespace {
 constexpr size_t max_inline_inputs = 8;
 
 std::atomic<const EagerCompiler*> installed_compiler{nullptr};
-
-// Runs `compute`, naming `operation` and `where` in a refused allocation of `type`.
-template <class Compute>
-auto guard_allocation(const char* operation, const AbstractValue& type, Location where, Compute&& compute)
-    -> decltype(compute()) {
-  try {
-    return compute();
-  } catch (const AllocationError& refused) {
-    if (refused.refusal().empty()) throw;  // an inner operation named itself already
-    // The allocator knows no operation or line: this one is the user's.
-    raise<AllocationError>(operation, refused.refusal() + " computing " + type.to_string(), where,
-                           "free arrays no longer needed, or work on smaller pieces");
-  }
-}
 
 // Queues `compute` on handles of `arrays` of its own; returns its pending
 // result of `type`.
@@ -80,6 +67,7 @@ Array apply_inputs(ir::Primitive op, const Array* const* inputs, size_t count, i
   check_fits(node.type, name, where);
 
   if (TraceState* trace = current_trace()) {
+    node.inputs = ir::take_input_storage();
     node.inputs.reserve(count);
     for (size_t i = 0; i < count; ++i) node.inputs.push_back(trace->value_of(*inputs[i], name, where));
     return trace->record(std::move(node), current_trace_shared());
