@@ -300,7 +300,8 @@ class Jitted {
   template <class... Args>
   detail::CallArguments flatten(const Args&... args) const {
     detail::CallArguments arguments;
-    arguments.signature.reserve(16 + 24 * sizeof...(Args));
+    // One array of rank 0 or 1 fits the string's own storage: reserving would allocate.
+    if constexpr (sizeof...(Args) > 1) arguments.signature.reserve(16 + 24 * sizeof...(Args));
     arguments.arrays.reserve(2 * sizeof...(Args));
     // A call has no location of its own (a default argument cannot follow the
     // arguments); errors about them name the jitted function's line.

@@ -16,19 +16,54 @@ namespace kiln {
 
 /// An Array or a C++ number, remembering the line where the user wrote it.
 /// Operators take Operands so that `a * b` reports the line of `a * b`.
+///
+/// Like std::string_view, an Operand made from a named array refers to it
+/// (a temporary one is moved in and held): an operation's operands then cost
+/// no reference count updates, which tracing feels at every operation. It is
+/// a parameter type: keep the named arrays alive while an Operand refers to them.
 class Operand {
  public:
-  Operand(const Array& array, Location where = Location::current()) : array_(array), where_(where) {}
+  Operand(const Array& array, Location where = Location::current()) : array_(&array), where_(where) {}
+  Operand(Array&& array, Location where = Location::current())
+      : held_(std::move(array)), array_(&held_), where_(where) {}
   template <Number T>
   Operand(T value, Location where = Location::current()) : number_(value), is_number_(true), where_(where) {}
 
+  Operand(const Operand& other)
+      : held_(other.held_),
+        array_(other.holds() ? &held_ : other.array_),
+        number_(other.number_),
+        is_number_(other.is_number_),
+        where_(other.where_) {}
+  Operand(Operand&& other) noexcept
+      : held_(std::move(other.held_)),
+        array_(other.holds() ? &held_ : other.array_),
+        number_(other.number_),
+        is_number_(other.is_number_),
+        where_(other.where_) {}
+  Operand& operator=(const Operand& other) {
+    if (this != &other) *this = Operand(other);
+    return *this;
+  }
+  Operand& operator=(Operand&& other) noexcept {
+    held_ = std::move(other.held_);
+    array_ = other.holds() ? &held_ : other.array_;
+    number_ = other.number_;
+    is_number_ = other.is_number_;
+    where_ = other.where_;
+    return *this;
+  }
+
   bool is_number() const { return is_number_; }
-  const Array& array() const { return array_; }
+  const Array& array() const { return array_ ? *array_ : held_; }
   const Scalar& number() const { return number_; }
   Location where() const { return where_; }
 
  private:
-  Array array_;
+  bool holds() const { return array_ == &held_; }
+
+  Array held_;                    // a temporary array, or none
+  const Array* array_ = nullptr;  // the array: held_ or a named one; null for numbers
   Scalar number_;
   bool is_number_ = false;
   Location where_;

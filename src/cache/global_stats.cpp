@@ -1,8 +1,10 @@
 // Process-wide cache totals and limits (see the header and <kiln/jit.h>).
 #include "cache/global_stats.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "backend/llvm/kernel_cache.h"
 #include "cache/graph_cache.h"
@@ -51,8 +53,57 @@ void cache::add_global(const CacheStats& delta) {
   add(g.calls_before_optimized, delta.calls_before_optimized);
 }
 
-void cache::count_global_call() { global().stats.calls.fetch_add(1, std::memory_order_relaxed); }
-void cache::count_global_hit() { global().stats.hits.fetch_add(1, std::memory_order_relaxed); }
+namespace {
+// Calls and hits, counted per thread: every jitted call adds to both, and a
+// shared atomic costs a locked add on a line every calling thread writes.
+// The totals add the live threads' counts to those of threads that ended.
+struct ThreadCounts {
+  std::atomic<int64_t> calls{0}, hits{0};
+};
+
+struct CountRegistry {
+  std::mutex mutex;
+  std::vector<const ThreadCounts*> live;
+};
+
+CountRegistry& count_registry() {
+  static CountRegistry& registry = *new CountRegistry;  // threads may end after static destruction began
+  return registry;
+}
+
+thread_local bool thread_counts_gone = false;  // trivially destructible: readable during thread exit
+struct ThreadCountsOwner {
+  ThreadCounts counts;
+  ThreadCountsOwner() {
+    std::lock_guard lock(count_registry().mutex);
+    count_registry().live.push_back(&counts);
+  }
+  ~ThreadCountsOwner() {
+    std::lock_guard lock(count_registry().mutex);
+    auto& live = count_registry().live;
+    live.erase(std::find(live.begin(), live.end(), &counts));
+    add(global().stats.calls, counts.calls.load(std::memory_order_relaxed));
+    add(global().stats.hits, counts.hits.load(std::memory_order_relaxed));
+    thread_counts_gone = true;
+  }
+};
+thread_local ThreadCountsOwner thread_counts;
+
+// Only this thread writes its counts: a relaxed load and store, no locked add.
+void bump(std::atomic<int64_t>& count) {
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+}  // namespace
+
+void cache::count_global_call() {
+  if (thread_counts_gone) return add(global().stats.calls, int64_t{1});
+  bump(thread_counts.counts.calls);
+}
+
+void cache::count_global_hit() {
+  if (thread_counts_gone) return add(global().stats.hits, int64_t{1});
+  bump(thread_counts.counts.hits);
+}
 
 void set_cache_limits(CacheLimits limits) {
   {
@@ -70,8 +121,20 @@ CacheLimits cache_limits() {
 
 CacheStats global_cache_stats() {
   const GlobalStats& g = global().stats;
-  return CacheStats{g.calls.load(),
-                    g.hits.load(),
+  int64_t calls = 0, hits = 0;
+  {
+    // Under the registry's lock: a thread that ends moves its counts to the
+    // totals under it too, so none is counted twice or missed.
+    std::lock_guard lock(count_registry().mutex);
+    for (const ThreadCounts* counts : count_registry().live) {
+      calls += counts->calls.load(std::memory_order_relaxed);
+      hits += counts->hits.load(std::memory_order_relaxed);
+    }
+    calls += g.calls.load();
+    hits += g.hits.load();
+  }
+  return CacheStats{calls,
+                    hits,
                     g.misses.load(),
                     g.traces.load(),
                     g.compiles.load(),
