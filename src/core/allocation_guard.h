@@ -13,34 +13,33 @@ namespace kiln::detail {
 
 inline constexpr std::string_view allocation_hint = "free arrays no longer needed, or work on smaller pieces";
 
-/// Runs `compute`; a refused allocation inside it that no operation has named
-/// yet is raised again as `operation`'s, computing `type` at `where`.
-template <class Compute>
+/// Who names a refused allocation.
+enum class AllocationNaming {
+  /// An eager operation: for good, unless an inner operation named itself.
+  operation,
+  /// A step of compiled code: only the allocator's own error (an inner step,
+  /// in a loop's body, named itself already), and the refusal stays in the
+  /// error so that an eager operation running this code names itself instead
+  /// (`zeros`, where the compiled node is a broadcast).
+  compiled_step,
+};
+
+/// Runs `compute`; a refused allocation inside it is raised again as
+/// `operation`'s, computing `type` at `where`.
+template <AllocationNaming naming = AllocationNaming::operation, class Compute>
 auto guard_allocation(const char* operation, const AbstractValue& type, Location where, Compute&& compute)
     -> decltype(compute()) {
   try {
     return compute();
   } catch (const AllocationError& refused) {
-    if (refused.refusal().empty()) throw;  // an inner operation named itself already
-    raise<AllocationError>(operation, refused.refusal() + " computing " + type.to_string(), where, allocation_hint);
-  }
-}
-
-/// The same for a step of compiled code: it names the node that allocates
-/// (the innermost step, in a loop's body), and leaves the refusal in the
-/// error so that an eager operation running this code names itself instead
-/// (`zeros`, where the compiled node is a broadcast).
-template <class Compute>
-auto guard_step_allocation(const char* operation, const AbstractValue& type, Location where, Compute&& compute)
-    -> decltype(compute()) {
-  try {
-    return compute();
-  } catch (const AllocationError& refused) {
-    // Only the allocator's own error: an inner step named itself already.
-    if (refused.refusal().empty() || !std::string_view(refused.what()).starts_with("[allocate]")) throw;
-    throw AllocationError(
-        format_error(operation, refused.refusal() + " computing " + type.to_string(), where, allocation_hint),
-        refused.refusal());
+    bool named = refused.refusal().empty();
+    if constexpr (naming == AllocationNaming::compiled_step)
+      named = named || !std::string_view(refused.what()).starts_with("[allocate]");
+    if (named) throw;
+    std::string message =
+        format_error(operation, refused.refusal() + " computing " + type.to_string(), where, allocation_hint);
+    if constexpr (naming == AllocationNaming::compiled_step) throw AllocationError(message, refused.refusal());
+    throw AllocationError(message);
   }
 }
 

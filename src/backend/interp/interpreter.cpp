@@ -97,18 +97,19 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
     }
     std::span<const Array> operands(inputs, arity);
     // A refused allocation names the node's operation and traced line.
-    detail::guard_step_allocation(ir::primitive_name(node.op).data(), node.type, node.where, [&] {
-      if (ir::is_control(node.op)) {
-        const auto& bodies = bodies_[step];
-        auto run_body = [&](size_t b, std::span<const Array> body_arguments, std::span<const Array> body_captures,
-                            std::span<const char>) { return bodies[b]->run(body_arguments, body_captures); };
-        values[id] = control_results.keep(static_cast<ir::ValueId>(id), ops::run_control(node, operands, run_body));
-      } else if (node.op == ir::Primitive::element) {
-        values[id] = control_results.take(node);
-      } else {
-        values[id] = kernels_[step](node, operands);
-      }
-    });
+    detail::guard_allocation<detail::AllocationNaming::compiled_step>(
+        ir::primitive_name(node.op).data(), node.type, node.where, [&] {
+          if (ir::is_control(node.op)) {
+            const auto& bodies = bodies_[step];
+            auto run_body = [&](size_t b, std::span<const Array> body_arguments, std::span<const Array> body_captures,
+                                std::span<const char>) { return bodies[b]->run(body_arguments, body_captures); };
+            values[id] = control_results.keep(static_cast<ir::ValueId>(id), ops::run_control(node, operands, run_body));
+          } else if (node.op == ir::Primitive::element) {
+            values[id] = control_results.take(node);
+          } else {
+            values[id] = kernels_[step](node, operands);
+          }
+        });
     // The program releases values after their last step; these copies must not keep them alive.
     for (size_t k = 0; k < arity; ++k) inputs[k] = Array();
     return step + 1;

@@ -298,9 +298,9 @@ class CompiledGraph final : public runtime::Executable {
                   ops::ControlResults& control_results, std::vector<Array>& inputs,
                   std::vector<char*>& pointers) const {
     const ir::Node& node = instance.graph->nodes[static_cast<size_t>(plan_.steps[s].value)];
-    return detail::guard_step_allocation(ir::primitive_name(node.op).data(), node.type, node.where, [&] {
-      return run_step_or_group(instance, s, values, overwritable, control_results, inputs, pointers);
-    });
+    return detail::guard_allocation<detail::AllocationNaming::compiled_step>(
+        ir::primitive_name(node.op).data(), node.type, node.where,
+        [&] { return run_step_or_group(instance, s, values, overwritable, control_results, inputs, pointers); });
   }
 
   size_t run_step_or_group(const Instance& instance, size_t s, std::vector<Array>& values,
@@ -469,8 +469,8 @@ class CompiledGraph final : public runtime::Executable {
   }
 
   static Array allocate_value(const ir::Node& node) {
-    return detail::guard_step_allocation(ir::primitive_name(node.op).data(), node.type, node.where,
-                                         [&] { return detail::allocate(node.type); });
+    return detail::guard_allocation<detail::AllocationNaming::compiled_step>(
+        ir::primitive_name(node.op).data(), node.type, node.where, [&] { return detail::allocate(node.type); });
   }
 
   // Allocates a kernel step's outputs (or writes in place) and lists the
