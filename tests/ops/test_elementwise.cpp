@@ -759,5 +759,39 @@ TEST(Elementwise, TracedMatchesEager) {
   EXPECT_TRUE(all_close(detail::interpret(cast, {x}, {}).at(0), astype(x, i64) + stop_gradient(x), 0, 0));
 }
 
+// An Operand refers to a named array and holds a temporary one: copies,
+// moves and assignments (a vector growing, a conditional) must keep each
+// held array with the Operand that holds it, and named ones by reference.
+TEST(Elementwise, OperandsHoldTemporariesAndReferToNamedArrays) {
+  Array x = array({1.0f, 2.0f});
+  std::vector<Operand> operands;
+  operands.push_back(Operand(x + 1.0f));  // held: the temporary dies with the statement
+  operands.push_back(Operand(x));         // refers to x
+  operands.push_back(Operand(3.0f));
+  for (int i = 0; i < 30; ++i) operands.push_back(operands[static_cast<size_t>(i % 3)]);  // copies, regrowth moves
+  auto expect_kinds = [&](const std::vector<Operand>& list) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Operand& o = list[i];
+      switch (i % 3) {
+        case 0: EXPECT_EQ(o.array().to_vector<float>(), (std::vector<float>{2, 3})) << i; break;
+        case 1: EXPECT_EQ(&o.array(), &x) << i; break;
+        default: EXPECT_TRUE(o.is_number()) << i;
+      }
+    }
+  };
+  expect_kinds(operands);
+  std::vector<Operand> moved = std::move(operands);
+  expect_kinds(moved);
+  Operand assigned = moved[1];
+  assigned = moved[0];  // a referring Operand becomes a holding one
+  moved[0] = Operand(x * 10.0f);
+  EXPECT_EQ(assigned.array().to_vector<float>(), (std::vector<float>{2, 3}));
+  assigned = std::move(moved[0]);
+  EXPECT_EQ(assigned.array().to_vector<float>(), (std::vector<float>{10, 20}));
+  assigned = moved[1];
+  EXPECT_EQ(&assigned.array(), &x);
+  EXPECT_EQ((assigned * moved[3]).to_vector<float>(), (std::vector<float>{2, 6}));
+}
+
 }  // namespace
 }  // namespace kiln
