@@ -86,34 +86,6 @@ std::vector<runtime::ProgramStep> program_steps(const ir::Graph& graph, const Pl
   return steps;
 }
 
-// A kernel's buffer list, whose storage is kept on the thread between runs:
-// a small graph's whole run costs about as much as allocating it. A run
-// nested in another (a loop's body) finds the storage taken and allocates.
-thread_local bool kept_pointers_gone = false;  // trivially destructible: readable during thread exit
-struct KeptPointers {
-  std::vector<char*> storage;
-  ~KeptPointers() { kept_pointers_gone = true; }
-};
-thread_local KeptPointers kept_pointers;
-
-class PointerList {
- public:
-  PointerList() {
-    if (!kept_pointers_gone) list_ = std::move(kept_pointers.storage);
-    list_.clear();
-    list_.reserve(8);  // constants, outputs, leaves: grown once at most
-  }
-  ~PointerList() {
-    if (!kept_pointers_gone) kept_pointers.storage = std::move(list_);
-  }
-  PointerList(const PointerList&) = delete;
-  PointerList& operator=(const PointerList&) = delete;
-  std::vector<char*>& list() { return list_; }
-
- private:
-  std::vector<char*> list_;
-};
-
 std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& node, std::vector<Array>& inputs) {
   inputs.clear();
   for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);
@@ -271,8 +243,8 @@ class CompiledGraph final : public runtime::Executable {
                                std::span<const Array> implicit_inputs, std::span<const char> donated,
                                bool recorded) const {
     std::vector<Array> inputs;
-    PointerList kept;
-    std::vector<char*>& pointers = kept.list();
+    std::vector<char*> pointers;
+    pointers.reserve(8);  // constants, outputs, leaves: grown once at most
     ops::ControlResults control_results(element_counts_);
     return program_.run(
         arguments, implicit_inputs, donated,
