@@ -7,7 +7,8 @@
 // single-operation kernel, BLAS for products), as an eager program would.
 // Goal: compiled/eager <= 1.0 on every graph, median <= 0.5.
 //
-//   bench_corpus [--seeds N] [--repeats N] [--verbose]   (--verbose: recipes and plans of graphs above 1.0)
+//   bench_corpus [--seeds N] [--repeats N] [--verbose] [--only SEED]
+//   (--verbose: recipes and plans of graphs above 1.0, or of the --only graph, which runs alone)
 #include <kiln/kiln.h>
 
 #include <algorithm>
@@ -99,18 +100,20 @@ int main(int argc, char** argv) {
   kiln::detail::set_dispatch_async(false);
   int seeds = 8, repeats = 5;
   bool verbose = false;
+  long only = -1;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) repeats = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
+    else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = std::atol(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_corpus [--seeds N] [--repeats N] [--verbose]\n");
+      std::fprintf(stderr, "usage: bench_corpus [--seeds N] [--repeats N] [--verbose] [--only SEED]\n");
       return 2;
     }
   }
   std::vector<Row> rows;
-  rows.push_back(measure("user chain f32[64,256] x250", user_chain(), repeats));
-  {
+  if (only < 0) rows.push_back(measure("user chain f32[64,256] x250", user_chain(), repeats));
+  if (only < 0) {
     Array h = kiln::random::normal(kiln::random::key(9), {64, 256});
     Timing t = time_calls(
         [&] {
@@ -124,6 +127,7 @@ int main(int argc, char** argv) {
   }
   for (int log2 = 12; log2 <= 22; log2 += 2) {
     for (int seed = 0; seed < seeds; ++seed) {
+      if (only >= 0 && only != 1000 * log2 + seed) continue;
       kiln::testing::RandomGraphOptions options;
       options.elements = int64_t{1} << log2;
       options.special_values_percent = 0;
@@ -145,7 +149,8 @@ int main(int argc, char** argv) {
                 row.ratio() > 1.0 ? "  SLOWER" : "");
   }
   for (const Row& row : rows)
-    if (row.ratio() > 1.0 && !row.recipe.empty()) std::printf("\n%s\n%s\n", row.name.c_str(), row.recipe.c_str());
+    if ((row.ratio() > 1.0 || only >= 0) && !row.recipe.empty()) std::printf("\n%s\n%s\n", row.name.c_str(), row.recipe.c_str());
+  if (rows.empty()) return 0;
   std::vector<double> sorted = ratios;
   std::sort(sorted.begin(), sorted.end());
   double worst = sorted.back(), median = sorted[sorted.size() / 2];

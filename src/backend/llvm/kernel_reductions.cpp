@@ -227,8 +227,16 @@ void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector
   if (level == dims.size()) return accumulate(root, accumulator);
   size_t dim = dims[level];
   // The innermost loop keeps four partial results: one chain of vector adds
-  // waits on each add's latency, four keep the loads streaming.
-  LoopHints hints{.interleave = level + 1 == dims.size() ? 4 : 1};
+  // waits on each add's latency, four keep the loads streaming. On a short
+  // row fewer: LLVM keeps a requested count even when that many vectors
+  // exceed the row, and the vector loop then never runs (a softmax over 16
+  // elements ran its exponentials one by one).
+  LoopHints hints;
+  if (level + 1 == dims.size()) {
+    int64_t lanes = 64 / static_cast<int64_t>(std::max<size_t>(dtype_size(accumulation_dtype(root)), 1));
+    int64_t extent = space_[dim];
+    hints.interleave = extent >= 4 * lanes || !space_dimension(dim).is_constant() ? 4 : extent >= 2 * lanes ? 2 : 1;
+  }
   loop(
       builder_.getInt64(0), space_extent(dim), "reduce",
       [&](llvm::Value* counter) {
