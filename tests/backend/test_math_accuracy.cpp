@@ -22,6 +22,7 @@
 // (_ZGVeN16v_sinf, ...); the functions math.cpp writes out (exp, exp2, log,
 // log2, log10, tanh, logistic, erf, log1p, expm1, arctan, arctan2) must make no
 // calls at all and compute on packed full-width vector registers.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
@@ -29,12 +30,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <random>
 #include <regex>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -650,6 +653,89 @@ TEST(MathVectorization, EveryFunctionVectorizes) {
   for (const VectorizedFunction& function : functions) {
     check_vectorized<float>(function);
     check_vectorized<double>(function);
+  }
+}
+
+// On AVX-512 machines f32 loops call libmvec's 16-lane sinf, cosf and powf
+// (engine.cpp), which must give the bits of the 8-lane ones that a loop
+// vectorized 8 wide (beside f64 values) calls, so that eager, fused and
+// interpreted-with-native-kernels results stay equal bit for bit.
+using Floats8 = float __attribute__((vector_size(32)));
+using Floats16 = float __attribute__((vector_size(64)));
+
+struct LaneVariants {
+  const char* name;
+  void* eight;
+  void* sixteen;
+  bool binary;
+};
+
+__attribute__((target("avx512f"))) size_t differing_lanes(const LaneVariants& variants, std::span<const float> x,
+                                                          std::span<const float> y) {
+  size_t differing = 0;
+  for (size_t at = 0; at + 16 <= x.size(); at += 16) {
+    Floats16 a, b;
+    std::memcpy(&a, x.data() + at, sizeof a);
+    std::memcpy(&b, y.data() + at, sizeof b);
+    Floats8 a_low, a_high, b_low, b_high;
+    std::memcpy(&a_low, x.data() + at, sizeof a_low);
+    std::memcpy(&a_high, x.data() + at + 8, sizeof a_high);
+    std::memcpy(&b_low, y.data() + at, sizeof b_low);
+    std::memcpy(&b_high, y.data() + at + 8, sizeof b_high);
+    Floats16 wide;
+    Floats8 low, high;
+    if (variants.binary) {
+      wide = reinterpret_cast<Floats16 (*)(Floats16, Floats16)>(variants.sixteen)(a, b);
+      low = reinterpret_cast<Floats8 (*)(Floats8, Floats8)>(variants.eight)(a_low, b_low);
+      high = reinterpret_cast<Floats8 (*)(Floats8, Floats8)>(variants.eight)(a_high, b_high);
+    } else {
+      wide = reinterpret_cast<Floats16 (*)(Floats16)>(variants.sixteen)(a);
+      low = reinterpret_cast<Floats8 (*)(Floats8)>(variants.eight)(a_low);
+      high = reinterpret_cast<Floats8 (*)(Floats8)>(variants.eight)(a_high);
+    }
+    float narrow[16];
+    std::memcpy(narrow, &low, sizeof low);
+    std::memcpy(narrow + 8, &high, sizeof high);
+    differing += static_cast<size_t>(std::memcmp(narrow, &wide, sizeof narrow) != 0);
+  }
+  return differing;
+}
+
+TEST(MathVectorization, SixteenLaneVariantsGiveTheEightLaneBits) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512: f32 loops call the 8-lane variants only";
+  void* library = dlopen("libmvec.so.1", RTLD_NOW);
+  ASSERT_NE(library, nullptr);
+  const std::vector<LaneVariants> functions = {
+      {"sinf", dlsym(library, "_ZGVdN8v_sinf"), dlsym(library, "_ZGVeN16v_sinf"), false},
+      {"cosf", dlsym(library, "_ZGVdN8v_cosf"), dlsym(library, "_ZGVeN16v_cosf"), false},
+      {"powf", dlsym(library, "_ZGVdN8vv_powf"), dlsym(library, "_ZGVeN16vv_powf"), true},
+  };
+  // Uniform points where the functions do their work, every binade of both
+  // signs, and the special values.
+  std::mt19937 random(7);
+  std::vector<float> x, y;
+  std::uniform_real_distribution<float> wide(-100.0f, 100.0f), exponents(-8.0f, 8.0f);
+  for (int k = 0; k < 1 << 20; ++k) {
+    x.push_back(k % 2 ? std::abs(wide(random)) : wide(random));
+    y.push_back(exponents(random));
+  }
+  for (int e = -149; e <= 127; ++e)
+    for (float sign : {1.0f, -1.0f}) {
+      x.push_back(sign * std::ldexp(1.0f, e));
+      y.push_back(sign * 0.5f);
+    }
+  for (float special : {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max()}) {
+    x.push_back(special);
+    y.push_back(special);
+  }
+  while (x.size() % 16) {
+    x.push_back(1.0f);
+    y.push_back(1.0f);
+  }
+  for (const LaneVariants& function : functions) {
+    ASSERT_TRUE(function.eight && function.sixteen) << function.name << ": libmvec lacks a variant";
+    EXPECT_EQ(differing_lanes(function, x, y), 0u) << function.name << ": 16-lane groups differing from 8-lane pairs";
   }
 }
 

@@ -261,6 +261,22 @@ void target_the_host(llvm::Module& module, const llvm::TargetMachine& target) {
   }
 }
 
+// LLVM knows glibc's 4- and 8-lane variants only; on AVX-512 a 16-lane f32
+// loop would call the 8-lane one twice. glibc's 16-lane sinf, cosf and powf
+// return the same bits as its 8-lane ones (MathVectorization.
+// SixteenLaneVariantsGiveTheEightLaneBits), so an element's value does not
+// depend on the width its loop got, and they run faster: powf 2.3 -> 1.6 ns,
+// sinf 0.38 -> 0.23 ns per element. (f64 keeps LLVM's list: glibc's 8-lane
+// f64 log differs from its 4-lane one; kiln computes log itself anyway.)
+const llvm::VecDesc avx512_math[] = {
+    {"sinf", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
+    {"llvm.sin.f32", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
+    {"cosf", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
+    {"llvm.cos.f32", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
+    {"powf", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
+    {"llvm.pow.f32", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
+};
+
 // Runs `pipeline` with glibc's vector math known to the vectorizer.
 void optimize(llvm::Module& module, llvm::TargetMachine& target, llvm::ModulePassManager pipeline) {
   llvm::LoopAnalysisManager loops;
@@ -271,6 +287,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& target, llvm::ModulePas
   llvm::TargetLibraryInfoImpl library_info(llvm::Triple(module.getTargetTriple()));
   library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
                                                   llvm::Triple(module.getTargetTriple()));
+  if (target.getTargetFeatureString().contains("+avx512f")) library_info.addVectorizableFunctions(avx512_math);
   functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
   // A process exiting abandons compiles: the remaining passes are skipped.
   llvm::PassInstrumentationCallbacks instrumentation;

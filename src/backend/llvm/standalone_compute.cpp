@@ -20,6 +20,8 @@ namespace {
 // line_tile neighbouring lines at once, so the innermost loop walks
 // contiguous memory (and vectorizes) instead of striding along the axis.
 constexpr int64_t line_tile = 256;
+// Up to this many neighbouring lines keep their running values in registers.
+constexpr int64_t narrow_lines = 8;
 
 struct Tiling {
   int64_t tile = 1, tiles = 0;
@@ -80,9 +82,22 @@ CompiledKernel emit_cumsum(Emitter& e) {
     e.store(dtype == DType::f32 ? b.CreateFPTrunc(sum, type) : sum, e.output_pointer(), at);
   };
   auto position_of = [&](llvm::Value* step) { return reverse ? b.CreateSub(e.i64(view.extent - 1), step) : step; };
+  // A few lines (a scan along the last axis is one) are walked at constant
+  // columns, so that their running sums become registers: through memory,
+  // each step waited on the previous step's store (about 2.5x slower).
+  Tiling t = tiling(view);
+  bool narrow = t.tiles == 1 && view.inner <= narrow_lines;
   return for_each_tile(e, view, [&](llvm::Value* outer, llvm::Value* first, llvm::Value* columns) {
-    e.loop(e.i64(0), columns, "clear", [&](llvm::Value* c) { e.store(zero, running, c); });
     llvm::Value* line = e.add(e.mul(outer, view.extent * view.inner), first);
+    if (narrow) {
+      for (int64_t c = 0; c < view.inner; ++c) e.store(zero, running, e.i64(c));
+      e.loop(e.i64(0), e.i64(view.extent), "step", [&](llvm::Value* step) {
+        llvm::Value* base = e.add(line, e.mul(position_of(step), view.inner));
+        for (int64_t c = 0; c < view.inner; ++c) accumulate(e.add(base, e.i64(c)), e.i64(c));
+      });
+      return;
+    }
+    e.loop(e.i64(0), columns, "clear", [&](llvm::Value* c) { e.store(zero, running, c); });
     e.loop(e.i64(0), e.i64(view.extent), "step", [&](llvm::Value* step) {
       llvm::Value* base = e.add(line, e.mul(position_of(step), view.inner));
       e.loop(e.i64(0), columns, "column", [&](llvm::Value* c) { accumulate(e.add(base, c), c); });
