@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
                 row.ratio() > 1.0 ? "  SLOWER" : "");
   }
   for (const Row& row : rows)
-    if ((row.ratio() > 1.0 || only >= 0) && !row.recipe.empty()) std::printf("\n%s\n%s\n", row.name.c_str(), row.recipe.c_str());
+    if ((row.ratio() > 1.0 || only >= 0) && !row.recipe.empty())
+      std::printf("\n%s\n%s\n", row.name.c_str(), row.recipe.c_str());
   if (rows.empty()) return 0;
   std::vector<double> sorted = ratios;
   std::sort(sorted.begin(), sorted.end());

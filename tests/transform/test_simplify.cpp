@@ -455,6 +455,63 @@ TEST(Simplify, AWholeSliceAndAnEmptyPadAreTheirOperand) {
   expect_same_results(detail::ir_of(graph), after, {x});
 }
 
+// A take, slice or dynamic_slice of an exact elementwise value that nothing
+// else reads moves before it: only the gathered elements are computed. The
+// gathered operands are merged (x * x gathers x once) and chains move whole.
+TEST(Simplify, GathersMoveBeforeTheElementwiseNodesTheyAloneRead) {
+  Array x = array({3, -1, 4, -1, 5, -9, 2, -6, 5, 3, -5, 8}, {3, 4});
+  Array y = array({2, 7, -1, 8, 2, 8, -1, 8, 2, 8, 4, 5}, {3, 4});
+  Array indices = array({3, 0});
+  auto fn = [](const Array& a, const Array& b, const Array& indices) {
+    Array chain = abs(a * a + 7);  // gathered below, so computed on 6 elements of 12
+    Array picked = take(chain, indices, 1);
+    Array row = slice(where(a > b, a, b - 1), {1, 0}, {2, 4});
+    Array window = dynamic_slice(maximum(a, b), {int64_t{1}, int64_t{1}}, {2, 2});
+    return std::vector<Array>{picked, row, window};
+  };
+  Graph graph = make_graph("gathers", fn, x, y, indices);
+  ir::Graph after = simplified(detail::ir_of(graph));
+  auto shapes_of = [&](Primitive op) {
+    std::vector<Shape> shapes;
+    for (const ir::Node& node : after.nodes)
+      if (node.op == op) shapes.push_back(node.type.shape);
+    return shapes;
+  };
+  SCOPED_TRACE(ops::graph_text(after));
+  EXPECT_EQ(shapes_of(Primitive::mul), (std::vector<Shape>{{3, 2}}));  // computed after the take
+  EXPECT_EQ(shapes_of(Primitive::abs), (std::vector<Shape>{{3, 2}}));
+  EXPECT_EQ(shapes_of(Primitive::take), (std::vector<Shape>{{3, 2}}));  // one take of x for x * x
+  EXPECT_EQ(shapes_of(Primitive::select), (std::vector<Shape>{{1, 4}}));
+  EXPECT_EQ(shapes_of(Primitive::max), (std::vector<Shape>{{2, 2}}));
+  EXPECT_EQ(shapes_of(Primitive::broadcast).size(), 2u);  // the literals 7 and 1, at the gathered shapes
+  for (const ir::Node& node : after.nodes)
+    if (node.op == Primitive::broadcast)
+      EXPECT_TRUE(node.type.shape == Shape({3, 2}) || node.type.shape == Shape({1, 4}));
+  expect_same_signature(detail::ir_of(graph), after);
+  expect_same_results(detail::ir_of(graph), after, {x, y, indices});
+  EXPECT_EQ(ops::graph_text(simplified(after)), ops::graph_text(after));
+}
+
+// Where the elementwise value has another reader, or its native code may
+// round an element by where it sits in the loop (vector math), or the gather
+// keeps every element, nothing moves.
+TEST(Simplify, GathersStayAfterSharedInexactOrEqualSizedValues) {
+  Array x = array({0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f});
+  Array reversed = array({5, 4, 3, 2, 1, 0});
+  auto fn = [](const Array& a, const Array& order) {
+    Array shared = a * 3.0f;
+    Array inexact = exp(a);
+    Array whole = a - 1.0f;
+    return std::vector<Array>{slice(shared, {1}, {3}), shared, slice(inexact, {2}, {5}), take(whole, order)};
+  };
+  Graph graph = make_graph("kept", fn, x, reversed);
+  ir::Graph after = simplified(detail::ir_of(graph));
+  for (const ir::Node& node : after.nodes)
+    if (node.op == Primitive::mul || node.op == Primitive::exp || node.op == Primitive::sub)
+      EXPECT_EQ(node.type.shape, Shape({6})) << ir::primitive_name(node.op);
+  expect_same_results(detail::ir_of(graph), after, {x, reversed});
+}
+
 // Dead nodes left by the rewrites go; inputs stay even when unused, and
 // outputs may end up naming one value, an argument or a capture.
 TEST(Simplify, KeepsEveryInputBoundAndOutputsMayRepeat) {
