@@ -22,6 +22,12 @@ namespace kiln::transform {
 ///    x + 0.0 is kept: it turns -0.0 into +0.0), and for integers and bool
 ///    x + 0 and 0 + x as well. A literal operand is a literal node or a
 ///    broadcast of one;
+///  - moves a take, slice or dynamic_slice that keeps fewer elements before
+///    the elementwise node it alone reads, when that node computes each
+///    element exactly (no vector math, no f16): op(a, b)[i] = op(a[i], b[i]),
+///    with its same-shaped operands gathered alike and a broadcast scalar
+///    broadcast to the gathered shape, so only the gathered elements are
+///    computed;
 ///  - removes dead nodes (ir::eliminate_dead_nodes).
 /// stop_gradient is kept: autodiff reads it, and kernels pay nothing for it.
 ///
