@@ -137,6 +137,16 @@ Outcome rewrite_identity_operand(const Nodes& nodes, const Node& node) {
   return replaced_if(is_literal(nodes, in[1], node.op == Primitive::sub ? 0 : 1, false), in[0]);
 }
 
+// Whether `shape` is the operand's shape with axes of extent 1 put before it.
+bool prepends_unit_axes(const Shape& shape, const Node& operand) {
+  const Shape& inner = operand.type.shape;
+  if (operand.symbolic || shape.size() < inner.size()) return false;
+  size_t added = shape.size() - inner.size();
+  for (size_t a = 0; a < shape.size(); ++a)
+    if (shape[a] != (a < added ? 1 : inner[a - added])) return false;
+  return true;
+}
+
 // Reshapes keep row-major order, so only the last one matters; a broadcast
 // of a broadcast goes straight to the final shape (each extent of the inner
 // input is 1 or already the final one).
@@ -144,6 +154,21 @@ Outcome rewrite_reshape_or_broadcast(const Nodes& nodes, Node& node) {
   Outcome outcome = same_as(nodes, node, node.inputs[0]);
   if (outcome.kind != Outcome::none) return outcome;
   const Node& inner = producer(nodes, node.inputs[0]);
+  // A broadcast that copies no element only prepends axes of extent 1 (its
+  // operand's extents are the result's last ones, and the others are 1): the
+  // same bytes, a reshape (a view, where the broadcast was a copy). Literals
+  // keep their broadcasts, which the rules above see through and kernels
+  // inline. A broadcast of such a reshape broadcasts its operand.
+  if (node.op == Primitive::broadcast && inner.op != Primitive::literal && !node.symbolic && !inner.symbolic &&
+      shape_size(node.type.shape) == shape_size(inner.type.shape)) {
+    node.op = Primitive::reshape;
+    return {Outcome::rewritten};
+  }
+  if (node.op == Primitive::broadcast && inner.op == Primitive::reshape && !inner.symbolic &&
+      prepends_unit_axes(inner.type.shape, producer(nodes, inner.inputs[0]))) {
+    node.inputs[0] = inner.inputs[0];
+    return {Outcome::rewritten};
+  }
   if (inner.op != node.op) return {};
   node.inputs[0] = inner.inputs[0];
   return {Outcome::rewritten};

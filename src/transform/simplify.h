@@ -17,7 +17,8 @@ namespace kiln::transform {
 ///  - applies identities that are exact for every input, including -0.0 and
 ///    NaN: x*1, 1*x, x/1, neg(neg(x)), same-type convert, reshape, broadcast
 ///    or identity transpose, reshape of reshape, transpose of transpose, a
-///    transpose moving only axes of extent 1 (a reshape),
+///    transpose moving only axes of extent 1 or a broadcast adding only
+///    such axes (a reshape, except of a literal),
 ///    broadcast of broadcast; x - (+0.0), x + (-0.0) and (-0.0) + x (a float
 ///    x + 0.0 is kept: it turns -0.0 into +0.0), and for integers and bool
 ///    x + 0 and 0 + x as well. A literal operand is a literal node or a

@@ -656,86 +656,113 @@ TEST(MathVectorization, EveryFunctionVectorizes) {
   }
 }
 
-// On AVX-512 machines f32 loops call libmvec's 16-lane sinf, cosf and powf
-// (engine.cpp), which must give the bits of the 8-lane ones that a loop
-// vectorized 8 wide (beside f64 values) calls, so that eager, fused and
-// interpreted-with-native-kernels results stay equal bit for bit.
-using Floats8 = float __attribute__((vector_size(32)));
-using Floats16 = float __attribute__((vector_size(64)));
+// On AVX-512 machines loops call libmvec's AVX-512 sin, cos and pow
+// (engine.cpp: 16 f32 or 8 f64 lanes), which must give the bits of the AVX2
+// ones (8 f32 or 4 f64 lanes) that a loop vectorized narrower calls, so that
+// eager, fused and op-by-op results stay equal bit for bit.
+template <class T>
+struct LaneVectors;
+template <>
+struct LaneVectors<float> {
+  using Narrow = float __attribute__((vector_size(32)));
+  using Wide = float __attribute__((vector_size(64)));
+};
+template <>
+struct LaneVectors<double> {
+  using Narrow = double __attribute__((vector_size(32)));
+  using Wide = double __attribute__((vector_size(64)));
+};
 
 struct LaneVariants {
   const char* name;
-  void* eight;
-  void* sixteen;
+  void* narrow;
+  void* wide;
   bool binary;
 };
 
-__attribute__((target("avx512f"))) size_t differing_lanes(const LaneVariants& variants, std::span<const float> x,
-                                                          std::span<const float> y) {
+// How many wide vectors differ from the two narrow calls on their halves.
+template <class T>
+__attribute__((target("avx512f"))) size_t differing_vectors(const LaneVariants& variants, const std::vector<T>& x,
+                                                            const std::vector<T>& y) {
+  using Narrow = typename LaneVectors<T>::Narrow;
+  using Wide = typename LaneVectors<T>::Wide;
+  constexpr size_t lanes = 64 / sizeof(T), half = lanes / 2;
   size_t differing = 0;
-  for (size_t at = 0; at + 16 <= x.size(); at += 16) {
-    Floats16 a, b;
+  for (size_t at = 0; at + lanes <= x.size(); at += lanes) {
+    Wide a, b, wide;
+    Narrow a_low, a_high, b_low, b_high, low, high;
     std::memcpy(&a, x.data() + at, sizeof a);
     std::memcpy(&b, y.data() + at, sizeof b);
-    Floats8 a_low, a_high, b_low, b_high;
     std::memcpy(&a_low, x.data() + at, sizeof a_low);
-    std::memcpy(&a_high, x.data() + at + 8, sizeof a_high);
+    std::memcpy(&a_high, x.data() + at + half, sizeof a_high);
     std::memcpy(&b_low, y.data() + at, sizeof b_low);
-    std::memcpy(&b_high, y.data() + at + 8, sizeof b_high);
-    Floats16 wide;
-    Floats8 low, high;
+    std::memcpy(&b_high, y.data() + at + half, sizeof b_high);
     if (variants.binary) {
-      wide = reinterpret_cast<Floats16 (*)(Floats16, Floats16)>(variants.sixteen)(a, b);
-      low = reinterpret_cast<Floats8 (*)(Floats8, Floats8)>(variants.eight)(a_low, b_low);
-      high = reinterpret_cast<Floats8 (*)(Floats8, Floats8)>(variants.eight)(a_high, b_high);
+      wide = reinterpret_cast<Wide (*)(Wide, Wide)>(variants.wide)(a, b);
+      low = reinterpret_cast<Narrow (*)(Narrow, Narrow)>(variants.narrow)(a_low, b_low);
+      high = reinterpret_cast<Narrow (*)(Narrow, Narrow)>(variants.narrow)(a_high, b_high);
     } else {
-      wide = reinterpret_cast<Floats16 (*)(Floats16)>(variants.sixteen)(a);
-      low = reinterpret_cast<Floats8 (*)(Floats8)>(variants.eight)(a_low);
-      high = reinterpret_cast<Floats8 (*)(Floats8)>(variants.eight)(a_high);
+      wide = reinterpret_cast<Wide (*)(Wide)>(variants.wide)(a);
+      low = reinterpret_cast<Narrow (*)(Narrow)>(variants.narrow)(a_low);
+      high = reinterpret_cast<Narrow (*)(Narrow)>(variants.narrow)(a_high);
     }
-    float narrow[16];
+    T narrow[lanes];
     std::memcpy(narrow, &low, sizeof low);
-    std::memcpy(narrow + 8, &high, sizeof high);
+    std::memcpy(narrow + half, &high, sizeof high);
     differing += static_cast<size_t>(std::memcmp(narrow, &wide, sizeof narrow) != 0);
   }
   return differing;
 }
 
-TEST(MathVectorization, SixteenLaneVariantsGiveTheEightLaneBits) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512: f32 loops call the 8-lane variants only";
-  void* library = dlopen("libmvec.so.1", RTLD_NOW);
-  ASSERT_NE(library, nullptr);
-  const std::vector<LaneVariants> functions = {
-      {"sinf", dlsym(library, "_ZGVdN8v_sinf"), dlsym(library, "_ZGVeN16v_sinf"), false},
-      {"cosf", dlsym(library, "_ZGVdN8v_cosf"), dlsym(library, "_ZGVeN16v_cosf"), false},
-      {"powf", dlsym(library, "_ZGVdN8vv_powf"), dlsym(library, "_ZGVeN16vv_powf"), true},
-  };
-  // Uniform points where the functions do their work, every binade of both
-  // signs, and the special values.
+// Uniform points where the functions do their work (and bases for pow
+// above zero), every binade of both signs, and the special values.
+template <class T>
+void lane_test_points(std::vector<T>& x, std::vector<T>& y) {
   std::mt19937 random(7);
-  std::vector<float> x, y;
-  std::uniform_real_distribution<float> wide(-100.0f, 100.0f), exponents(-8.0f, 8.0f);
+  std::uniform_real_distribution<T> wide(-100, 100), exponents(-8, 8);
   for (int k = 0; k < 1 << 20; ++k) {
     x.push_back(k % 2 ? std::abs(wide(random)) : wide(random));
     y.push_back(exponents(random));
   }
-  for (int e = -149; e <= 127; ++e)
-    for (float sign : {1.0f, -1.0f}) {
-      x.push_back(sign * std::ldexp(1.0f, e));
-      y.push_back(sign * 0.5f);
+  for (int e = std::numeric_limits<T>::min_exponent - std::numeric_limits<T>::digits;
+       e < std::numeric_limits<T>::max_exponent; ++e)
+    for (T sign : {T(1), T(-1)}) {
+      x.push_back(sign * std::ldexp(T(1), e));
+      y.push_back(sign / 2);
     }
-  for (float special : {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                        std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max()}) {
+  for (T special : {T(0), T(-0.0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                    std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::max()}) {
     x.push_back(special);
     y.push_back(special);
   }
-  while (x.size() % 16) {
-    x.push_back(1.0f);
-    y.push_back(1.0f);
+  while (x.size() % (64 / sizeof(T))) {
+    x.push_back(1);
+    y.push_back(1);
   }
-  for (const LaneVariants& function : functions) {
-    ASSERT_TRUE(function.eight && function.sixteen) << function.name << ": libmvec lacks a variant";
-    EXPECT_EQ(differing_lanes(function, x, y), 0u) << function.name << ": 16-lane groups differing from 8-lane pairs";
+}
+
+TEST(MathVectorization, AvxFiveTwelveVariantsGiveTheAvxTwoBits) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512: loops call the AVX2 variants only";
+  void* library = dlopen("libmvec.so.1", RTLD_NOW);
+  ASSERT_NE(library, nullptr);
+  auto variants = [&](const char* name, const char* narrow, const char* wide, bool binary) {
+    return LaneVariants{name, dlsym(library, narrow), dlsym(library, wide), binary};
+  };
+  std::vector<float> x32, y32;
+  std::vector<double> x64, y64;
+  lane_test_points(x32, y32);
+  lane_test_points(x64, y64);
+  for (const LaneVariants& function : {variants("sinf", "_ZGVdN8v_sinf", "_ZGVeN16v_sinf", false),
+                                       variants("cosf", "_ZGVdN8v_cosf", "_ZGVeN16v_cosf", false),
+                                       variants("powf", "_ZGVdN8vv_powf", "_ZGVeN16vv_powf", true)}) {
+    ASSERT_TRUE(function.narrow && function.wide) << function.name << ": libmvec lacks a variant";
+    EXPECT_EQ(differing_vectors(function, x32, y32), 0u) << function.name;
+  }
+  for (const LaneVariants& function :
+       {variants("sin", "_ZGVdN4v_sin", "_ZGVeN8v_sin", false), variants("cos", "_ZGVdN4v_cos", "_ZGVeN8v_cos", false),
+        variants("pow", "_ZGVdN4vv_pow", "_ZGVeN8vv_pow", true)}) {
+    ASSERT_TRUE(function.narrow && function.wide) << function.name << ": libmvec lacks a variant";
+    EXPECT_EQ(differing_vectors(function, x64, y64), 0u) << function.name;
   }
 }
 

@@ -455,6 +455,29 @@ TEST(Simplify, AWholeSliceAndAnEmptyPadAreTheirOperand) {
   expect_same_results(detail::ir_of(graph), after, {x});
 }
 
+// A broadcast that only adds axes of extent 1 copies nothing: it becomes a
+// reshape, which the backends run as a view. A broadcast that repeats
+// elements, and one of a literal, stay.
+TEST(Simplify, ABroadcastAddingOnlyUnitAxesIsAReshape) {
+  Array x = array({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3});
+  auto fn = [](const Array& v) {
+    return std::vector<Array>{broadcast_to(v, {1, 1, 2, 3}), broadcast_to(v, {4, 2, 3}),
+                              full(Shape{1, 1}, 7.0, DType::f32)};
+  };
+  Graph graph = make_graph("unit_axes", fn, x);
+  ir::Graph after = simplified(detail::ir_of(graph));
+  SCOPED_TRACE(ops::graph_text(after));
+  std::vector<Shape> reshapes, broadcasts;
+  for (const ir::Node& node : after.nodes) {
+    if (node.op == Primitive::reshape) reshapes.push_back(node.type.shape);
+    if (node.op == Primitive::broadcast) broadcasts.push_back(node.type.shape);
+  }
+  EXPECT_EQ(reshapes, (std::vector<Shape>{{1, 1, 2, 3}}));
+  EXPECT_EQ(broadcasts, (std::vector<Shape>{{4, 2, 3}, {1, 1}}));
+  expect_same_signature(detail::ir_of(graph), after);
+  expect_same_results(detail::ir_of(graph), after, {x});
+}
+
 // A take, slice or dynamic_slice of an exact elementwise value that nothing
 // else reads moves before it: only the gathered elements are computed. The
 // gathered operands are merged (x * x gathers x once) and chains move whole.

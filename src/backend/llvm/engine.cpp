@@ -261,13 +261,15 @@ void target_the_host(llvm::Module& module, const llvm::TargetMachine& target) {
   }
 }
 
-// LLVM knows glibc's 4- and 8-lane variants only; on AVX-512 a 16-lane f32
-// loop would call the 8-lane one twice. glibc's 16-lane sinf, cosf and powf
-// return the same bits as its 8-lane ones (MathVectorization.
-// SixteenLaneVariantsGiveTheEightLaneBits), so an element's value does not
-// depend on the width its loop got, and they run faster: powf 2.3 -> 1.6 ns,
-// sinf 0.38 -> 0.23 ns per element. (f64 keeps LLVM's list: glibc's 8-lane
-// f64 log differs from its 4-lane one; kiln computes log itself anyway.)
+// LLVM knows glibc's SSE and AVX2 variants only (4 and 8 f32 lanes, 2 and 4
+// f64 lanes). On AVX-512 a loop vectorized 16 f32 wide called the 8-lane
+// variant twice, and one 8 f64 wide (as a fused f64 kernel often is) split
+// each vector into 8 scalar calls: 1.2x slower than running its operations
+// one by one. glibc's AVX-512 sin, cos and pow return the same bits as its
+// AVX2 ones (MathVectorization.AvxFiveTwelveVariantsGiveTheAvxTwoBits), so
+// an element's value does not depend on the width its loop got; they also
+// run faster (powf 2.3 -> 1.6 ns, sinf 0.38 -> 0.23 ns per element). glibc's
+// AVX-512 f64 log differs from its AVX2 one; kiln computes log itself.
 const llvm::VecDesc avx512_math[] = {
     {"sinf", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
     {"llvm.sin.f32", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
@@ -275,6 +277,12 @@ const llvm::VecDesc avx512_math[] = {
     {"llvm.cos.f32", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
     {"powf", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
     {"llvm.pow.f32", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
+    {"sin", "_ZGVeN8v_sin", llvm::ElementCount::getFixed(8)},
+    {"llvm.sin.f64", "_ZGVeN8v_sin", llvm::ElementCount::getFixed(8)},
+    {"cos", "_ZGVeN8v_cos", llvm::ElementCount::getFixed(8)},
+    {"llvm.cos.f64", "_ZGVeN8v_cos", llvm::ElementCount::getFixed(8)},
+    {"pow", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
+    {"llvm.pow.f64", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
 };
 
 // Runs `pipeline` with glibc's vector math known to the vectorizer.
