@@ -383,10 +383,10 @@ class SimplifyPass final : public Builder {
         return outcome.value;
       }
     }
-    std::string key;
-    canonical_key(node, key);
+    // (A rule's own additions are done by now: one key buffer serves all.)
+    canonical_key(node, key_);
     // Only looked up, never iterated, so its order cannot leak into the result.
-    auto [found, inserted] = by_key_.try_emplace(std::move(key), static_cast<ValueId>(kept_.size()));
+    auto [found, inserted] = by_key_.try_emplace(key_, static_cast<ValueId>(kept_.size()));
     if (!inserted) {
       changed_ = true;
       ++readers_[static_cast<size_t>(found->second)];
@@ -406,6 +406,7 @@ class SimplifyPass final : public Builder {
   Nodes kept_;
   std::vector<int> readers_;  // by kept id
   std::unordered_map<std::string, ValueId> by_key_;
+  std::string key_;
   bool changed_ = false;
 };
 
