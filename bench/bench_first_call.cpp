@@ -81,6 +81,8 @@ int child_main(const std::string& what) {
       kiln::clear_graph_cache();
     }
     auto step = make_step(mode);
+    // The arguments' random initialization may still be queued: it is not the call's.
+    kiln::synchronize();
     auto start = Clock::now();
     auto [p, s, loss] = step(params, state, x, y);
     loss.item<float>();
@@ -97,6 +99,7 @@ int child_main(const std::string& what) {
     return 0;
   }
   Array x = kiln::random::normal(kiln::random::key(1), {1024}), w = kiln::full({1024}, 0.5f);
+  kiln::synchronize();
   auto start = Clock::now();
   if (what == "chain-eager") {
     chain(x, w).to_vector<float>();  // its first run compiles eager's kernels (tanh)
