@@ -207,6 +207,13 @@ Engine::Engine() : state_(std::make_shared<State>()) {
 
 const std::string& Engine::cpu() const { return state_->cpu; }
 std::string Engine::features() const { return state_->target->getTargetFeatureString().str(); }
+int Engine::vector_bytes() const {
+  static const int bytes = [&] {
+    llvm::StringRef features = state_->target->getTargetFeatureString();
+    return features.contains("+avx512f") ? 64 : features.contains("+avx") ? 32 : 16;
+  }();
+  return bytes;
+}
 std::string Engine::target_triple() const { return state_->jit->getTargetTriple().str(); }
 size_t Engine::linked_modules() const { return state_->linked.load(); }
 

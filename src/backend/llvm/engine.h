@@ -54,6 +54,9 @@ class Engine {
   const std::string& cpu() const;
   /// The CPU features code is generated for ("+avx2,+fma,...").
   std::string features() const;
+  /// The bytes of the widest vector registers kernels use: 64 with AVX-512
+  /// (kernels prefer 512-bit vectors), 32 with AVX, else 16.
+  int vector_bytes() const;
   std::string target_triple() const;
   /// Modules linked now (compiled and not yet unlinked).
   size_t linked_modules() const;

@@ -2,6 +2,7 @@
 // values they compute (see the header).
 #include "backend/llvm/kernel_emitter.h"
 
+#include "backend/llvm/engine.h"
 #include "backend/llvm/standalone.h"
 #include "core/error_format.h"
 
@@ -107,6 +108,17 @@ CompiledKernel KernelEmitter::emit() {
   return result;
 }
 
+int KernelEmitter::full_width_lanes() {
+  int widest = 1;
+  auto widen = [&](ir::ValueId id) {
+    int bits = static_cast<int>(register_type(node(id).type.dtype)->getScalarSizeInBits());
+    widest = std::max(widest, (bits + 7) / 8);
+  };
+  for (ir::ValueId id : kernel_.region) widen(id);
+  for (ir::ValueId id : kernel_.leaves) widen(id);
+  return std::max(Engine::instance().vector_bytes() / widest, 1);
+}
+
 CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
   CompiledKernel result;
   if (is_flat(graph_, kernel_)) {
@@ -120,6 +132,9 @@ CompiledKernel KernelEmitter::emit_elementwise(const ir::Node& root) {
     int body_cost = 0;
     for (ir::ValueId id : kernel_.region) body_cost += operation_cost(node(id).op);
     LoopHints hints{.fold_tail = body_cost >= 128};
+    // Such a body reads and writes every value at the flat index: the full
+    // width for its widest element is what the vectorizer's search picks.
+    if (hints.fold_tail) hints.width = full_width_lanes();
     flat_blocks([&](llvm::Value* begin, llvm::Value* end) {
       loop(
           begin, end, "i",

