@@ -20,14 +20,12 @@
 
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
-#include "backend/llvm/plan.h"
 #include "core/dispatch_queue.h"
 #include "differential.h"
 #include "ir/control.h"
 #include "ops/common/apply.h"
 #include "ops/common/rules.h"
 #include "random_graph.h"
-#include "transform/simplify.h"
 
 namespace {
 using kiln::Array;
@@ -41,13 +39,6 @@ kiln::interp::Program::Kernel eager_dispatch(const kiln::ir::Node& node) {
   if (node.inputs.empty() || kiln::ir::is_control(node.op)) return nullptr;
   if (kiln::ops::rules(node.op).fusion == kiln::ops::Fusion::collective) return nullptr;
   return &eager_kernel;
-}
-
-// The plan compiling makes: of the simplified graph, as KILN_DUMP writes it.
-std::string compiled_plan(const kiln::testing::DifferentialCase& test) {
-  kiln::ir::Graph graph = kiln::detail::ir_of(test.graph);
-  kiln::transform::simplify(graph);
-  return kiln::llvm_backend::describe(graph, kiln::llvm_backend::plan_graph(graph));
 }
 
 struct Timing {
@@ -146,7 +137,7 @@ int main(int argc, char** argv) {
       if (!graph.test) continue;
       rows.push_back(
           measure("2^" + std::to_string(log2) + " seed " + std::to_string(1000 * log2 + seed), *graph.test, repeats));
-      if (verbose) rows.back().recipe = graph.recipe + compiled_plan(*graph.test);
+      if (verbose) rows.back().recipe = graph.recipe + kiln::testing::describe_plan(graph.test->graph);
     }
   }
   std::printf("%-32s %22s %22s %8s\n", "graph", "compiled min/median", "eager min/median", "ratio");

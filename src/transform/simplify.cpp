@@ -154,13 +154,12 @@ Outcome rewrite_reshape_or_broadcast(const Nodes& nodes, Node& node) {
   Outcome outcome = same_as(nodes, node, node.inputs[0]);
   if (outcome.kind != Outcome::none) return outcome;
   const Node& inner = producer(nodes, node.inputs[0]);
-  // A broadcast that copies no element only prepends axes of extent 1 (its
-  // operand's extents are the result's last ones, and the others are 1): the
+  // A broadcast that only prepends axes of extent 1 copies no element: the
   // same bytes, a reshape (a view, where the broadcast was a copy). Literals
   // keep their broadcasts, which the rules above see through and kernels
   // inline. A broadcast of such a reshape broadcasts its operand.
-  if (node.op == Primitive::broadcast && inner.op != Primitive::literal && !node.symbolic && !inner.symbolic &&
-      shape_size(node.type.shape) == shape_size(inner.type.shape)) {
+  if (node.op == Primitive::broadcast && inner.op != Primitive::literal && !node.symbolic &&
+      prepends_unit_axes(node.type.shape, inner)) {
     node.op = Primitive::reshape;
     return {Outcome::rewritten};
   }
@@ -231,9 +230,9 @@ struct Builder {
 // remainder would round differently, no f16 kept wider), so computing it
 // after a gather gives the same bits.
 bool exact_per_element(const Node& node) {
+  // (Literals and iota have no inputs; a broadcast repeats elements.)
   const ops::PrimitiveRules& rules = ops::rules(node.op);
-  if (rules.fusion != ops::Fusion::elementwise || node.inputs.empty()) return false;
-  if (node.op == Primitive::broadcast || node.op == Primitive::iota || node.op == Primitive::literal) return false;
+  if (rules.fusion != ops::Fusion::elementwise || node.inputs.empty() || node.op == Primitive::broadcast) return false;
   return !ops::native_differs_from_reference(rules, node.type.dtype) && !node.symbolic;
 }
 

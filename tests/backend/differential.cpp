@@ -15,6 +15,7 @@
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/plan.h"
 #include "core/array_impl.h"
+#include "transform/simplify.h"
 
 namespace kiln::testing {
 
@@ -82,7 +83,9 @@ std::string compare_arrays(const Array& compiled, const Array& reference, const 
 }
 
 std::string describe_plan(const Graph& graph) {
-  return llvm_backend::describe(detail::ir_of(graph), llvm_backend::plan_graph(detail::ir_of(graph)));
+  ir::Graph simplified = detail::ir_of(graph);  // what compiling plans
+  transform::simplify(simplified);
+  return llvm_backend::describe(simplified, llvm_backend::plan_graph(simplified));
 }
 
 DumpDirectory::DumpDirectory() {

@@ -529,6 +529,15 @@ TEST(Simplify, GathersStayAfterSharedInexactOrEqualSizedValues) {
   };
   Graph graph = make_graph("kept", fn, x, reversed);
   ir::Graph after = simplified(detail::ir_of(graph));
+  SCOPED_TRACE(ops::graph_text(after));
+  // Each gather still reads the whole value it read.
+  std::vector<std::pair<Primitive, Primitive>> gathered;  // (gather, its operand's primitive)
+  for (const ir::Node& node : after.nodes)
+    if (node.op == Primitive::slice || node.op == Primitive::take)
+      gathered.emplace_back(node.op, after.nodes[static_cast<size_t>(node.inputs[0])].op);
+  EXPECT_EQ(gathered, (std::vector<std::pair<Primitive, Primitive>>{{Primitive::slice, Primitive::mul},
+                                                                    {Primitive::slice, Primitive::exp},
+                                                                    {Primitive::take, Primitive::sub}}));
   for (const ir::Node& node : after.nodes)
     if (node.op == Primitive::mul || node.op == Primitive::exp || node.op == Primitive::sub)
       EXPECT_EQ(node.type.shape, Shape({6})) << ir::primitive_name(node.op);

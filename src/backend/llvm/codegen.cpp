@@ -129,14 +129,14 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     profile->count_kernels(static_cast<int>(missing.size()), static_cast<int>(plan.kernels.size() - missing.size()));
   // Two modules compiled at once where there are cores for it: optimizing
   // and generating code is most of a cold compile, and modules share nothing.
-  // A background compile keeps to its own thread unless the machine has
-  // cores to spare: the calls it serves meanwhile run op by op on the others
-  // (on 2 cores a helper thread made the MLP step's first call 3x slower).
+  // A background compile keeps to its own thread unless kiln has cores to
+  // spare: the calls it serves meanwhile run op by op on the others (on 2
+  // cores a helper thread made the MLP step's first call 3x slower).
   runtime::CompileProfile* profile = runtime::current_compile_profile();
   bool background = profile && profile->abandonable();
-  bool cores_to_spare = !background || std::thread::hardware_concurrency() >= 4;
+  int cores_needed = background ? 4 : 2;
   std::vector<std::vector<size_t>> groups(
-      missing.size() >= parallel_minimum && runtime::thread_count() > 1 && cores_to_spare ? 2 : 1);
+      missing.size() >= parallel_minimum && runtime::thread_count() >= cores_needed ? 2 : 1);
   for (size_t m = 0; m < missing.size(); ++m) groups[m * groups.size() / missing.size()].push_back(missing[m]);
   auto compile_group = [&](const std::vector<size_t>& group) {
     if (group.empty()) return;

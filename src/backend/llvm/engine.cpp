@@ -208,11 +208,8 @@ Engine::Engine() : state_(std::make_shared<State>()) {
 const std::string& Engine::cpu() const { return state_->cpu; }
 std::string Engine::features() const { return state_->target->getTargetFeatureString().str(); }
 int Engine::vector_bytes() const {
-  static const int bytes = [&] {
-    llvm::StringRef features = state_->target->getTargetFeatureString();
-    return features.contains("+avx512f") ? 64 : features.contains("+avx") ? 32 : 16;
-  }();
-  return bytes;
+  llvm::StringRef features = state_->target->getTargetFeatureString();
+  return features.contains("+avx512f") ? 64 : features.contains("+avx") ? 32 : 16;
 }
 std::string Engine::target_triple() const { return state_->jit->getTargetTriple().str(); }
 size_t Engine::linked_modules() const { return state_->linked.load(); }
@@ -302,7 +299,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& target, llvm::ModulePas
   llvm::TargetLibraryInfoImpl library_info(llvm::Triple(module.getTargetTriple()));
   library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
                                                   llvm::Triple(module.getTargetTriple()));
-  if (target.getTargetFeatureString().contains("+avx512f")) library_info.addVectorizableFunctions(avx512_math);
+  if (Engine::instance().vector_bytes() == 64) library_info.addVectorizableFunctions(avx512_math);
   functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
   // A process exiting abandons compiles: the remaining passes are skipped.
   llvm::PassInstrumentationCallbacks instrumentation;

@@ -1,5 +1,7 @@
 // Reduction kernels: plain loop nests, rows accumulated into the output,
 // and slices of a reduction to one value (see kernel_emitter.h).
+#include <limits>
+
 #include "backend/llvm/engine.h"
 #include "backend/llvm/kernel_emitter.h"
 
@@ -236,8 +238,10 @@ void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector
   if (level + 1 == dims.size()) {
     int64_t lanes = Engine::instance().vector_bytes() /
                     static_cast<int64_t>(std::max<size_t>(dtype_size(accumulation_dtype(root)), 1));
-    int64_t extent = space_[dim];
-    hints.interleave = extent >= 4 * lanes || !space_dimension(dim).is_constant() ? 4 : extent >= 2 * lanes ? 2 : 1;
+    // A symbolic extent is taken as long.
+    int64_t extent = space_dimension(dim).is_constant() ? space_[dim] : std::numeric_limits<int64_t>::max();
+    hints.interleave = 4;
+    while (hints.interleave > 1 && extent < hints.interleave * lanes) hints.interleave /= 2;
   }
   loop(
       builder_.getInt64(0), space_extent(dim), "reduce",

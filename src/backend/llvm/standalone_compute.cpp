@@ -85,22 +85,17 @@ CompiledKernel emit_cumsum(Emitter& e) {
   // A few lines (a scan along the last axis is one) are walked at constant
   // columns, so that their running sums become registers: through memory,
   // each step waited on the previous step's store (about 2.5x slower).
-  Tiling t = tiling(view);
-  bool narrow = t.tiles == 1 && view.inner <= narrow_lines;
+  bool narrow = tiling(view).tiles == 1 && view.inner <= narrow_lines;
   return for_each_tile(e, view, [&](llvm::Value* outer, llvm::Value* first, llvm::Value* columns) {
+    auto each_column = [&](const char* name, auto body) {
+      if (!narrow) return e.loop(e.i64(0), columns, name, body);
+      for (int64_t c = 0; c < view.inner; ++c) body(e.i64(c));
+    };
+    each_column("clear", [&](llvm::Value* c) { e.store(zero, running, c); });
     llvm::Value* line = e.add(e.mul(outer, view.extent * view.inner), first);
-    if (narrow) {
-      for (int64_t c = 0; c < view.inner; ++c) e.store(zero, running, e.i64(c));
-      e.loop(e.i64(0), e.i64(view.extent), "step", [&](llvm::Value* step) {
-        llvm::Value* base = e.add(line, e.mul(position_of(step), view.inner));
-        for (int64_t c = 0; c < view.inner; ++c) accumulate(e.add(base, e.i64(c)), e.i64(c));
-      });
-      return;
-    }
-    e.loop(e.i64(0), columns, "clear", [&](llvm::Value* c) { e.store(zero, running, c); });
     e.loop(e.i64(0), e.i64(view.extent), "step", [&](llvm::Value* step) {
       llvm::Value* base = e.add(line, e.mul(position_of(step), view.inner));
-      e.loop(e.i64(0), columns, "column", [&](llvm::Value* c) { accumulate(e.add(base, c), c); });
+      each_column("column", [&](llvm::Value* c) { accumulate(e.add(base, c), c); });
     });
   });
 }
