@@ -6,7 +6,8 @@
 // Size classes: powers of two up to 1 KiB, then four classes per doubling
 // (steps of 25%), so a block wastes at most a fifth of its size. Blocks of
 // 2 MiB and more come from mmap, 2 MiB aligned and advised for transparent
-// huge pages; smaller ones from aligned_alloc. Every block is 64-byte aligned.
+// huge pages; blocks from 256 KiB share such huge-page spans, a size class per
+// span; smaller ones come from aligned_alloc. Every block is 64-byte aligned.
 // Cached bytes are bounded; past the bound, the least recently freed blocks go
 // back to the system.
 #pragma once
@@ -22,6 +23,8 @@ inline constexpr size_t alignment = 64;
 inline constexpr size_t max_block_bytes = size_t{1} << 46;
 /// Blocks of at least this size are mapped directly and advised for huge pages.
 inline constexpr size_t mapped_block_bytes = size_t{2} << 20;
+/// Blocks from this size up to mapped_block_bytes are carved from huge-page spans.
+inline constexpr size_t spanned_block_bytes = size_t{256} << 10;
 
 /// A 64-byte aligned block of at least `bytes` bytes (zero is allowed and gives
 /// a distinct minimal block). Throws std::bad_alloc when neither the cache nor

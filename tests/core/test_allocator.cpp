@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -125,6 +126,39 @@ TEST(Allocator, BlocksAreAlignedAndFullyWritable) {
     std::memset(block, 0x5a, allocator::block_size(bytes));
     allocator::deallocate(block, bytes);
   }
+}
+
+TEST(Allocator, MediumBlocksAreCarvedFromHugePageSpansAndReusedAfterRelease) {
+  SKIP_WITHOUT_CACHING();
+  allocator::release_cached();
+  // Every medium class: blocks taken while the cache is empty are fresh
+  // slots of huge-page spans. Each is filled with its own byte: a slot that
+  // overlapped another would show the other's byte.
+  for (size_t bytes = allocator::spanned_block_bytes; bytes < allocator::mapped_block_bytes; bytes += bytes / 4) {
+    size_t size = allocator::block_size(bytes);
+    std::vector<void*> blocks;
+    for (int k = 0; k < 9; ++k) {  // more than one span holds for every class
+      blocks.push_back(allocator::allocate(bytes));
+      ASSERT_TRUE(aligned(blocks.back(), getpagesize())) << bytes;
+      std::memset(blocks.back(), k + 1, size);
+    }
+    for (int k = 0; k < 9; ++k) {
+      auto* bytes_of = static_cast<unsigned char*>(blocks[static_cast<size_t>(k)]);
+      EXPECT_EQ(bytes_of[0], k + 1) << bytes;
+      EXPECT_EQ(bytes_of[size - 1], k + 1) << bytes;
+    }
+    // Released blocks give their pages back and their slots serve the next misses.
+    for (void* block : blocks) allocator::deallocate(block, bytes);
+    allocator::release_cached();
+    allocator::Stats before = allocator::stats();
+    EXPECT_EQ(before.cached_bytes, 0u);
+    void* again = allocator::allocate(bytes);
+    EXPECT_NE(std::find(blocks.begin(), blocks.end(), again), blocks.end()) << bytes;
+    std::memset(again, 0x77, size);
+    EXPECT_EQ(allocator::stats().misses, before.misses + 1);
+    allocator::deallocate(again, bytes);
+  }
+  allocator::release_cached();
 }
 
 TEST(Allocator, SizeClassesBoundTheWaste) {
