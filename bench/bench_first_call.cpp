@@ -108,7 +108,10 @@ int child_main(const std::string& what) {
     jitted(x, w).to_vector<float>();
   }
   double first = seconds_since(start);
-  // Eager, op by op, warm: its kernels compiled by the first round.
+  // Eager, op by op, warm: its kernels compiled by the first round. Not
+  // while the jitted chain's optimized code still compiles (a core busy for
+  // half a second made the reference up to 4x slower).
+  kiln::wait_for_background_compiles();
   chain(x, w).to_vector<float>();
   std::vector<double> eager;
   for (int call = 0; call < 5; ++call) {

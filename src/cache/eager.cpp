@@ -5,12 +5,16 @@
 // layer calls this through the hook installed here (ops/common/apply.h) before main.
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "cache/backend_choice.h"
 #include "cache/graph_cache.h"
+#include "core/lru_map.h"
 #include "ops/common/apply.h"
+#include "runtime/compile_profile.h"
 
 namespace kiln::detail {
 
@@ -33,6 +37,45 @@ TracedGraph trace_eager(std::span<const Array> inputs, FunctionRef<Array(std::sp
   return trace("eager", Location::current(), record);
 }
 
+// The eager operations of a graph's first tier (runtime::CodeQuality::quick,
+// interp/op_by_op.h) run quick kernels: their executables stay here rather
+// than in the graph cache, whose eager entries plain eager code runs for good.
+class QuickExecutables {
+ public:
+  std::shared_ptr<const runtime::Executable> get_or_compile(const std::shared_ptr<const ir::Graph>& graph,
+                                                            uint64_t key) {
+    cache::CachedGraph quick{key, graph};
+    {
+      std::lock_guard lock(mutex_);
+      if (auto* found = executables_.find(quick)) return *found;
+    }
+    std::shared_ptr<const runtime::Executable> executable = cache::default_backend().compile(graph);
+    std::lock_guard lock(mutex_);
+    if (auto* found = executables_.find(quick)) return *found;  // compiled by another thread meanwhile
+    executables_.insert(quick, executable);
+    return executable;
+  }
+
+ private:
+  static constexpr size_t limit = 256;  // single operations: a few first tiers' worth
+
+  std::mutex mutex_;
+  LruMap<cache::CachedGraph, std::shared_ptr<const runtime::Executable>, cache::CachedGraphHash, cache::SameGraph>
+      executables_{limit};
+};
+
+// Never destroyed: a first tier may run on kiln's threads while the process exits.
+QuickExecutables& quick_executables() {
+  static auto& executables = *new QuickExecutables;
+  return executables;
+}
+
+// Eager operations are what a tiered graph's first calls run: they compile at once.
+std::shared_ptr<const runtime::Executable> executable_for(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
+  if (runtime::code_quality() == runtime::CodeQuality::quick) return quick_executables().get_or_compile(graph, key);
+  return cache::get_or_compile(graph, key, CompileMode::Sync).executable;
+}
+
 Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) {
   TracedGraph traced = trace_eager(inputs, build);
   const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
@@ -41,17 +84,15 @@ Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<co
     std::shared_ptr<const runtime::Executable> found = cache::find_compiled(graph, key);
     return found ? found->run(inputs, traced.captured).at(0) : Array();
   }
-  // Eager operations are what a tiered graph's first calls run: they compile at once.
-  cache::GraphLookup lookup = cache::get_or_compile(graph, key, CompileMode::Sync);
-  return lookup.executable->run(inputs, traced.captured).at(0);
+  return executable_for(graph, key)->run(inputs, traced.captured).at(0);
 }
 
 CompiledEager prepare_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {
   TracedGraph traced = trace_eager(inputs, build);
   const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
-  cache::GraphLookup lookup = cache::get_or_compile(graph, cache::graph_key(*graph), CompileMode::Sync);
+  std::shared_ptr<const runtime::Executable> executable = executable_for(graph, cache::graph_key(*graph));
   AbstractValue type = graph->nodes[static_cast<size_t>(graph->outputs.at(0))].type;
-  return {[executable = lookup.executable, captured = std::move(traced.captured)](std::span<const Array> arrays) {
+  return {[executable = std::move(executable), captured = std::move(traced.captured)](std::span<const Array> arrays) {
             return executable->run(arrays, captured).at(0);
           },
           std::move(type)};

@@ -18,20 +18,6 @@ namespace kiln::cache {
 
 namespace {
 
-// A graph as the cache knows it: by its key, confirmed by structure and literal values.
-struct CachedGraph {
-  uint64_t key = 0;
-  std::shared_ptr<const ir::Graph> graph;
-};
-struct CachedGraphHash {
-  size_t operator()(const CachedGraph& cached) const { return static_cast<size_t>(cached.key); }
-};
-struct SameGraph {
-  bool operator()(const CachedGraph& a, const CachedGraph& b) const {
-    return a.key == b.key && a.graph->structurally_equal(*b.graph) && a.graph->same_literals(*b.graph);
-  }
-};
-
 // The optimized executable of a tiered graph, on kiln's compile thread.
 void compile_optimized(const TieredExecutable& tiered, const std::shared_ptr<const ir::Graph>& graph,
                        PersistentCache& disk, const std::string& disk_key, const runtime::Backend& backend) {
@@ -192,6 +178,8 @@ uint64_t graph_key(const ir::Graph& graph) { return graph_key(graph, graph.struc
 
 GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
                            const std::function<void()>& starting) {
+  // What the graph cache holds serves for good: never quick code.
+  runtime::CodeQualityScope optimized(runtime::CodeQuality::optimized);
   return instance().get_or_compile(graph, key, mode, starting);
 }
 std::shared_ptr<const runtime::Executable> find_compiled(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {

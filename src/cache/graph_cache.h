@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "ir/graph.h"
 #include "kiln/jit.h"
 #include "runtime/compile_profile.h"
 #include "runtime/executable.h"
@@ -14,6 +15,20 @@
 namespace kiln::cache {
 
 class TieredExecutable;
+
+/// A graph as a cache knows it: by its key, confirmed by structure and literal values.
+struct CachedGraph {
+  uint64_t key = 0;
+  std::shared_ptr<const ir::Graph> graph;
+};
+struct CachedGraphHash {
+  size_t operator()(const CachedGraph& cached) const { return static_cast<size_t>(cached.key); }
+};
+struct SameGraph {
+  bool operator()(const CachedGraph& a, const CachedGraph& b) const {
+    return a.key == b.key && a.graph->structurally_equal(*b.graph) && a.graph->same_literals(*b.graph);
+  }
+};
 
 struct GraphLookup {
   std::shared_ptr<const runtime::Executable> executable;

@@ -1,6 +1,7 @@
 // Tiered execution and kiln's compile thread (see the header).
 #include "cache/tiered_compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -71,11 +72,29 @@ void TieredExecutable::finish(std::shared_ptr<const runtime::Executable> optimiz
 namespace {
 using GraphNode = std::pair<const ir::Graph*, const ir::Node*>;
 
+// The same operation on the same types runs the same kernel: a chain of 333
+// tanh needs one, not a traced graph of 333 (4 ms of tracing and planning).
+bool same_kernel(GraphNode a, GraphNode b) {
+  auto [graph_a, node_a] = a;
+  auto [graph_b, node_b] = b;
+  if (node_a->op != node_b->op || !(node_a->attrs == node_b->attrs) || node_a->type.dtype != node_b->type.dtype ||
+      node_a->type.shape != node_b->type.shape || node_a->inputs.size() != node_b->inputs.size())
+    return false;
+  for (size_t k = 0; k < node_a->inputs.size(); ++k) {
+    const ir::Node& input_a = graph_a->nodes[static_cast<size_t>(node_a->inputs[k])];
+    const ir::Node& input_b = graph_b->nodes[static_cast<size_t>(node_b->inputs[k])];
+    if (input_a.type.dtype != input_b.type.dtype || input_a.type.shape != input_b.type.shape) return false;
+  }
+  return true;
+}
+
 void collect_rounding_nodes(const ir::Graph& graph, std::vector<GraphNode>& nodes) {
   for (const ir::Node& node : graph.nodes) {
     for (const auto& body : node.bodies) collect_rounding_nodes(*body, nodes);
-    if (!node.inputs.empty() && ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype))
-      nodes.emplace_back(&graph, &node);
+    if (node.inputs.empty() || !ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype)) continue;
+    GraphNode candidate{&graph, &node};
+    if (std::none_of(nodes.begin(), nodes.end(), [&](GraphNode held) { return same_kernel(held, candidate); }))
+      nodes.push_back(candidate);
   }
 }
 }  // namespace
@@ -95,6 +114,7 @@ void compile_first_tier_kernels(const ir::Graph& graph, const runtime::Backend& 
     }
     return outputs;
   };
+  runtime::CodeQualityScope quick(runtime::CodeQuality::quick);
   backend.compile(detail::shared_ir(detail::trace("first tier kernels", Location(), record).graph));
 }
 

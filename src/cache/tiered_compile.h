@@ -61,8 +61,9 @@ class TieredExecutable final : public runtime::Executable {
 
 /// Compiles, in one module, the kernels that running `graph` op by op would
 /// compile one module each: eager code's single-operation kernels of its
-/// nodes whose native code rounds unlike their reference kernels. The
-/// kernel cache keeps them, so the first tier finds them compiled.
+/// nodes whose native code rounds unlike their reference kernels, with quick
+/// machine code (runtime::CodeQuality). The kernel cache keeps them, so the
+/// first tier finds them compiled; optimized compiles do not use them.
 void compile_first_tier_kernels(const ir::Graph& graph, const runtime::Backend& backend);
 
 /// The mode a function's compiles take: `requested`, or for Auto what

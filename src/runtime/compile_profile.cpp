@@ -7,6 +7,7 @@ namespace kiln::runtime {
 
 namespace {
 thread_local CompileProfile* current = nullptr;
+thread_local CodeQuality current_quality = CodeQuality::optimized;
 std::atomic<bool> abandoned{false};
 
 constexpr const char* phase_names[] = {"simplify", "plan", "IR", "optimize", "codegen", "link"};
@@ -62,6 +63,10 @@ CompileProfileScope::CompileProfileScope(CompileProfile* profile) : previous_(cu
   if (profile && profile->abandonable()) telemetry::timeline::name_this_thread("kiln compile");
 }
 CompileProfileScope::~CompileProfileScope() { current = previous_; }
+
+CodeQuality code_quality() { return current_quality; }
+CodeQualityScope::CodeQualityScope(CodeQuality quality) : previous_(current_quality) { current_quality = quality; }
+CodeQualityScope::~CodeQualityScope() { current_quality = previous_; }
 
 void abandon_compiles() { abandoned.store(true, std::memory_order_release); }
 bool compiles_abandoned() { return current && current->abandonable() && abandoned.load(std::memory_order_acquire); }

@@ -71,6 +71,31 @@ class CompileProfileScope {
   CompileProfile* previous_;
 };
 
+/// How much LLVM's code generator optimizes the machine code of a compile.
+/// quick: not at all (CodeGenOpt::None), for the kernels a graph's first tier
+/// runs while its optimized code compiles: half the code generation time.
+/// The IR passes are the same, so quick kernels vectorize, contract and sum
+/// in the same order and give the same bits as optimized ones; they run up to
+/// 2x slower where compute bound. Quick code is never reused by an optimized
+/// compile, never kept by the graph cache and never saved to disk.
+enum class CodeQuality : uint8_t { optimized, quick };
+
+/// The quality compiles on this thread produce: optimized unless a
+/// CodeQualityScope says otherwise.
+CodeQuality code_quality();
+
+/// Makes `quality` this thread's for the scope's lifetime.
+class CodeQualityScope {
+ public:
+  explicit CodeQualityScope(CodeQuality quality);
+  ~CodeQualityScope();
+  CodeQualityScope(const CodeQualityScope&) = delete;
+  CodeQualityScope& operator=(const CodeQualityScope&) = delete;
+
+ private:
+  CodeQuality previous_;
+};
+
 /// Adds the time from its construction to its destruction to `phase` of the
 /// current profile, and shows the phase in the timeline on its thread.
 class PhaseTimer {

@@ -1,8 +1,10 @@
 // The backend fuzzer's random graphs through tiered execution: the first
-// tier's op-by-op results equal the optimized executable's bit for bit.
+// tier's op-by-op results, with quick kernels (runtime::CodeQuality), equal
+// the optimized executable's bit for bit.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "backend/llvm/backend.h"
 #include "cache/backend_choice.h"
 #include "cache/graph_cache.h"
 #include "cache/tiered_compile.h"
@@ -17,6 +19,7 @@ namespace {
 TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
   if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
   int tiered_graphs = 0;
+  size_t quick_modules = llvm_backend::quick_modules_compiled();
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     RandomGraph random = make_random_graph(seed);
     auto graph = detail::shared_ir(random.test->graph);
@@ -41,6 +44,7 @@ TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
   }
   // The others compile first: sin, cos or pow, f16 chains, or sums fused unlike eager code.
   EXPECT_GE(tiered_graphs, 100) << "graphs whose first calls ran op by op";
+  EXPECT_GE(llvm_backend::quick_modules_compiled(), quick_modules + 20) << "first tiers compiled their quick kernels";
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "backend/llvm/backend.h"
+#include "backend/llvm/kernel_cache.h"
 #include "cache/backend_choice.h"
 #include "cache/graph_cache.h"
 #include "cache/persistent_cache.h"
@@ -124,6 +126,51 @@ TEST_F(TieredCompile, TelemetryTellsWhenACompileStartsAndWhenItsCodeIsReady) {
   EXPECT_EQ(seen, expected);
   for (const auto& event : events)
     if (event.kind == telemetry::EventKind::compile_ready) EXPECT_GT(event.seconds, 0);
+}
+
+// The first tier's kernels have quick machine code, which serves it alone:
+// the optimized code, plain eager code and the persistent cache get
+// optimized kernels, compiled anew where only a quick one exists.
+TEST_F(TieredCompile, QuickKernelsServeTheFirstTierAlone) {
+  llvm_backend::clear_kernel_cache();
+  Array w = random::normal(random::key(9), {64, 48}), x = random::normal(random::key(10), {30, 64});
+  std::string expected = bytes_of(jit(step, {.compile_mode = CompileMode::Sync})(w, x));
+  clear_graph_cache();
+  size_t quick = llvm_backend::quick_modules_compiled();
+  auto tiered = jit(step, {.compile_mode = CompileMode::Background});
+  {
+    CompileGate gate;
+    EXPECT_EQ(bytes_of(tiered(w, x)), expected) << "quick kernels round as optimized ones";
+    EXPECT_GT(llvm_backend::quick_modules_compiled(), quick);
+  }
+  EXPECT_EQ(bytes_of(tiered(w, x)), expected);
+  wait_for_background_compiles();
+  // Plain eager exp finds the first tier's quick exp in the kernel cache and
+  // compiles an optimized one instead, once.
+  quick = llvm_backend::quick_modules_compiled();
+  size_t modules = llvm_backend::modules_compiled();
+  std::vector<float> first = exp(x).to_vector<float>();
+  EXPECT_EQ(llvm_backend::modules_compiled(), modules + 1);
+  EXPECT_EQ(exp(x).to_vector<float>(), first);
+  EXPECT_EQ(llvm_backend::modules_compiled(), modules + 1);
+  EXPECT_EQ(llvm_backend::quick_modules_compiled(), quick);
+}
+
+TEST(KernelCache, QuickCodeServesOnlyWhoAcceptsItAndOptimizedCodeReplacesIt) {
+  const std::string key = "test kernel: quick then optimized";
+  llvm_backend::CompiledKernel quick, optimized;
+  quick.quick = true;
+  quick.symbol = "quick";
+  optimized.symbol = "optimized";
+  EXPECT_EQ(llvm_backend::remember_compiled_kernel(key, quick).symbol, "quick");
+  EXPECT_FALSE(llvm_backend::find_compiled_kernel(key, /*accept_quick=*/false));
+  EXPECT_EQ(llvm_backend::find_compiled_kernel(key, /*accept_quick=*/true)->symbol, "quick");
+  EXPECT_EQ(llvm_backend::remember_compiled_kernel(key, optimized).symbol, "optimized");
+  EXPECT_EQ(llvm_backend::find_compiled_kernel(key, false)->symbol, "optimized");
+  EXPECT_EQ(llvm_backend::find_compiled_kernel(key, true)->symbol, "optimized")
+      << "optimized serves quick compiles too";
+  EXPECT_EQ(llvm_backend::remember_compiled_kernel(key, quick).symbol, "optimized") << "quick never replaces optimized";
+  llvm_backend::clear_kernel_cache();
 }
 
 // Many threads make the first calls while the optimized code compiles, and

@@ -5,13 +5,16 @@
 #include "ops/common/apply.h"
 #include "ops/common/rules.h"
 #include "runtime/blas.h"
+#include "runtime/compile_profile.h"
 
 namespace kiln::interp {
 
 namespace {
 
-// What eager code runs for the node: its compiled single-operation graph.
+// What eager code runs for the node: its compiled single-operation graph,
+// with quick machine code, as the first tier's kernels were compiled.
 Array eager_kernel(const ir::Node& node, std::span<const Array> inputs) {
+  runtime::CodeQualityScope quick(runtime::CodeQuality::quick);
   return detail::apply(node.op, inputs, node.attrs, node.where);
 }
 

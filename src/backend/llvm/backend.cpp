@@ -158,6 +158,8 @@ class CompiledGraph final : public runtime::Executable {
     out.add(plan_digest());
     out.add(static_cast<uint32_t>(kernels_.size()));
     for (const CompiledKernel& kernel : kernels_) {
+      // Quick code serves a first tier for a moment; a saved entry serves for good.
+      if (kernel.quick) throw SavedCodeMismatch("a kernel has quick code");
       const std::vector<std::string>& symbols = kernel.object ? kernel.object->symbols : std::vector<std::string>{};
       auto symbol = std::find(symbols.begin(), symbols.end(), kernel.symbol);
       if (symbol == symbols.end()) throw SavedCodeMismatch("a kernel's symbol is not in its object");
@@ -648,5 +650,6 @@ const runtime::Backend& llvm_backend() {
 }
 
 size_t modules_compiled() { return Engine::instance().modules_compiled(); }
+size_t quick_modules_compiled() { return Engine::instance().quick_modules_compiled(); }
 
 }  // namespace kiln::llvm_backend

@@ -3,6 +3,7 @@
 // header). The loop nests themselves are kernel_emitter.h's.
 #include "backend/llvm/codegen.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -83,6 +84,44 @@ std::string kernel_key(const ir::Graph& graph, const Kernel& kernel) {
   return key;
 }
 
+// Roughly how long a kernel takes to optimize and generate code for, in
+// units of the simplest kernel's share of a module, so that two modules
+// compiled at once take about as long as each other. Measured on the MLP
+// step's kernels (3-4 ms for a simple one, alone in a module): a reduction
+// adding whole rows (its tiles and widened accumulators make several
+// vectorized loops) and a standalone kernel cost about five simple ones, a
+// transcendental function about one more each.
+int compile_weight(const ir::Graph& graph, const Kernel& kernel) {
+  int weight = 2;
+  const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
+  if (kernel.kind == Kernel::Kind::standalone) weight += 8;
+  if (kernel.kind == Kernel::Kind::reduce && !root.inputs.empty()) {
+    const ir::Node& input = graph.nodes[static_cast<size_t>(root.inputs[0])];
+    std::vector<size_t> axes(root.attrs.ints.begin(), root.attrs.ints.end());
+    std::sort(axes.begin(), axes.end());
+    weight += accumulates_rows(input.type.shape, axes, root.type.dtype) ? 8 : 2;
+  }
+  for (ir::ValueId id : kernel.region) weight += operation_cost(graph.nodes[static_cast<size_t>(id)].op) / 8;
+  return weight;
+}
+
+// The kernels split into `count` groups of about equal weight: heaviest first,
+// each to the lightest group so far.
+std::vector<std::vector<size_t>> weighted_groups(const ir::Graph& graph, const Plan& plan, std::vector<size_t> kernels,
+                                                 size_t count) {
+  std::vector<int> weights(plan.kernels.size(), 0);
+  for (size_t k : kernels) weights[k] = compile_weight(graph, plan.kernels[k]);
+  std::stable_sort(kernels.begin(), kernels.end(), [&](size_t a, size_t b) { return weights[a] > weights[b]; });
+  std::vector<std::vector<size_t>> groups(count);
+  std::vector<int> totals(count, 0);
+  for (size_t k : kernels) {
+    size_t lightest = static_cast<size_t>(std::min_element(totals.begin(), totals.end()) - totals.begin());
+    groups[lightest].push_back(k);
+    totals[lightest] += weights[k];
+  }
+  return groups;
+}
+
 }  // namespace
 
 std::vector<uint64_t> kernel_constants(const ir::Graph& graph, const Kernel& kernel, std::span<const int64_t> values) {
@@ -114,10 +153,11 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
   std::vector<size_t> source(plan.kernels.size());  // the use whose code each use runs: itself or an earlier twin
   std::vector<size_t> missing;
   std::unordered_map<std::string, size_t> first_of;
+  const runtime::CodeQuality quality = runtime::code_quality();
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     keys[k] = kernel_key(graph, plan.kernels[k]);
     source[k] = k;
-    if (std::optional<CompiledKernel> found = find_compiled_kernel(keys[k])) {
+    if (std::optional<CompiledKernel> found = find_compiled_kernel(keys[k], quality == runtime::CodeQuality::quick)) {
       kernels[k] = *found;
     } else if (auto [first, fresh] = first_of.emplace(keys[k], k); fresh) {
       missing.push_back(k);
@@ -135,9 +175,8 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
   runtime::CompileProfile* profile = runtime::current_compile_profile();
   bool background = profile && profile->abandonable();
   int cores_needed = background ? 4 : 2;
-  std::vector<std::vector<size_t>> groups(
-      missing.size() >= parallel_minimum && runtime::thread_count() >= cores_needed ? 2 : 1);
-  for (size_t m = 0; m < missing.size(); ++m) groups[m * groups.size() / missing.size()].push_back(missing[m]);
+  std::vector<std::vector<size_t>> groups = weighted_groups(
+      graph, plan, missing, missing.size() >= parallel_minimum && runtime::thread_count() >= cores_needed ? 2 : 1);
   auto compile_group = [&](const std::vector<size_t>& group) {
     if (group.empty()) return;
     auto context = std::make_unique<llvm::LLVMContext>();
@@ -161,6 +200,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
       kernels[k].code = linked.code;
       kernels[k].object = linked.object;
       kernels[k].symbol = symbols[m];
+      kernels[k].quick = quality == runtime::CodeQuality::quick;
       kernels[k] = remember_compiled_kernel(keys[k], kernels[k]);
     }
   };
@@ -168,6 +208,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     std::exception_ptr failed;
     std::thread helper([&] {
       runtime::CompileProfileScope scope(profile);
+      runtime::CodeQualityScope same_quality(quality);
       telemetry::timeline::name_this_thread("kiln compile helper");
       try {
         compile_group(groups[1]);
@@ -196,6 +237,7 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
     kernels[k].code = cached.code;
     kernels[k].object = cached.object;
     kernels[k].symbol = cached.symbol;
+    kernels[k].quick = cached.quick;
     kernels[k].constants = kernel_constants(graph, plan.kernels[k]);
     if (is_flat(graph, plan.kernels[k])) {
       kernels[k].range = kernel_range(graph, plan.kernels[k]);

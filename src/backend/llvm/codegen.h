@@ -30,6 +30,7 @@ struct CompiledKernel {
   std::shared_ptr<const void> code;
   std::shared_ptr<const ObjectCode> object;  // the module's object file, and the symbol of `function` in it
   std::string symbol;
+  bool quick = false;               // machine code generated without optimization (runtime::CodeQuality::quick)
   std::vector<uint64_t> constants;  // the literal values this use of the kernel passes
   int64_t range = 0;                // iterations of the parallel loop
   int64_t work_per_iteration = 1;   // elements touched per iteration, to decide on threading

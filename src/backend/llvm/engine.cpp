@@ -163,6 +163,7 @@ struct Engine::State {
   size_t modules = 0;
   std::atomic<size_t> linked{0};  // modules linked and not yet unlinked
   std::atomic<size_t> compiled{0};
+  std::atomic<size_t> quick{0};             // of those, with quick code (runtime::CodeQuality)
   std::atomic<bool> generated_code{false};  // by any thread, once: the code generator's statics exist
   // The process's symbols (libm, libmvec, kiln's runtime) and nothing else:
   // every loaded object's library links against it, so none searches the
@@ -215,6 +216,7 @@ std::string Engine::target_triple() const { return state_->jit->getTargetTriple(
 size_t Engine::linked_modules() const { return state_->linked.load(); }
 
 size_t Engine::modules_compiled() const { return state_->compiled.load(); }
+size_t Engine::quick_modules_compiled() const { return state_->quick.load(); }
 
 std::unique_ptr<llvm::Module> Engine::new_module(const std::string& name, llvm::LLVMContext& context) const {
   auto module = std::make_unique<llvm::Module>(name, context);
@@ -404,6 +406,9 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
   check_valid(*module);
   BorrowedMachine machine(state_->machines_mutex, state_->idle_machines, *state_->machine_builder);
   llvm::TargetMachine& target = *machine;
+  bool quick = runtime::code_quality() == runtime::CodeQuality::quick;
+  // Set on every compile: the borrowed machine may come from a quick one.
+  target.setOptLevel(quick ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default);
   target_the_host(*module, target);
   {
     runtime::PhaseTimer timer(runtime::CompilePhase::optimize);
@@ -430,6 +435,7 @@ Engine::Linked Engine::compile(std::unique_ptr<llvm::Module> module, std::unique
   ++state_->modules;
   ++state_->linked;
   ++state_->compiled;
+  if (quick) ++state_->quick;
   auto code = std::shared_ptr<const void>(nullptr, [state = state_, tracker](const void*) {
     std::lock_guard lock(state->mutex);
     llvm::consumeError(tracker->remove());

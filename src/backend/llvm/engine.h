@@ -38,7 +38,8 @@ class Engine {
     std::shared_ptr<const ObjectCode> object;
   };
   /// Optimizes, compiles and links `module`, then returns the addresses of
-  /// `symbols`. Thread-safe. If `dump_prefix` is set, writes its optimized IR
+  /// `symbols`, with machine code of this thread's runtime::code_quality(). Thread-safe. If `dump_prefix` is set,
+  /// writes its optimized IR
   /// (.ll) and assembly (.s) there.
   /// kernels: loop nests called by the thread pool; native_loop: a loop whose
   /// kernels are inlined into it (native_loop.h), cleaned up further.
@@ -62,6 +63,8 @@ class Engine {
   size_t linked_modules() const;
   /// Modules optimized and code-generated so far in this process.
   size_t modules_compiled() const;
+  /// Of those, the ones with quick machine code (runtime::CodeQuality).
+  size_t quick_modules_compiled() const;
 
  private:
   Engine();

@@ -13,15 +13,18 @@ namespace {
 
 class KernelCache {
  public:
-  std::optional<CompiledKernel> find(const std::string& key) {
+  std::optional<CompiledKernel> find(const std::string& key, bool accept_quick) {
     std::lock_guard lock(mutex_);
-    if (const CompiledKernel* held = kernels_.find(key)) return *held;
+    if (const CompiledKernel* held = kernels_.find(key); held && (accept_quick || !held->quick)) return *held;
     return std::nullopt;
   }
 
   CompiledKernel remember(const std::string& key, const CompiledKernel& kernel) {
     std::lock_guard lock(mutex_);
-    if (const CompiledKernel* held = kernels_.find(key)) return *held;
+    if (CompiledKernel* held = kernels_.find(key)) {
+      if (held->quick && !kernel.quick) *held = kernel;
+      return *held;
+    }
     kernels_.insert(key, kernel);
     return kernel;
   }
@@ -54,7 +57,9 @@ KernelCache& instance() {
 
 }  // namespace
 
-std::optional<CompiledKernel> find_compiled_kernel(const std::string& key) { return instance().find(key); }
+std::optional<CompiledKernel> find_compiled_kernel(const std::string& key, bool accept_quick) {
+  return instance().find(key, accept_quick);
+}
 CompiledKernel remember_compiled_kernel(const std::string& key, const CompiledKernel& kernel) {
   return instance().remember(key, kernel);
 }

@@ -13,10 +13,12 @@
 
 namespace kiln::llvm_backend {
 
-/// The kernel compiled under `key`, if the cache still holds it; marks it most recently used.
-std::optional<CompiledKernel> find_compiled_kernel(const std::string& key);
+/// The kernel compiled under `key`, if the cache still holds it; marks it
+/// most recently used. Quick code (CompiledKernel::quick) only if `accept_quick`.
+std::optional<CompiledKernel> find_compiled_kernel(const std::string& key, bool accept_quick);
 /// Records a freshly compiled kernel. If a concurrent compile recorded `key`
-/// first, that kernel is returned instead, so every graph uses one copy.
+/// first, that kernel is returned instead, so every graph uses one copy,
+/// unless it is quick code and this one optimized: this one replaces it.
 CompiledKernel remember_compiled_kernel(const std::string& key, const CompiledKernel& kernel);
 void clear_kernel_cache();
 
