@@ -27,7 +27,22 @@ std::vector<Array> TieredExecutable::run(std::span<const Array> arguments, std::
                                          std::span<const char> donated) const {
   if (const runtime::Executable* optimized = optimized_.load(std::memory_order_acquire))
     return optimized->run(arguments, implicit_inputs, donated);
+  struct EndsFirstRun {
+    const TieredExecutable& tiered;
+    ~EndsFirstRun() {
+      std::lock_guard lock(tiered.mutex_);
+      tiered.first_run_ended_ = true;
+      tiered.first_run_.notify_all();
+    }
+  } ends{*this};
   return first_tier_->run(arguments, implicit_inputs, donated);
+}
+
+void TieredExecutable::wait_for_first_run(std::chrono::milliseconds longest) const {
+  auto until = std::chrono::steady_clock::now() + longest;
+  std::unique_lock lock(mutex_);
+  while (!first_run_ended_ && !runtime::compiles_abandoned() && std::chrono::steady_clock::now() < until)
+    first_run_.wait_for(lock, std::chrono::milliseconds(10));
 }
 
 std::optional<runtime::OutputPlan> TieredExecutable::plan_outputs(std::span<const Array> arguments,

@@ -2,6 +2,8 @@
 // (backend/interp/op_by_op.h) while its optimized executable compiles on
 // kiln's compile thread; the optimized code then replaces the first tier,
 // atomically, for every later run. Results are the same bits in both tiers.
+// On fewer than four cores the compile starts once the first call has ended
+// (or has run 100 ms): it would otherwise take a core that call runs on.
 //
 // A process exiting with compiles in flight does not wait for them: jobs not
 // started are dropped, those running skip their remaining optimizer passes
@@ -10,6 +12,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -42,6 +46,9 @@ class TieredExecutable final : public runtime::Executable {
   std::string_view backend() const override;
   bool interim() const override { return optimized_.load(std::memory_order_acquire) == nullptr; }
 
+  /// Waits until the first tier's first run has ended, at most `longest`
+  /// (or until compiles are abandoned).
+  void wait_for_first_run(std::chrono::milliseconds longest) const;
   /// Calls `done` once the compile has ended: at once if it has, else on the
   /// thread that ends it.
   void when_done(std::function<void(const TierOutcome&)> done) const;
@@ -57,6 +64,8 @@ class TieredExecutable final : public runtime::Executable {
   mutable std::atomic<const runtime::Executable*> optimized_{nullptr};
   mutable std::optional<TierOutcome> outcome_;
   mutable std::vector<std::function<void(const TierOutcome&)>> waiting_;
+  mutable bool first_run_ended_ = false;
+  mutable std::condition_variable first_run_;
 };
 
 /// Compiles, in one module, the kernels that running `graph` op by op would
