@@ -93,10 +93,14 @@ class Spans {
     std::lock_guard lock(mutex_);
     std::vector<void*>& vacant = vacant_[span_class(bytes)];
     if (vacant.empty()) {
+      size_t slots = span_bytes / bytes;
+      try {
+        vacant.reserve(slots);
+      } catch (const std::bad_alloc&) {
+        return nullptr;
+      }
       void* span = map_block(span_bytes);
       if (!span) return nullptr;
-      size_t slots = span_bytes / bytes;
-      vacant.reserve(vacant.size() + slots);
       for (size_t slot = slots; slot-- > 0;) vacant.push_back(static_cast<char*>(span) + slot * bytes);
     }
     void* block = vacant.back();
@@ -115,7 +119,8 @@ class Spans {
   }
 
  private:
-  // Four huge pages: seven 1.125 MiB blocks fit where one huge page would hold one.
+  // Four huge pages: six 1.25 MiB blocks fit, where a huge page each would
+  // leave 0.75 MiB of every one unused.
   static constexpr size_t span_bytes = 4 * huge_page_bytes;
   static constexpr int first_class = class_of(spanned_block_bytes);
   static int span_class(size_t bytes) { return class_of(bytes) - first_class; }
