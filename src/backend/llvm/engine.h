@@ -38,9 +38,9 @@ class Engine {
     std::shared_ptr<const ObjectCode> object;
   };
   /// Optimizes, compiles and links `module`, then returns the addresses of
-  /// `symbols`, with machine code of this thread's runtime::code_quality(). Thread-safe. If `dump_prefix` is set,
-  /// writes its optimized IR
-  /// (.ll) and assembly (.s) there.
+  /// `symbols`, with machine code of this thread's runtime::code_quality().
+  /// Thread-safe. If `dump_prefix` is set, writes its optimized IR (.ll) and
+  /// assembly (.s) there.
   /// kernels: loop nests called by the thread pool; native_loop: a loop whose
   /// kernels are inlined into it (native_loop.h), cleaned up further.
   enum class Pipeline : uint8_t { kernels, native_loop };
