@@ -9,6 +9,10 @@
 //   2. A chain of 999 elementwise operations on f32[1024] (tanh, mul, add):
 //      its first call against the same chain run op by op eagerly, warm and
 //      (in a fresh process of its own) cold. Goal: <= 3x.
+//      Beside it, libtorch's eager step (the same model, autograd, Adam) in
+//      a fresh process: its first step against its steady step, what a
+//      fresh process costs with no compiler at all (first use of OpenBLAS,
+//      memory touched for the first time).
 //   3. Optimized compile times, cold kernel cache (sync), with their phases:
 //      the MLP step (goal <= 40 ms) and bench_kernels' 100-node graph (goal <= 20 ms).
 #include <fcntl.h>
@@ -29,6 +33,7 @@
 #include "cache/graph_cache.h"
 #include "cache/tiered_compile.h"
 #include "mlp.h"
+#include "torch_mlp.h"
 
 extern char** environ;
 
@@ -65,7 +70,34 @@ Array chain(const Array& x, const Array& w) {
 
 // ---- in a fresh process ----
 
+int torch_child() {
+  torch::manual_seed(0);
+  TorchMlp model;
+  torch::optim::Adam optimizer(model.parameters(), torch::optim::AdamOptions(mlp::learning_rate));
+  torch::Tensor x = torch::randn({mlp::batch_size, mlp::inputs});
+  torch::Tensor y = torch::randint(0, mlp::classes, {mlp::batch_size});
+  auto step = [&] {
+    optimizer.zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(x), y);
+    loss.backward();
+    optimizer.step();
+    return loss.item<float>();
+  };
+  auto start = Clock::now();
+  step();
+  double first = seconds_since(start);
+  std::vector<double> steady;
+  for (int call = 0; call < 15; ++call) {
+    start = Clock::now();
+    step();
+    steady.push_back(seconds_since(start));
+  }
+  std::printf("child first=%.9f steady=%.9f\n", first, spread(steady).median);
+  return 0;
+}
+
 int child_main(const std::string& what) {
+  if (what == "torch-mlp") return torch_child();
   kiln::CompileMode mode = what.ends_with("sync") ? kiln::CompileMode::Sync : kiln::CompileMode::Background;
   if (what.starts_with("mlp")) {
     auto [params, state, x, y] = mlp_arguments();
@@ -210,6 +242,7 @@ int main(int argc, char** argv) {
   first_against("MLP step, background, fresh process", "mlp", "steady step", 3);
   first_against("MLP step, sync (waits for the compile)", "mlp-sync", "steady step", 0);
   first_against("MLP step, background, eager kernels compiled", "mlp-warm", "steady step", 3);
+  first_against("MLP step in libtorch eager, fresh process (no compiler)", "torch-mlp", "steady step", 0);
   first_against("999-op chain f32[1024], background", "chain", "eager op by op, warm", 3);
   first_against("999-op chain f32[1024], sync", "chain-sync", "eager op by op, warm", 0);
   first_against("999-op chain f32[1024] eager: its first run (cold)", "chain-eager", "eager op by op, warm", 0);

@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "mlp.h"
 #include "runtime/thread_pool.h"
+#include "torch_mlp.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -26,16 +27,6 @@ auto make_step() {
       [](const Mlp& p, const Adam& s, const Array& x, const Array& y) { return mlp::train_step(p, s, x, y); },
       {.name = "mlp_step", .donate_argnums = {0, 1}});
 }
-
-struct TorchMlp : torch::nn::Module {
-  torch::nn::Linear l1{nullptr}, l2{nullptr}, l3{nullptr};
-  TorchMlp() {
-    l1 = register_module("l1", torch::nn::Linear(inputs, hidden));
-    l2 = register_module("l2", torch::nn::Linear(hidden, hidden));
-    l3 = register_module("l3", torch::nn::Linear(hidden, classes));
-  }
-  torch::Tensor forward(torch::Tensor x) { return l3(torch::relu(l2(torch::relu(l1(x))))); }
-};
 
 void register_for_threads(int threads) {
   std::string suffix = " (" + std::to_string(threads) + " thread" + (threads > 1 ? "s)" : ")");

@@ -38,8 +38,9 @@ TracedGraph trace_eager(std::span<const Array> inputs, FunctionRef<Array(std::sp
 }
 
 // The eager operations of a graph's first tier (runtime::CodeQuality::quick,
-// interp/op_by_op.h) run quick kernels: their executables stay here rather
-// than in the graph cache, whose eager entries plain eager code runs for good.
+// interp/op_by_op.h) run interpreted code or quick kernels: their executables
+// stay here rather than in the graph cache, whose eager entries plain eager
+// code runs for good.
 class QuickExecutables {
  public:
   std::shared_ptr<const runtime::Executable> get_or_compile(const std::shared_ptr<const ir::Graph>& graph,
@@ -49,7 +50,10 @@ class QuickExecutables {
       std::lock_guard lock(mutex_);
       if (auto* found = executables_.find(quick)) return *found;
     }
-    std::shared_ptr<const runtime::Executable> executable = cache::default_backend().compile(graph);
+    // Kiln's vector math needs no compile here: its code runs interpreted, with the same bits.
+    const runtime::Backend& backend = cache::default_backend();
+    std::shared_ptr<const runtime::Executable> executable = backend.interpret(graph);
+    if (!executable) executable = backend.compile(graph);
     std::lock_guard lock(mutex_);
     if (auto* found = executables_.find(quick)) return *found;  // compiled by another thread meanwhile
     executables_.insert(quick, executable);

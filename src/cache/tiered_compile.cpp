@@ -103,10 +103,13 @@ bool same_kernel(GraphNode a, GraphNode b) {
   return true;
 }
 
-void collect_rounding_nodes(const ir::Graph& graph, std::vector<GraphNode>& nodes) {
+// The nodes whose eager code must be compiled: those rounding otherwise than
+// their reference kernels, save what the backend runs interpreted.
+void collect_rounding_nodes(const ir::Graph& graph, const runtime::Backend& backend, std::vector<GraphNode>& nodes) {
   for (const ir::Node& node : graph.nodes) {
-    for (const auto& body : node.bodies) collect_rounding_nodes(*body, nodes);
+    for (const auto& body : node.bodies) collect_rounding_nodes(*body, backend, nodes);
     if (node.inputs.empty() || !ops::native_differs_from_reference(ops::rules(node.op), node.type.dtype)) continue;
+    if (backend.interprets(graph, node)) continue;
     GraphNode candidate{&graph, &node};
     if (std::none_of(nodes.begin(), nodes.end(), [&](GraphNode held) { return same_kernel(held, candidate); }))
       nodes.push_back(candidate);
@@ -117,7 +120,7 @@ void collect_rounding_nodes(const ir::Graph& graph, std::vector<GraphNode>& node
 void compile_first_tier_kernels(const ir::Graph& graph, const runtime::Backend& backend) {
   if (ir::is_symbolic(graph)) return;  // its nodes' sizes are known per call only
   std::vector<GraphNode> nodes;
-  collect_rounding_nodes(graph, nodes);
+  collect_rounding_nodes(graph, backend, nodes);
   if (nodes.size() < 2) return;  // one compiles alone as cheaply
   auto record = [&](detail::TraceSession& session) {
     std::vector<Array> outputs;

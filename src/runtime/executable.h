@@ -77,6 +77,12 @@ class Backend {
   /// lazily must be made here, or they are destroyed at exit while a compile
   /// still uses them.
   virtual void prepare_background_compiles() const {}
+  /// An executable running `graph` as its compiled code would, bit for bit,
+  /// with nothing to compile, or null where the backend has none for it:
+  /// what a first tier's eager operations run while no code is compiled.
+  virtual std::shared_ptr<const Executable> interpret(std::shared_ptr<const ir::Graph>) const { return nullptr; }
+  /// Whether `interpret` serves `node` of `graph` run alone, as an eager operation.
+  virtual bool interprets(const ir::Graph&, const ir::Node&) const { return false; }
   virtual FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const { return {std::move(graph), {}}; }
   /// What compiled code depends on besides the graph and kiln's build (the
   /// code generator's version, the target and its CPU features): saved

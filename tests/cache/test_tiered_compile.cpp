@@ -145,8 +145,8 @@ TEST_F(TieredCompile, QuickKernelsServeTheFirstTierAlone) {
   }
   EXPECT_EQ(bytes_of(tiered(w, x)), expected);
   wait_for_background_compiles();
-  // Plain eager exp finds the first tier's quick exp in the kernel cache and
-  // compiles an optimized one instead, once.
+  // Plain eager exp compiles its own optimized kernel, once: what the first
+  // tier ran (interpreted, or quick code) never serves it.
   quick = llvm_backend::quick_modules_compiled();
   size_t modules = llvm_backend::modules_compiled();
   std::vector<float> first = exp(x).to_vector<float>();
@@ -154,6 +154,31 @@ TEST_F(TieredCompile, QuickKernelsServeTheFirstTierAlone) {
   EXPECT_EQ(exp(x).to_vector<float>(), first);
   EXPECT_EQ(llvm_backend::modules_compiled(), modules + 1);
   EXPECT_EQ(llvm_backend::quick_modules_compiled(), quick);
+}
+
+// Kiln's vector math needs no compile in a first tier: its scalar code runs
+// interpreted (backend/llvm/scalar_program.h), with the optimized code's bits.
+TEST_F(TieredCompile, VectorMathRunsInterpretedAndTheFirstCallCompilesNothing) {
+  Array x = random::normal(random::key(11), {1024}), w = full({1024}, 0.5f);
+  auto chain = [](const Array& a, const Array& b) {
+    Array y = a;
+    for (int i = 0; i < 30; ++i) y = (i % 3 == 0 ? exp(-y * y) : i % 3 == 1 ? tanh(y) : log1p(y * y)) * b + a;
+    return y;
+  };
+  std::string expected = bytes_of(jit(chain, {.compile_mode = CompileMode::Sync})(x, w));
+  clear_graph_cache();
+  llvm_backend::clear_kernel_cache();
+  size_t modules = llvm_backend::modules_compiled();
+  auto tiered = jit(chain, {.compile_mode = CompileMode::Background});
+  {
+    CompileGate gate;
+    EXPECT_EQ(bytes_of(tiered(x, w)), expected);
+    EXPECT_EQ(llvm_backend::modules_compiled(), modules) << "the first call waited for a compile";
+    EXPECT_EQ(tiered.stats().calls_before_optimized, 1);
+  }
+  wait_for_background_compiles();
+  EXPECT_EQ(bytes_of(tiered(x, w)), expected);
+  EXPECT_EQ(llvm_backend::modules_compiled(), modules + 1) << "the optimized compile, one module";
 }
 
 TEST(KernelCache, QuickCodeServesOnlyWhoAcceptsItAndOptimizedCodeReplacesIt) {

@@ -24,6 +24,7 @@
 #include "backend/llvm/native_loop.h"
 #include "backend/llvm/plan.h"
 #include "backend/llvm/saved_code.h"
+#include "backend/llvm/scalar_program.h"
 #include "backend/llvm/step_names.h"
 #include "core/allocation_guard.h"
 #include "core/error_format.h"
@@ -590,6 +591,12 @@ class LlvmBackend final : public runtime::Backend {
 
   void prepare_background_compiles() const override { Engine::instance().make_code_generator_statics(); }
   bool matches_op_by_op(const ir::Graph& graph) const override { return reductions_match_op_by_op(graph); }
+  std::shared_ptr<const runtime::Executable> interpret(std::shared_ptr<const ir::Graph> graph) const override {
+    return interpreted_executable(std::move(graph));
+  }
+  bool interprets(const ir::Graph& graph, const ir::Node& node) const override {
+    return llvm_backend::interprets(graph, node);
+  }
   runtime::FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const override {
     auto simplified = std::make_shared<ir::Graph>(*graph);
     transform::simplify(*simplified);

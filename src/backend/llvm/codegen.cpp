@@ -22,9 +22,11 @@ using ir::Primitive;
 
 namespace {
 
-// Fewer kernels than this compile in one module: a second module's fixed
-// cost (a few milliseconds) would eat what the second core saves.
-constexpr size_t parallel_minimum = 6;
+// Kernels weighing less than this in all (compile_weight: six simple ones)
+// compile in one module: a second module's fixed cost (a few milliseconds)
+// would eat what the second core saves. Four sums weigh more: the first
+// tier of the MLP step compiled them in one 14 ms module.
+constexpr int parallel_minimum_weight = 12;
 
 std::string ops_text(const ir::Node& node) {
   std::string text;
@@ -175,8 +177,11 @@ std::vector<CompiledKernel> compile_kernels(const ir::Graph& graph, const Plan& 
   runtime::CompileProfile* profile = runtime::current_compile_profile();
   bool background = profile && profile->abandonable();
   int cores_needed = background ? 4 : 2;
-  std::vector<std::vector<size_t>> groups = weighted_groups(
-      graph, plan, missing, missing.size() >= parallel_minimum && runtime::thread_count() >= cores_needed ? 2 : 1);
+  int total_weight = 0;
+  for (size_t k : missing) total_weight += compile_weight(graph, plan.kernels[k]);
+  bool parallel = missing.size() >= 2 && total_weight >= parallel_minimum_weight;
+  std::vector<std::vector<size_t>> groups =
+      weighted_groups(graph, plan, missing, parallel && runtime::thread_count() >= cores_needed ? 2 : 1);
   auto compile_group = [&](const std::vector<size_t>& group) {
     if (group.empty()) return;
     auto context = std::make_unique<llvm::LLVMContext>();

@@ -289,14 +289,17 @@ constexpr Avx512Variant avx512_variants[] = {
 };
 
 // The table the vectorizer reads: each variant under both names of its function.
+// Never destroyed: the first compile may be the compile thread's, running
+// while the process exits (static destructors run before the exit hook
+// that stops that thread when they were registered after it).
 const std::vector<llvm::VecDesc>& avx512_math() {
-  static const std::vector<llvm::VecDesc> table = [] {
+  static const auto& table = *new std::vector<llvm::VecDesc>([] {
     std::vector<llvm::VecDesc> rows;
     for (const Avx512Variant& variant : avx512_variants)
       for (const char* name : {variant.function, variant.intrinsic})
         rows.push_back({name, variant.variant, llvm::ElementCount::getFixed(variant.lanes)});
     return rows;
-  }();
+  }());
   return table;
 }
 
