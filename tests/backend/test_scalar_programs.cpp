@@ -35,11 +35,28 @@ std::shared_ptr<const ir::Graph> graph_of(const Operation& operation, const Arra
 template <class T>
 std::vector<T> inputs() {
   using Limits = std::numeric_limits<T>;
-  std::vector<T> values = {0,           -T(0),          1,           -1,          Limits::infinity(),
-                           -Limits::infinity(), Limits::quiet_NaN(), -Limits::quiet_NaN(), Limits::min(),
-                           Limits::denorm_min(), Limits::max(),       Limits::lowest(),    T(0.5),
-                           T(1e-3),     T(0.9999),      T(1.0001),   T(88.7),     T(-103.9),
-                           T(709.7),    T(-745.1),      T(20),       T(-20)};
+  std::vector<T> values = {0,
+                           -T(0),
+                           1,
+                           -1,
+                           Limits::infinity(),
+                           -Limits::infinity(),
+                           Limits::quiet_NaN(),
+                           -Limits::quiet_NaN(),
+                           Limits::min(),
+                           Limits::denorm_min(),
+                           Limits::max(),
+                           Limits::lowest(),
+                           T(0.5),
+                           T(1e-3),
+                           T(0.9999),
+                           T(1.0001),
+                           T(88.7),
+                           T(-103.9),
+                           T(709.7),
+                           T(-745.1),
+                           T(20),
+                           T(-20)};
   for (int exponent = Limits::min_exponent - Limits::digits; exponent < Limits::max_exponent; ++exponent)
     for (T mantissa : {T(0.5), T(0.75), T(0.999)}) {
       values.push_back(std::ldexp(mantissa, exponent));
@@ -71,16 +88,11 @@ struct Case {
 
 const std::vector<Case>& interpreted_cases() {
   static const std::vector<Case> cases = {
-      {"exp", [](const Array& x) { return exp(x); }},
-      {"exp2", [](const Array& x) { return exp2(x); }},
-      {"expm1", [](const Array& x) { return expm1(x); }},
-      {"log", [](const Array& x) { return log(x); }},
-      {"log2", [](const Array& x) { return log2(x); }},
-      {"log10", [](const Array& x) { return log10(x); }},
-      {"log1p", [](const Array& x) { return log1p(x); }},
-      {"tanh", [](const Array& x) { return tanh(x); }},
-      {"sigmoid", [](const Array& x) { return sigmoid(x); }},
-      {"erf", [](const Array& x) { return erf(x); }},
+      {"exp", [](const Array& x) { return exp(x); }},         {"exp2", [](const Array& x) { return exp2(x); }},
+      {"expm1", [](const Array& x) { return expm1(x); }},     {"log", [](const Array& x) { return log(x); }},
+      {"log2", [](const Array& x) { return log2(x); }},       {"log10", [](const Array& x) { return log10(x); }},
+      {"log1p", [](const Array& x) { return log1p(x); }},     {"tanh", [](const Array& x) { return tanh(x); }},
+      {"sigmoid", [](const Array& x) { return sigmoid(x); }}, {"erf", [](const Array& x) { return erf(x); }},
       {"erfinv", [](const Array& x) { return erfinv(x); }},
   };
   return cases;
@@ -151,8 +163,8 @@ TEST_F(ScalarPrograms, BinaryOperationsAndTailsOfEveryLength) {
 
 TEST_F(ScalarPrograms, LibmvecCallsAreRefused) {
   Array x = random::uniform(random::key(3), {64}, f32, -3.0, 3.0);
-  for (const Operation& operation : std::vector<Operation>{[](const Array& v) { return sin(v); },
-                                                           [](const Array& v) { return cos(v); }})
+  for (const Operation& operation :
+       std::vector<Operation>{[](const Array& v) { return sin(v); }, [](const Array& v) { return cos(v); }})
     EXPECT_EQ(llvm_backend::interpreted_executable(graph_of(operation, x)), nullptr);
 }
 

@@ -11,8 +11,9 @@ namespace kiln::interp {
 
 namespace {
 
-// What eager code runs for the node: its compiled single-operation graph,
-// with quick machine code, as the first tier's kernels were compiled.
+// What eager code runs for the node in a first tier: its single-operation
+// graph interpreted (kiln's vector math) or compiled with quick machine
+// code, as the first tier's kernels were compiled.
 Array eager_kernel(const ir::Node& node, std::span<const Array> inputs) {
   runtime::CodeQualityScope quick(runtime::CodeQuality::quick);
   return detail::apply(node.op, inputs, node.attrs, node.where);

@@ -3,8 +3,10 @@
 // It needs no compile of its own and gives the optimized code's results bit
 // for bit: a node whose native code rounds unlike its reference kernel
 // (kiln's vector math, floating sums; ops::native_differs_from_reference)
-// runs the compiled single-operation kernel eager code runs (with quick
-// machine code: runtime::CodeQuality), matrix products
+// runs what eager code runs for it in a first tier: the backend's
+// interpretation of its native code (kiln's vector math:
+// Backend::interpret), else its compiled single-operation kernel (with quick
+// machine code: runtime::CodeQuality); matrix products
 // run BLAS as compiled graphs do, and every other node its reference kernel,
 // which computes what the fused kernel computes.
 #pragma once

@@ -207,7 +207,8 @@ class Reader {
   }
 
   static std::optional<uint64_t> constant_bits(const llvm::Value* value) {
-    if (auto* real = llvm::dyn_cast<llvm::ConstantFP>(value)) return real->getValueAPF().bitcastToAPInt().getZExtValue();
+    if (auto* real = llvm::dyn_cast<llvm::ConstantFP>(value))
+      return real->getValueAPF().bitcastToAPInt().getZExtValue();
     if (auto* integer = llvm::dyn_cast<llvm::ConstantInt>(value)) return integer->getZExtValue();
     return std::nullopt;  // undef, poison, constant expressions
   }
@@ -329,7 +330,8 @@ class Programs {
 std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::span<const DType> operand_dtypes) {
   const ops::PrimitiveRules& row = ops::rules(node.op);
   if (row.fusion != ops::Fusion::elementwise || !row.lower || operand_dtypes.empty() ||
-      !interpretable_dtype(node.type.dtype) || !std::all_of(operand_dtypes.begin(), operand_dtypes.end(), interpretable_dtype))
+      !interpretable_dtype(node.type.dtype) ||
+      !std::all_of(operand_dtypes.begin(), operand_dtypes.end(), interpretable_dtype))
     return nullptr;
   static auto& programs = *new Programs;  // never destroyed: first tiers may run while the process exits
   return programs.get(node, operand_dtypes);
@@ -354,7 +356,8 @@ void run_scalar_program(const ScalarProgram& program, std::span<const void* cons
   for (int64_t begin = 0; begin < count; begin += program_block) {
     int64_t n = std::min(program_block, count - begin);
     for (size_t k = 0; k < operand_count; ++k)
-      slots[k] = const_cast<char*>(static_cast<const char*>(operands[k])) + begin * lane_bytes(program.operand_lanes[k]);
+      slots[k] =
+          const_cast<char*>(static_cast<const char*>(operands[k])) + begin * lane_bytes(program.operand_lanes[k]);
     run_steps(program.steps, slots.data(), n);
     std::memcpy(static_cast<char*>(result) + begin * result_bytes, slots[static_cast<size_t>(program.result_slot)],
                 static_cast<size_t>(n * result_bytes));

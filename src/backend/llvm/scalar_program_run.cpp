@@ -15,46 +15,34 @@ namespace kiln::llvm_backend {
 
 namespace {
 
-// Slots are reused across types (a float's bits read as an integer): the
-// views below may alias anything.
+// Slots are reused across types (a float's bits are read as an integer):
+// this file is compiled with -fno-strict-aliasing (CMakeLists.txt).
 using Bits1 = uint8_t;
-using Bits32 __attribute__((may_alias)) = uint32_t;
-using Bits64 __attribute__((may_alias)) = uint64_t;
-using Float32 __attribute__((may_alias)) = float;
-using Float64 __attribute__((may_alias)) = double;
+using Bits32 = uint32_t;
+using Bits64 = uint64_t;
+using Float32 = float;
+using Float64 = double;
 
+// What a slot holds for each lane: its values, their bits, and the signed
+// integer of their width (for signed comparisons, shifts and conversions).
+template <class V, class B, class S>
+struct LaneTypes {
+  using Value = V;
+  using Bits = B;
+  using Signed = S;
+};
 template <Lane lane>
 struct LaneType;
 template <>
-struct LaneType<Lane::f32> {
-  using Value = Float32;
-  using Bits = Bits32;
-  using Signed = int32_t;
-};
+struct LaneType<Lane::f32> : LaneTypes<Float32, Bits32, int32_t> {};
 template <>
-struct LaneType<Lane::f64> {
-  using Value = Float64;
-  using Bits = Bits64;
-  using Signed = int64_t;
-};
+struct LaneType<Lane::f64> : LaneTypes<Float64, Bits64, int64_t> {};
 template <>
-struct LaneType<Lane::i1> {
-  using Value = Bits1;
-  using Bits = Bits1;
-  using Signed = int8_t;
-};
+struct LaneType<Lane::i1> : LaneTypes<Bits1, Bits1, int8_t> {};
 template <>
-struct LaneType<Lane::i32> {
-  using Value = Bits32;
-  using Bits = Bits32;
-  using Signed = int32_t;
-};
+struct LaneType<Lane::i32> : LaneTypes<Bits32, Bits32, int32_t> {};
 template <>
-struct LaneType<Lane::i64> {
-  using Value = Bits64;
-  using Bits = Bits64;
-  using Signed = int64_t;
-};
+struct LaneType<Lane::i64> : LaneTypes<Bits64, Bits64, int64_t> {};
 
 template <class T>
 inline T* slot(char* const* slots, int32_t s) {
@@ -93,11 +81,32 @@ template <class From, class To, class F>
 
 // llvm::CmpInst::Predicate's values (FCMP_FALSE = 0 .. FCMP_TRUE = 15, ICMP_EQ = 32 ..).
 enum Predicate : uint8_t {
-  float_false = 0, ordered_equal, ordered_greater, ordered_greater_equal, ordered_less, ordered_less_equal,
-  ordered_not_equal, ordered, unordered, unordered_equal, unordered_greater, unordered_greater_equal,
-  unordered_less, unordered_less_equal, unordered_not_equal, float_true,
-  integer_equal = 32, integer_not_equal, unsigned_greater, unsigned_greater_equal, unsigned_less,
-  unsigned_less_equal, signed_greater, signed_greater_equal, signed_less, signed_less_equal,
+  float_false = 0,
+  ordered_equal,
+  ordered_greater,
+  ordered_greater_equal,
+  ordered_less,
+  ordered_less_equal,
+  ordered_not_equal,
+  ordered,
+  unordered,
+  unordered_equal,
+  unordered_greater,
+  unordered_greater_equal,
+  unordered_less,
+  unordered_less_equal,
+  unordered_not_equal,
+  float_true,
+  integer_equal = 32,
+  integer_not_equal,
+  unsigned_greater,
+  unsigned_greater_equal,
+  unsigned_less,
+  unsigned_less_equal,
+  signed_greater,
+  signed_greater_equal,
+  signed_less,
+  signed_less_equal,
 };
 
 template <class T>
@@ -302,7 +311,6 @@ bool is_conversion(StepCode code) { return code >= StepCode::signed_to_float; }
 void run_baseline(const std::vector<Step>& steps, char* const* slots, int64_t n) {
   for (const Step& step : steps) run_one(step, slots, n);
 }
-
 
 [[gnu::target("avx2,fma")]] void run_avx2(const std::vector<Step>& steps, char* const* slots, int64_t n) {
   for (const Step& step : steps) run_one(step, slots, n);
