@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "backend/llvm/backend.h"
 #include "backend/llvm/kernel_cache.h"
@@ -179,6 +180,32 @@ TEST_F(TieredCompile, VectorMathRunsInterpretedAndTheFirstCallCompilesNothing) {
   wait_for_background_compiles();
   EXPECT_EQ(bytes_of(tiered(x, w)), expected);
   EXPECT_EQ(llvm_backend::modules_compiled(), modules + 1) << "the optimized compile, one module";
+}
+
+// Sums adding whole rows (over leading axes) compile quick without the
+// vectorizer in a first tier: each column adds its rows in one order at any
+// vector width, so the bits are the optimized (vectorized, fused) code's.
+TEST_F(TieredCompile, QuickColumnSumsSkipTheVectorizerAndKeepTheBits) {
+  Array a = random::normal(random::key(12), {301, 77});
+  Array b = random::normal(random::key(13), {9, 40, 33}, f64);
+  auto f = [](const Array& x, const Array& y) {
+    return std::tuple<Array, Array>{sum(x, {0}) + sum(exp(x * 0.5f), {0}), sum(y * y, {0, 1})};
+  };
+  auto bytes_of_both = [](const std::tuple<Array, Array>& results) {
+    return bytes_of(std::get<0>(results)) + bytes_of(std::get<1>(results));
+  };
+  std::string expected = bytes_of_both(jit(f, {.compile_mode = CompileMode::Sync})(a, b));
+  clear_graph_cache();
+  llvm_backend::clear_kernel_cache();
+  size_t quick = llvm_backend::quick_modules_compiled();
+  auto tiered = jit(f, {.compile_mode = CompileMode::Background});
+  {
+    CompileGate gate;
+    EXPECT_EQ(bytes_of_both(tiered(a, b)), expected);
+    EXPECT_GT(llvm_backend::quick_modules_compiled(), quick) << "the first tier's sums compile quick";
+  }
+  wait_for_background_compiles();
+  EXPECT_EQ(bytes_of_both(tiered(a, b)), expected);
 }
 
 TEST(KernelCache, QuickCodeServesOnlyWhoAcceptsItAndOptimizedCodeReplacesIt) {

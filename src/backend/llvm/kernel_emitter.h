@@ -97,6 +97,7 @@ class KernelEmitter {
     if (hints.interleave > 1) property("llvm.loop.interleave.count", builder_.getInt32(hints.interleave));
     if (hints.fold_tail) property("llvm.loop.vectorize.predicate.enable", builder_.getTrue());
     if (hints.width > 0) property("llvm.loop.vectorize.width", builder_.getInt32(hints.width));
+    if (scalar_loops_) property("llvm.loop.vectorize.enable", builder_.getFalse());
     if (properties.size() > 1) {
       llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, properties);
       loop_id->replaceOperandWith(0, loop_id);
@@ -282,6 +283,9 @@ class KernelEmitter {
   std::optional<SizeEmitter> sizes_;
   std::vector<llvm::Value*> index_;
   bool flat_ = false;
+  // Loops left unvectorized: quick code of sums whose order does not depend
+  // on the vector width (emit_accumulating_rows).
+  bool scalar_loops_ = false;
   llvm::Value* flat_index_ = nullptr;
   llvm::AllocaInst* nan_seen_ = nullptr;  // floating max/min reductions
 };

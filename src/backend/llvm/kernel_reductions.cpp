@@ -4,6 +4,7 @@
 
 #include "backend/llvm/engine.h"
 #include "backend/llvm/kernel_emitter.h"
+#include "runtime/compile_profile.h"
 
 namespace kiln::llvm_backend {
 
@@ -102,6 +103,12 @@ bool KernelEmitter::rows_accumulate(const ir::Node& root, const std::vector<size
 
 CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
                                                      CompiledKernel result) {
+  // Each output element adds its rows in one order whatever the vector width
+  // (vectors run across the columns), so quick code, which serves a first
+  // tier once, skips the vectorizer: the same bits for a third of the
+  // compile. Not with fused producers: libmvec's vector and scalar functions
+  // round differently.
+  scalar_loops_ = runtime::code_quality() == runtime::CodeQuality::quick && kernel_.region.size() <= 1;
   if (accumulation_dtype(root) != root.type.dtype) return emit_widened_rows(root, reduced_dims, result);
   DType dtype = root.type.dtype;
   // The output holds the dtype's memory elements: f16/bf16 are 16 bits there
