@@ -156,7 +156,7 @@ class Reader {
       program_.steps.push_back(*step);
       ++position;
     }
-    // Temporaries were numbered from 0: they follow the operands and constants.
+    // Temporaries were numbered from temporary_base: they follow the operands and constants.
     int32_t first = static_cast<int32_t>(program_.operand_lanes.size()) + program_.constant_count;
     auto shift = [&](int32_t& slot) {
       if (slot >= temporary_base) slot = slot - temporary_base + first;
