@@ -6,13 +6,13 @@
 //      for the compile, as before tiers). Goal: background <= 3x.
 //      Once in a fresh process, once in one that ran the step op by op before
 //      (its eager kernels compiled, as in any process that has run eager code).
-//   2. A chain of 999 elementwise operations on f32[1024] (tanh, mul, add):
-//      its first call against the same chain run op by op eagerly, warm and
-//      (in a fresh process of its own) cold. Goal: <= 3x.
 //      Beside it, libtorch's eager step (the same model, autograd, Adam) in
 //      a fresh process: its first step against its steady step, what a
 //      fresh process costs with no compiler at all (first use of OpenBLAS,
 //      memory touched for the first time).
+//   2. A chain of 999 elementwise operations on f32[1024] (tanh, mul, add):
+//      its first call against the same chain run op by op eagerly, warm and
+//      (in a fresh process of its own) cold. Goal: <= 3x.
 //   3. Optimized compile times, cold kernel cache (sync), with their phases:
 //      the MLP step (goal <= 40 ms) and bench_kernels' 100-node graph (goal <= 20 ms).
 #include <fcntl.h>
