@@ -12,6 +12,7 @@
 
 #include "cache/backend_choice.h"
 #include "cache/graph_cache.h"
+#include "cache/tiered_compile.h"
 #include "core/lru_map.h"
 #include "ops/common/apply.h"
 #include "runtime/compile_profile.h"
@@ -74,10 +75,20 @@ QuickExecutables& quick_executables() {
   return executables;
 }
 
-// Eager operations are what a tiered graph's first calls run: they compile at once.
+// Vector math the backend interprets with its compiled code's bits need not
+// wait for that code: its first calls run interpreted while it compiles on
+// kiln's compile thread, as a jitted graph's first tier does. Everything
+// else compiles at once.
+CompileMode eager_compile_mode(const ir::Graph& graph) {
+  if (cache::resolve_compile_mode(CompileMode::Auto) != CompileMode::Background || graph.outputs.size() != 1)
+    return CompileMode::Sync;
+  const ir::Node& node = graph.nodes[static_cast<size_t>(graph.outputs[0])];
+  return cache::default_backend().interprets(graph, node) ? CompileMode::Background : CompileMode::Sync;
+}
+
 std::shared_ptr<const runtime::Executable> executable_for(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
   if (runtime::code_quality() == runtime::CodeQuality::quick) return quick_executables().get_or_compile(graph, key);
-  return cache::get_or_compile(graph, key, CompileMode::Sync).executable;
+  return cache::get_or_compile(graph, key, eager_compile_mode(*graph)).executable;
 }
 
 Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) {

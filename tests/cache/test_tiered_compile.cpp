@@ -274,6 +274,15 @@ TEST(TieredCompileExit, AProcessExitingDuringABackgroundCompileExitsCleanlyAndSa
   if (!abandoned) GTEST_SKIP() << "the compile finished before the program ended: nothing was abandoned";
 }
 
+// Plain eager vector math in background mode: its first calls run
+// interpreted while its kernels compile, then the kernels serve, with the
+// same bits (a program of its own: the suites run in sync mode).
+TEST(TieredCompileEager, FirstCallsOfVectorMathRunInterpretedWhileTheirKernelsCompile) {
+  auto [status, output] = run("KILN_CACHE=off KILN_COMPILE=background " KILN_EAGER_FIRST_CALLS " 2>&1");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("eager first calls ok"), std::string::npos) << output;
+}
+
 // The background compile is the process's first code generation; exits
 // swept across its length land in every phase, code generation included.
 // Each must exit cleanly (a crash in LLVM's destroyed statics showed as a
