@@ -29,8 +29,9 @@ int main() {
   std::string later = results();
   size_t again = llvm_backend::modules_compiled();
   bool ok = during == before && after >= before + 2 && again == after && first == later;
-  std::printf("eager first calls %s: %zu modules compiled before the first results, %zu in the background, %zu "
-              "after them; the same bits: %s\n",
-              ok ? "ok" : "FAILED", during - before, after - during, again - after, first == later ? "yes" : "no");
+  std::printf(
+      "eager first calls %s: %zu modules compiled before the first results, %zu in the background, %zu "
+      "after them; the same bits: %s\n",
+      ok ? "ok" : "FAILED", during - before, after - during, again - after, first == later ? "yes" : "no");
   return ok ? 0 : 1;
 }
