@@ -75,10 +75,11 @@ QuickExecutables& quick_executables() {
   return executables;
 }
 
-// Vector math the backend interprets with its compiled code's bits need not
-// wait for that code: its first calls run interpreted while it compiles on
-// kiln's compile thread, as a jitted graph's first tier does. Everything
-// else compiles at once.
+// An elementwise operation the backend interprets with its compiled code's
+// bits (kiln's vector math at any size, other operations where arrays are
+// too large for reference kernels) need not wait for that code: its first
+// calls run interpreted while it compiles on kiln's compile thread, as a
+// jitted graph's first tier does. Everything else compiles at once.
 CompileMode eager_compile_mode(const ir::Graph& graph) {
   if (cache::resolve_compile_mode(CompileMode::Auto) != CompileMode::Background || graph.outputs.size() != 1)
     return CompileMode::Sync;

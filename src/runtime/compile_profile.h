@@ -75,8 +75,9 @@ class CompileProfileScope {
 /// quick: not at all (CodeGenOpt::None), for the kernels a graph's first tier
 /// runs while its optimized code compiles: half the code generation time.
 /// The IR passes are the same, so quick kernels vectorize, contract and sum
-/// in the same order and give the same bits as optimized ones; they run up to
-/// 2x slower where compute bound. Quick code is never reused by an optimized
+/// in the same order and give the same bits as optimized ones (a sum adding
+/// whole rows skips the vectorizer: its order does not depend on the width);
+/// they run up to 2x slower where compute bound. Quick code is never reused by an optimized
 /// compile, never kept by the graph cache and never saved to disk.
 enum class CodeQuality : uint8_t { optimized, quick };
 

@@ -8,9 +8,11 @@
 #include <llvm/IR/IntrinsicInst.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -325,8 +327,7 @@ class Programs {
   std::vector<Entry> entries_;
 };
 
-}  // namespace
-
+// The program computing `node` over operands of `operand_dtypes`, or null.
 std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::span<const DType> operand_dtypes) {
   const ops::PrimitiveRules& row = ops::rules(node.op);
   if (row.fusion != ops::Fusion::elementwise || !row.lower || operand_dtypes.empty() ||
@@ -337,6 +338,7 @@ std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::s
   return programs.get(node, operand_dtypes);
 }
 
+// `program` over `count` elements: operand k at operands[k], the result at `result`.
 void run_scalar_program(const ScalarProgram& program, std::span<const void* const> operands, void* result,
                         int64_t count) {
   size_t operand_count = program.operand_lanes.size();
@@ -364,18 +366,23 @@ void run_scalar_program(const ScalarProgram& program, std::span<const void* cons
   }
 }
 
-bool interprets(const ir::Graph& graph, const ir::Node& node) {
-  if (node.inputs.empty() || node.symbolic || node.type.size() > interpreted_elements_limit) return false;
-  std::vector<DType> dtypes;
-  for (ir::ValueId input : node.inputs) {
-    const ir::Node& operand = graph.nodes[static_cast<size_t>(input)];
-    if (operand.type.shape != node.type.shape) return false;
-    dtypes.push_back(operand.type.dtype);
-  }
-  return scalar_program(node, dtypes) != nullptr;
-}
+constexpr int64_t interpreted_elements_limit = int64_t{1} << 18;
 
-namespace {
+// What `interprets` says, with the program: asked on every eager call of an
+// operation that compiles, so the checks without a lock come first.
+std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const ir::Node& node) {
+  constexpr size_t most_operands = 3;  // select and fused multiply-add
+  if (node.inputs.empty() || node.inputs.size() > most_operands || node.symbolic ||
+      node.type.size() > interpreted_elements_limit)
+    return nullptr;
+  std::array<DType, most_operands> dtypes;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const ir::Node& operand = graph.nodes[static_cast<size_t>(node.inputs[k])];
+    if (operand.type.shape != node.type.shape) return nullptr;
+    dtypes[k] = operand.type.dtype;
+  }
+  return scalar_program(node, std::span<const DType>(dtypes.data(), node.inputs.size()));
+}
 
 class InterpretedExecutable final : public runtime::Executable {
  public:
@@ -416,15 +423,15 @@ class InterpretedExecutable final : public runtime::Executable {
 
 }  // namespace
 
+bool interprets(const ir::Graph& graph, const ir::Node& node) { return program_for(graph, node) != nullptr; }
+
 std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph) {
   if (graph->outputs.size() != 1 || graph->symbols > 0) return nullptr;
   const ir::Node& node = graph->nodes[static_cast<size_t>(graph->outputs[0])];
   for (const ir::Node& other : graph->nodes)
     if (&other != &node && other.op != ir::Primitive::input) return nullptr;
-  if (!interprets(*graph, node)) return nullptr;
-  std::vector<DType> dtypes;
-  for (ir::ValueId input : node.inputs) dtypes.push_back(graph->nodes[static_cast<size_t>(input)].type.dtype);
-  std::shared_ptr<const ScalarProgram> program = scalar_program(node, dtypes);
+  std::shared_ptr<const ScalarProgram> program = program_for(*graph, node);
+  if (!program) return nullptr;
   return std::make_shared<InterpretedExecutable>(graph, node, std::move(program));
 }
 

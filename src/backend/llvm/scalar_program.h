@@ -9,33 +9,19 @@
 // waiting for a compile of its vector math.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <span>
 
 #include "ir/graph.h"
 #include "runtime/executable.h"
 
 namespace kiln::llvm_backend {
 
-struct ScalarProgram;
-
-/// The program computing `node` (an elementwise node of f32 or f64 values
-/// whose operands are f32 or f64 arrays of its shape), or null where the
-/// interpreter cannot run its code: another kind of node or dtype, a call
-/// into libmvec (whose vector and scalar versions round differently), an
-/// instruction the interpreter does not know. Made once per operation.
-std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::span<const DType> operand_dtypes);
-
-/// `program` over `count` elements: operand k at operands[k], the result at `result`.
-void run_scalar_program(const ScalarProgram& program, std::span<const void* const> operands, void* result,
-                        int64_t count);
-
-/// Beyond this many elements a compiled kernel (vector code on every
-/// thread) beats the interpreter even counting its compile.
-constexpr int64_t interpreted_elements_limit = int64_t{1} << 18;
-
-/// Whether the first tier runs `node` of `graph` by its interpreted program.
+/// Whether `node` of `graph`, run alone as an eager operation, has an
+/// interpreted program: an elementwise node of f32 or f64 values over f32 or
+/// f64 operands of its shape, of at most 2^18 elements (beyond, a compiled
+/// kernel on every thread wins even counting its compile), whose scalar code
+/// the interpreter can run (not a call into libmvec, whose vector and scalar
+/// versions round differently). Programs are made once per operation.
 bool interprets(const ir::Graph& graph, const ir::Node& node);
 
 /// An executable running `graph` (arguments and one elementwise node, as an
