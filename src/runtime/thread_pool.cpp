@@ -124,12 +124,6 @@ class Pool {
     most_parts_ = threads_ == 1 ? 1 : std::min<int64_t>(4 * threads_, max_slots);
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
   }
-  ~Pool() {
-    stopping_.store(true);
-    generation_.fetch_add(1);
-    idle_workers_.wake_all(generation_);
-    for (auto& worker : workers_) worker.join();
-  }
 
   int threads() const { return threads_; }
   void set_limit(int threads) { limit_.store(std::clamp(threads, 1, threads_)); }
@@ -261,14 +255,13 @@ class Pool {
 
   void work(int index) {
     telemetry::timeline::name_this_thread("kiln pool " + std::to_string(index));
-    // Not the generation now: a worker that starts after the pool began
-    // shutting down must see the shutdown's generation as new.
+    // Not the generation now: a worker that starts after the first loop was
+    // published must still see that loop as new.
     uint32_t seen = 0;
     for (;;) {
       if (!poll_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
         idle_workers_.sleep_while(generation_, seen);
       seen = generation_.load(std::memory_order_acquire);
-      if (stopping_.load()) return;
       if (index < active_.load(std::memory_order_relaxed)) claim_and_run(index);
     }
   }
@@ -277,7 +270,7 @@ class Pool {
   int64_t most_parts_ = 1;
   std::atomic<int> limit_;
   std::vector<std::thread> workers_;
-  std::atomic<bool> busy_{false}, stopping_{false};
+  std::atomic<bool> busy_{false};
   std::array<SplitRecord, 65> records_{};  // by bit width of the loop's cost; only the busy_ holder touches them
   // The current loop, published before its generation (release); a worker
   // relies on them only after claiming a part of that generation.
@@ -296,9 +289,14 @@ class Pool {
   Sleepers idle_workers_, waiting_caller_;
 };
 
+// Never destroyed, as the dispatch queue: work still queued at exit runs
+// after the exit handlers registered later than the queue's drain, and the
+// pool is usually first used by that work. A pool destroyed at exit left a
+// loop running on the dispatch thread waiting forever for parts no worker
+// would claim; its workers now stay parked until the process ends.
 Pool& pool() {
-  static Pool instance;
-  return instance;
+  static Pool* instance = new Pool;
+  return *instance;
 }
 
 }  // namespace

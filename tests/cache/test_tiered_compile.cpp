@@ -274,6 +274,16 @@ TEST(TieredCompileExit, AProcessExitingDuringABackgroundCompileExitsCleanlyAndSa
   if (!abandoned) GTEST_SKIP() << "the compile finished before the program ended: nothing was abandoned";
 }
 
+// Work still queued on the dispatch thread at exit runs before the process
+// ends, on a thread pool that is still there: the program exits at once.
+TEST(TieredCompileExit, AProcessExitingWithCallsStillQueuedRunsThemAndExits) {
+  for (int round = 0; round < 5; ++round) {
+    auto [status, output] = run("KILN_CACHE=off timeout 60 " KILN_EXIT_DURING_COMPILE " queued 2>&1");
+    ASSERT_EQ(status, 0) << "round " << round << " (124: it hung at exit): " << output;
+    EXPECT_NE(output.find("queued 40 calls"), std::string::npos) << output;
+  }
+}
+
 // Plain eager vector math in background mode: its first calls run
 // interpreted while its kernels compile, then the kernels serve, with the
 // same bits (a program of its own: the suites run in sync mode).

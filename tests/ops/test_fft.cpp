@@ -9,6 +9,7 @@
 #include <complex>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/errors.h"
@@ -120,6 +121,32 @@ TEST(Fft, CompiledAndBatchedEqualEager) {
   EXPECT_TRUE(testing::all_close(vmap(spectrum)(x), eager, 0, 0, "vmap over rows"));
   Array columns = vmap([](const Array& v) { return fft::fft(v); }, 1, 1)(x);
   EXPECT_TRUE(testing::all_close(columns, fft::fft(x, std::nullopt, 0), 0, 0, "vmap over columns"));
+}
+
+// KISS FFT plans of lengths with a prime factor above 5 keep a scratch
+// buffer: transforms of such lengths on many threads at once must each get
+// the result a lone transform gets.
+TEST(Fft, TransformsOnManyThreadsAtOnceEqualALoneTransform) {
+  testing::RandomArrays random(5);
+  std::vector<Array> inputs;
+  std::vector<Array> expected;
+  for (int64_t n : {7, 11, 13, 14}) {
+    inputs.push_back(random_complex(random, {64, n}, c128));
+    expected.push_back(fft::ifft(fft::fft(inputs.back())));
+  }
+  constexpr int threads = 8;
+  std::vector<std::vector<Array>> results(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round)
+        for (const Array& x : inputs) results[t].push_back(fft::ifft(fft::fft(x)));
+    });
+  for (std::thread& worker : workers) worker.join();
+  for (int t = 0; t < threads; ++t)
+    for (size_t k = 0; k < results[t].size(); ++k)
+      ASSERT_TRUE(testing::all_close(results[t][k], expected[k % inputs.size()], 0, 0,
+                                     "thread " + std::to_string(t) + ", transform " + std::to_string(k)));
 }
 
 void expect_gradient(const std::function<Array(const Array&)>& f, const Array& z, const std::string& name) {

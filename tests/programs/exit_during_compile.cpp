@@ -12,6 +12,13 @@
 // call. Swept over the compile's length, one exit lands while it generates
 // code (before the code generator's statics were made on the calling
 // thread, that exit crashed in a destroyed LLVM table).
+//
+// With `queued`: calls of a jitted step of matrix products are queued on the
+// dispatch thread and main returns without reading their results, so the
+// exit finds the dispatch thread busy. The thread pool is first used after
+// the exit hook that drains the queue was registered (an earlier pool was
+// destroyed before that drain, and the queued products waited forever for
+// its joined workers).
 #include <kiln/kiln.h>
 
 #include <chrono>
@@ -19,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -52,9 +60,21 @@ int plain_chain(int microseconds) {
   return 0;
 }
 
+int queued_steps() {
+  auto step = kiln::jit([](const kiln::Array& w, const kiln::Array& x) { return kiln::tanh(kiln::matmul(x, w)); },
+                        {.name = "queued_step", .compile_mode = kiln::CompileMode::Sync});
+  kiln::Array w = kiln::random::normal(kiln::random::key(1), {256, 256}) * 0.01f,
+              x = kiln::random::normal(kiln::random::key(2), {512, 256});
+  std::vector<kiln::Array> unread;
+  for (int call = 0; call < 40; ++call) unread.push_back(step(w, x));
+  std::printf("queued %zu calls\n", unread.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "plain") == 0) return plain_chain(std::atoi(argv[2]));
+  if (argc == 2 && std::strcmp(argv[1], "queued") == 0) return queued_steps();
   return long_chain();
 }

@@ -17,7 +17,6 @@
 #include <kissfft.hh>
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "core/dispatch.h"
 #include "core/error_format.h"
@@ -79,12 +78,13 @@ AbstractValue infer_irfft(const Node& node, std::span<const AbstractValue* const
 std::string describe_fft(const Node& node) { return node.attrs.ints.at(0) ? "inverse" : ""; }
 std::string describe_irfft(const Node& node) { return "n=" + std::to_string(node.attrs.ints.at(0)); }
 
-// One transform plan per length and direction for the process: the twiddle
-// factors are computed once.
+// One transform plan per length, direction and thread: the twiddle factors
+// are computed once per thread. Not one per process: a KISS FFT plan keeps a
+// mutable scratch buffer for radices above 5 (any length with a prime factor
+// of 7 or more), so two threads transforming with one plan corrupt each
+// other's rows.
 const kissfft<double>& plan(int64_t n, bool inverse) {
-  static std::mutex mutex;
-  static std::map<std::pair<int64_t, bool>, std::unique_ptr<kissfft<double>>> plans;
-  std::lock_guard lock(mutex);
+  thread_local std::map<std::pair<int64_t, bool>, std::unique_ptr<kissfft<double>>> plans;
   auto& found = plans[{n, inverse}];
   if (!found) found = std::make_unique<kissfft<double>>(static_cast<size_t>(n), inverse);
   return *found;
