@@ -1,22 +1,31 @@
 // Scalar programs (backend/llvm/scalar_program.h): an elementwise
 // operation's native code interpreted step by step gives the compiled
 // kernel's results bit for bit, on special values, on every binade and on
-// random bit patterns, for every function of kiln's vector math; operations
-// whose code calls libmvec are refused, not run approximately.
+// random bit patterns. The sweep takes every elementwise primitive of the
+// rule table the interpreter accepts, so a primitive added later is checked
+// the day the first tier starts interpreting it; kiln's vector math must be
+// among them. Operations whose code calls libmvec are refused, not run
+// approximately.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend/llvm/scalar_program.h"
 #include "cache/backend_choice.h"
 #include "core/array_impl.h"
+#include "ir/primitive.h"
+#include "ops/common/rules.h"
+#include "support/primitive.h"
 #include "trace/trace.h"
 
 namespace kiln {
@@ -105,34 +114,96 @@ class ScalarPrograms : public ::testing::Test {
   }
 };
 
-template <class T>
-void expect_interpreted_equals_compiled(DType dtype) {
-  std::vector<T> values = inputs<T>();
-  Array x = array(values, {static_cast<int64_t>(values.size())});
-  ASSERT_EQ(x.dtype(), dtype);
-  for (const Case& c : interpreted_cases()) {
-    std::shared_ptr<const ir::Graph> graph = graph_of(c.operation, x);
-    std::shared_ptr<const runtime::Executable> interpreted = llvm_backend::interpreted_executable(graph);
-    ASSERT_NE(interpreted, nullptr) << c.name << " " << dtype_name(dtype) << " is not interpreted";
-    std::shared_ptr<const runtime::Executable> compiled = cache::default_backend().compile(graph);
-    std::vector<Array> arguments = {x};
-    std::vector<char> expected = bytes_of(compiled->run(arguments, {}).at(0));
-    std::vector<char> got = bytes_of(interpreted->run(arguments, {}).at(0));
-    ASSERT_EQ(got.size(), expected.size());
-    size_t element = dtype_size(dtype), differing = 0, first = 0;
-    for (size_t k = 0; k < values.size(); ++k)
-      if (std::memcmp(got.data() + k * element, expected.data() + k * element, element) != 0 && differing++ == 0)
-        first = k;
-    EXPECT_EQ(differing, 0u) << c.name << " " << dtype_name(dtype) << ": " << differing << " of " << values.size()
-                             << " elements differ, the first at input " << values[first];
+std::vector<char> bytes_of_run(const runtime::Executable& executable, const std::vector<Array>& arguments) {
+  return bytes_of(executable.run(arguments, {}).at(0));
+}
+
+// The graph of `op` applied to `arity` operands of `dtype` with default
+// attributes, or null where the primitive takes no such operands (kiln::Error)
+// or needs attributes (a primitive with integer attributes reads them unchecked).
+std::shared_ptr<const ir::Graph> primitive_graph(ir::Primitive op, size_t arity, DType dtype, int64_t size) {
+  auto record = [&](detail::TraceSession& session) {
+    std::vector<Array> operands;
+    for (size_t k = 0; k < arity; ++k) operands.push_back(session.argument(detail::allocate({dtype, false, {size}})));
+    return std::vector<Array>{testing::primitive(op, operands, {}, {}, dtype)};
+  };
+  try {
+    return detail::shared_ir(detail::trace(std::string(ir::primitive_name(op)), Location(), record).graph);
+  } catch (const Error&) {
+    return nullptr;
+  } catch (const std::out_of_range&) {
+    return nullptr;
   }
 }
 
-TEST_F(ScalarPrograms, VectorMathInterpretedEqualsTheCompiledKernelBitForBitF32) {
+// Every elementwise primitive over one to three operands of `dtype` that the
+// interpreter accepts, against its compiled kernel; returns their names.
+template <class T>
+std::set<std::string> expect_every_interpreted_primitive_equals_its_kernel(DType dtype) {
+  std::vector<T> values = inputs<T>();
+  auto size = static_cast<int64_t>(values.size());
+  // Later operands are the values rotated: every special value meets many others.
+  std::vector<Array> operands;
+  for (size_t rotation : {size_t{0}, size_t{7919}, size_t{104729}}) {
+    std::vector<T> rotated = values;
+    std::rotate(rotated.begin(), rotated.begin() + static_cast<std::ptrdiff_t>(rotation % values.size()),
+                rotated.end());
+    operands.push_back(array(rotated, {size}));
+  }
+  std::set<std::string> interpreted;
+  for (int index = 0; index < ir::primitive_count; ++index) {
+    auto op = static_cast<ir::Primitive>(index);
+    if (ops::rules(op).fusion != ops::Fusion::elementwise) continue;
+    // The fewest operands it takes (a rule reads the operands it needs and
+    // ignores more).
+    std::shared_ptr<const ir::Graph> graph;
+    size_t arity = 0;
+    while (!graph && ++arity <= 3) graph = primitive_graph(op, arity, dtype, size);
+    if (!graph) continue;
+    std::shared_ptr<const runtime::Executable> program = llvm_backend::interpreted_executable(graph);
+    if (!program) continue;
+    std::string name = std::string(ir::primitive_name(op)) + "/" + std::to_string(arity);
+    interpreted.insert(name);
+    std::vector<Array> arguments(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(arity));
+    std::vector<char> expected = bytes_of_run(*cache::default_backend().compile(graph), arguments);
+    std::vector<char> got = bytes_of_run(*program, arguments);
+    EXPECT_EQ(got.size(), expected.size()) << name;
+    if (got.size() != expected.size()) continue;
+    size_t element = got.size() / values.size(), differing = 0, first = 0;
+    for (size_t k = 0; k < values.size(); ++k)
+      if (std::memcmp(got.data() + k * element, expected.data() + k * element, element) != 0 && differing++ == 0)
+        first = k;
+    EXPECT_EQ(differing, 0u) << name << " " << dtype_name(dtype) << ": " << differing << " of " << values.size()
+                             << " elements differ, the first at operands " << values[first] << " ...";
+  }
+  return interpreted;
+}
+
+// The sweep, and kiln's vector math among what it checked: the first tier
+// relies on these being interpreted.
+template <class T>
+void expect_interpreted_equals_compiled(DType dtype) {
+  std::set<std::string> checked = expect_every_interpreted_primitive_equals_its_kernel<T>(dtype);
+  Array x = zeros({64}, dtype);
+  for (const Case& c : interpreted_cases()) {
+    std::shared_ptr<const ir::Graph> graph = graph_of(c.operation, x);
+    ASSERT_NE(llvm_backend::interpreted_executable(graph), nullptr) << c.name << " " << dtype_name(dtype);
+    const ir::Node& node = graph->nodes[static_cast<size_t>(graph->outputs[0])];
+    std::string name = std::string(ir::primitive_name(node.op)) + "/" + std::to_string(node.inputs.size());
+    EXPECT_TRUE(checked.contains(name)) << c.name << " (" << name << ") was not in the sweep";
+  }
+  for (const char* arithmetic : {"add/2", "sub/2", "mul/2", "div/2", "neg/1", "sqrt/1"})
+    EXPECT_TRUE(checked.contains(arithmetic)) << arithmetic;
+  std::string names;
+  for (const std::string& name : checked) names += name + " ";
+  std::printf("interpreted and checked (%s): %s\n", dtype_name(dtype).data(), names.c_str());
+}
+
+TEST_F(ScalarPrograms, EveryInterpretedPrimitiveEqualsItsCompiledKernelBitForBitF32) {
   expect_interpreted_equals_compiled<float>(f32);
 }
 
-TEST_F(ScalarPrograms, VectorMathInterpretedEqualsTheCompiledKernelBitForBitF64) {
+TEST_F(ScalarPrograms, EveryInterpretedPrimitiveEqualsItsCompiledKernelBitForBitF64) {
   expect_interpreted_equals_compiled<double>(f64);
 }
 
