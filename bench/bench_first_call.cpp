@@ -13,7 +13,8 @@
 //   2. A chain of 999 elementwise operations on f32[1024] (tanh, mul, add):
 //      its first call against the same chain run op by op eagerly, warm and
 //      (in a fresh process of its own) cold. Goal: <= 3x.
-//   3. Optimized compile times, cold kernel cache (sync), with their phases:
+//   3. Optimized compile times, cold kernel cache (sync), with their phases
+//      (alone with --compile-times):
 //      the MLP step (goal <= 40 ms) and bench_kernels' 100-node graph (goal <= 20 ms).
 #include <fcntl.h>
 #include <kiln/kiln.h>
@@ -232,12 +233,7 @@ void compile_times(const std::string& label, Build build, double goal) {
               t.min * 1e3, goal * 1e3, t.median <= goal ? "MET" : "NOT MET", phases.describe().c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--child") return child_main(argv[2]);
-  // Compiles here are timed: the persistent cache would turn them into loads.
-  ::setenv("KILN_CACHE", "off", 1);
+void first_calls() {
   std::printf("== time to first result (fresh processes, %d rounds; ratios of medians) ==\n", rounds);
   first_against("MLP step, background, fresh process", "mlp", "steady step", 3);
   first_against("MLP step, sync (waits for the compile)", "mlp-sync", "steady step", 0);
@@ -246,7 +242,17 @@ int main(int argc, char** argv) {
   first_against("999-op chain f32[1024], background", "chain", "eager op by op, warm", 3);
   first_against("999-op chain f32[1024], sync", "chain-sync", "eager op by op, warm", 0);
   first_against("999-op chain f32[1024] eager: its first run (cold)", "chain-eager", "eager op by op, warm", 0);
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--child") return child_main(argv[2]);
+  // Compiles here are timed: the persistent cache would turn them into loads.
+  ::setenv("KILN_CACHE", "off", 1);
+  // `--compile-times`: only the third part, for work on the compiler.
+  bool compile_times_only = argc == 2 && std::string(argv[1]) == "--compile-times";
+  if (!compile_times_only) first_calls();
   std::printf("\n== optimized compile, cold kernel cache (sync) ==\n");
   auto [params, state, x, y] = mlp_arguments();
   compile_times(

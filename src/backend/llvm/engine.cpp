@@ -127,12 +127,24 @@ namespace {
 // Loop strength reduction rewrites the addressing of loops that the
 // vectorizer left simple already: on the MLP step's kernels it was 40% of
 // code generation (codegen 160 -> 90 ms) for no measured speed (bench_kernels,
-// bench_mlp). KILN_LLVM_OPTIONS="-disable-lsr=false ..." passes options to
-// LLVM for experiments; they are parsed once, when the engine starts.
+// bench_mlp). Epilogue vectorization compiles a loop's body a third time, as
+// a narrower vector loop for the remainder before the scalar one: without it
+// the MLP step's code generation takes 67 ms rather than 78 (summed over
+// both modules), and its kernels run as fast (KILN_PROFILE, one thread); a
+// remainder is under one vector, and long bodies fold it into the vector
+// loop anyway (LoopHints::fold_tail). Folding every tail instead saves more
+// (58 ms), but masked stores are slow on some AVX-512 processors: the Adam
+// update ran at half speed on AMD EPYC.
+// KILN_LLVM_OPTIONS="-disable-lsr=false ..." passes options to LLVM for
+// experiments; they are parsed once, when the engine starts.
 void configure_code_generation() {
   llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
-  if (auto found = options.find("disable-lsr"); found != options.end())
-    static_cast<llvm::cl::opt<bool>*>(found->second)->setValue(true);
+  auto set = [&](const char* name, bool value) {
+    if (auto found = options.find(name); found != options.end())
+      static_cast<llvm::cl::opt<bool>*>(found->second)->setValue(value);
+  };
+  set("disable-lsr", true);
+  set("enable-epilogue-vectorization", false);
   const char* text = std::getenv("KILN_LLVM_OPTIONS");
   if (!text || !*text) return;
   std::vector<std::string> words;
