@@ -124,27 +124,34 @@ llvm::ModulePassManager native_loop_pipeline() {
 }  // namespace
 
 namespace {
-// Loop strength reduction rewrites the addressing of loops that the
-// vectorizer left simple already: on the MLP step's kernels it was 40% of
-// code generation (codegen 160 -> 90 ms) for no measured speed (bench_kernels,
-// bench_mlp). Epilogue vectorization compiles a loop's body a third time, as
-// a narrower vector loop for the remainder before the scalar one: without it
-// the MLP step's code generation takes 67 ms rather than 78 (summed over
-// both modules), and its kernels run as fast (KILN_PROFILE, one thread); a
-// remainder is under one vector, and long bodies fold it into the vector
-// loop anyway (LoopHints::fold_tail). Folding every tail instead saves more
-// (58 ms), but masked stores are slow on some AVX-512 processors: the Adam
-// update ran at half speed on AMD EPYC.
-// KILN_LLVM_OPTIONS="-disable-lsr=false ..." passes options to LLVM for
-// experiments; they are parsed once, when the engine starts.
+// Code generator options kiln sets, each for compile time at no measured
+// speed (bench_kernels, bench_mlp, KILN_PROFILE per kernel, alternating
+// runs). KILN_LLVM_OPTIONS="-disable-lsr=false ..." passes options to LLVM
+// for experiments; they are parsed once, when the engine starts.
 void configure_code_generation() {
   llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
   auto set = [&](const char* name, bool value) {
     if (auto found = options.find(name); found != options.end())
       static_cast<llvm::cl::opt<bool>*>(found->second)->setValue(value);
   };
+  // Loop strength reduction rewrites the addressing of loops that the
+  // vectorizer left simple already: on the MLP step's kernels it was 40% of
+  // code generation (160 -> 90 ms).
   set("disable-lsr", true);
+  // Epilogue vectorization compiles a loop's body a third time, as a narrower
+  // vector loop for the remainder before the scalar one. Without it the MLP
+  // step's code generation takes 48 ms rather than 56 (summed over both
+  // modules); a remainder is under one vector, and long bodies fold it into
+  // the vector loop anyway (LoopHints::fold_tail). Folding every tail saves
+  // more, but masked stores are slow on some AVX-512 processors: the Adam
+  // update ran at half speed on AMD EPYC.
   set("enable-epilogue-vectorization", false);
+  // The scheduler before register allocation orders instructions for
+  // latency and register pressure; on the out-of-order cores measured it
+  // bought nothing, not even on 25 rounds of tanh, and without it the MLP
+  // step compiles in 37-39 ms rather than 40-43, the 100-node graph in 26-27
+  // rather than 30.
+  set("enable-misched", false);
   const char* text = std::getenv("KILN_LLVM_OPTIONS");
   if (!text || !*text) return;
   std::vector<std::string> words;
