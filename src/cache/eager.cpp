@@ -92,15 +92,16 @@ std::shared_ptr<const runtime::Executable> executable_for(const std::shared_ptr<
   return cache::get_or_compile(graph, key, eager_compile_mode(*graph)).executable;
 }
 
-Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) {
+Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile,
+                   std::span<const char> donated) {
   TracedGraph traced = trace_eager(inputs, build);
   const std::shared_ptr<const ir::Graph>& graph = shared_ir(traced.graph);
   uint64_t key = cache::graph_key(*graph);
   if (!compile) {
     std::shared_ptr<const runtime::Executable> found = cache::find_compiled(graph, key);
-    return found ? found->run(inputs, traced.captured).at(0) : Array();
+    return found ? found->run(inputs, traced.captured, donated).at(0) : Array();
   }
-  return executable_for(graph, key)->run(inputs, traced.captured).at(0);
+  return executable_for(graph, key)->run(inputs, traced.captured, donated).at(0);
 }
 
 CompiledEager prepare_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) {

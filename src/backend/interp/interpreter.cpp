@@ -3,8 +3,10 @@
 #include "backend/interp/interpreter.h"
 
 #include "core/allocation_guard.h"
+#include "core/array_impl.h"
 #include "core/error_format.h"
 #include "kiln/graph.h"
+#include "ops/common/elementwise_result.h"
 #include "ops/common/rules.h"
 #include "ops/control/control.h"
 #include "runtime/folding.h"
@@ -17,6 +19,11 @@ runtime::ProgramStep step_for_node(const ir::Graph& graph, size_t node) {
   return {.reads = graph.nodes[node].inputs, .defines = static_cast<ir::ValueId>(node)};
 }
 }  // namespace
+
+Array reference_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated) {
+  ops::DonatedInputs donation(inputs, donated);
+  return ops::rules(node.op).evaluate(node, inputs);
+}
 
 std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments, std::span<const Array> captures) {
   // A symbolic graph runs as the concrete graph at the call's sizes.
@@ -67,7 +74,7 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
       constants[i] = ops::rules(node.op).evaluate(node, inputs);
     } else {
       steps.push_back(step_for_node(*graph_, i));
-      kernels_.push_back(kernel ? kernel : ops::rules(node.op).evaluate);
+      kernels_.push_back(kernel ? kernel : &reference_kernel);
       bodies_.emplace_back();
       for (const auto& body : node.bodies) bodies_.back().push_back(std::make_shared<const Program>(body, choose));
     }
@@ -76,24 +83,36 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
   element_counts_ = ops::count_elements(*graph_);
 }
 
-std::vector<Array> Program::run(std::span<const Array> arguments, std::span<const Array> captures) const {
+std::vector<Array> Program::run(std::span<const Array> arguments, std::span<const Array> captures,
+                                std::span<const char> donated) const {
   constexpr size_t inline_inputs = 8;
   Array small[inline_inputs];
+  char small_donated[inline_inputs];
   std::vector<Array> large;
+  std::vector<char> large_donated;
   ops::ControlResults control_results(element_counts_);
-  return program_.run(arguments, captures, {}, [&](size_t step, std::vector<Array>& values, const std::vector<char>&) {
+  auto run_step = [&](size_t step, std::vector<Array>& values, const std::vector<char>& overwritable) {
     auto id = static_cast<size_t>(program_.steps()[step].defines);
     const ir::Node& node = graph_->nodes[id];
     size_t arity = node.inputs.size();
     Array* inputs = small;
+    char* dead = small_donated;
     if (arity > inline_inputs) {
       large.resize(arity);
+      large_donated.resize(arity);
       inputs = large.data();
+      dead = large_donated.data();
     }
     for (size_t k = 0; k < arity; ++k) {
       ir::ValueId input = node.inputs[k];
       const Array& value = values[static_cast<size_t>(input)];
       inputs[k] = value.defined() ? value : program_.constant(input);
+    }
+    // After every copy is made: a value read twice has two.
+    for (size_t k = 0; k < arity; ++k) {
+      ir::ValueId input = node.inputs[k];
+      const Array& value = values[static_cast<size_t>(input)];
+      dead[k] = value.defined() && overwritten_here(step, input, value, overwritable);
     }
     std::span<const Array> operands(inputs, arity);
     // A refused allocation names the node's operation and traced line.
@@ -107,13 +126,27 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
           } else if (node.op == ir::Primitive::element) {
             values[id] = control_results.take(node);
           } else {
-            values[id] = kernels_[step](node, operands);
+            values[id] = kernels_[step](node, operands, std::span<const char>(dead, arity));
           }
         });
     // The program releases values after their last step; these copies must not keep them alive.
     for (size_t k = 0; k < arity; ++k) inputs[k] = Array();
     return step + 1;
-  });
+  };
+  return program_.run(arguments, captures, donated, run_step);
+}
+
+// An argument's memory is the run's when the caller donated it (and no other
+// array shares it: runtime::StepProgram::overwritable_arguments); a value
+// computed here is the run's when only its slot and this step's copy hold it
+// (a node reading it twice, a control node's kept result or a view keep
+// another handle). Kernels check what they take for memory shared with a view.
+bool Program::overwritten_here(size_t step, ir::ValueId input, const Array& value,
+                               const std::vector<char>& overwritable) const {
+  if (program_.last_reading_step(input) != static_cast<int>(step)) return false;
+  if (graph_->nodes[static_cast<size_t>(input)].op == ir::Primitive::input)
+    return overwritable[static_cast<size_t>(input)] != 0;
+  return detail::impl(value).use_count() == 2;
 }
 
 }  // namespace kiln::interp

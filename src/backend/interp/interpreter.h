@@ -27,14 +27,21 @@ std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments,
 /// and each value's last use is known in advance.
 class Program {
  public:
-  using Kernel = Array (*)(const ir::Node& node, std::span<const Array> inputs);
+  /// `donated[k]`: input k is read here for the last time and its memory is
+  /// the run's own, so the kernel may write its result over it.
+  using Kernel = Array (*)(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated);
   /// `choose` may replace a node's reference kernel (e.g. matmul by BLAS);
   /// returning null keeps the reference kernel. Nodes it replaces are not folded.
   explicit Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&) = nullptr);
-  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures) const;
+  /// `donated` as runtime::Executable::run takes it.
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures,
+                         std::span<const char> donated = {}) const;
   const ir::Graph& graph() const { return *graph_; }
 
  private:
+  bool overwritten_here(size_t step, ir::ValueId input, const Array& value,
+                        const std::vector<char>& overwritable) const;
+
   std::shared_ptr<const ir::Graph> graph_;
   runtime::StepProgram program_;  // the nodes not folded, in graph order, and the folded constants
   std::vector<Kernel> kernels_;   // by step
@@ -42,6 +49,10 @@ class Program {
   std::vector<std::vector<std::shared_ptr<const Program>>> bodies_;
   ops::ElementCounts element_counts_;
 };
+
+/// The node's reference kernel, writing over a donated input where it can
+/// (ops::DonatedInputs): a Program::Kernel.
+Array reference_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated);
 
 /// `graph` prepared to run node by node with the kernels `choose` picks (a
 /// symbolic graph once per binding of its symbols); `name` is its backend().

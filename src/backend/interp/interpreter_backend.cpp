@@ -14,12 +14,13 @@ using runtime::Executable;
 namespace {
 // Compiled graphs run matrix products through BLAS; everything else through
 // the reference kernels until a native backend takes over.
-Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return runtime::blas_matmul(node, inputs); }
+Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char>) {
+  return runtime::blas_matmul(node, inputs);
+}
 interp::Program::Kernel runtime_kernel(const ir::Node& node) {
   return runtime::blas_handles(node) ? &matmul_kernel : nullptr;
 }
 
-// Donation is not used: every node writes a fresh array.
 class InterpretedGraph final : public Executable {
  public:
   InterpretedGraph(std::shared_ptr<const ir::Graph> graph, Program::Kernel (*choose)(const ir::Node&),
@@ -28,9 +29,9 @@ class InterpretedGraph final : public Executable {
     if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, choose_);
   }
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                         std::span<const char>) const override {
-    if (program_) return program_->run(arguments, implicit_inputs);
-    return instance(arguments, implicit_inputs)->run(arguments, implicit_inputs);
+                         std::span<const char> donated) const override {
+    if (program_) return program_->run(arguments, implicit_inputs, donated);
+    return instance(arguments, implicit_inputs)->run(arguments, implicit_inputs, donated);
   }
   std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array> arguments,
                                                   std::span<const Array> implicit_inputs) const override {

@@ -6,28 +6,41 @@
 #include "ops/common/rules.h"
 #include "runtime/blas.h"
 #include "runtime/compile_profile.h"
+#include "telemetry/timeline.h"
 
 namespace kiln::interp {
 
 namespace {
 
+// Compiled kernels write over a dead input where they can, as the optimized
+// code does: fresh memory is slow to write the first time (a page fault per
+// 4 KiB, 10 us each in some virtual machines), and a first tier writing every
+// result to fresh memory spent most of a training step's first call there.
+
 // What eager code runs for the node in a first tier: its single-operation
 // graph interpreted (kiln's vector math) or compiled with quick machine
 // code, as the first tier's kernels were compiled.
-Array eager_kernel(const ir::Node& node, std::span<const Array> inputs) {
+Array eager_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated) {
   runtime::CodeQualityScope quick(runtime::CodeQuality::quick);
+  if (Array result = detail::apply_compiled(node.op, inputs, node.attrs, node.where, true, donated); result.defined())
+    return result;
   return detail::apply(node.op, inputs, node.attrs, node.where);
 }
 
-Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs) { return runtime::blas_matmul(node, inputs); }
+Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char>) {
+  return runtime::blas_matmul(node, inputs);
+}
 
 // A node whose reference kernel rounds as its native code does: eager's
 // compiled kernel if it is compiled already (faster on large arrays: vector
 // code on every thread), else the reference kernel, with no compile.
-Array compiled_if_at_hand(const ir::Node& node, std::span<const Array> inputs) {
-  if (Array result = detail::apply_if_compiled(node.op, inputs, node.attrs, node.where); result.defined())
+Array compiled_if_at_hand(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated) {
+  if (Array result = detail::apply_compiled(node.op, inputs, node.attrs, node.where, false, donated); result.defined())
     return result;
-  return ops::rules(node.op).evaluate(node, inputs);
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording())
+    span.begin("kernel", ir::primitive_name(node.op), {{"elements", node.type.size()}}, "graph", "reference");
+  return reference_kernel(node, inputs, donated);
 }
 
 Program::Kernel op_by_op_kernel(const ir::Node& node) {

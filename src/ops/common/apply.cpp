@@ -130,16 +130,18 @@ Array apply(ir::Primitive op, const Array& a, const Array& b, ir::Attributes att
   return apply_inputs(op, pointers, 2, std::move(attrs), where);
 }
 
-Array apply_if_compiled(ir::Primitive op, std::span<const Array> inputs, const ir::Attributes& attrs, Location where) {
+Array apply_compiled(ir::Primitive op, std::span<const Array> inputs, const ir::Attributes& attrs, Location where,
+                     bool compile, std::span<const char> donated) {
   int64_t elements = 0;
   for (const Array& input : inputs) {
     if (is_complex(input.dtype())) return Array();
     elements = std::max(elements, input.size());
   }
-  const EagerCompiler* compiler = inputs.empty() ? nullptr : eager_compiler_for(elements);
+  // Callers compile the operations that apply compiles at every size.
+  const EagerCompiler* compiler = inputs.empty() ? nullptr : eager_compiler_for(elements, compile);
   if (!compiler) return Array();
   auto build = [&](std::span<const Array> placeholders) { return apply(op, placeholders, attrs, where); };
-  return compiler->run(inputs, build, false);
+  return compiler->run(inputs, build, compile, donated);
 }
 
 Array run_compiled_eager(const EagerCompiler& compiler, std::span<const Array> inputs,
@@ -152,7 +154,7 @@ Array run_compiled_eager(const EagerCompiler& compiler, std::span<const Array> i
       return queue_eager(arrays, std::move(compiled.type), operation, where, std::move(compiled.run));
     }
   }
-  return guard_allocation(operation, type, where, [&] { return compiler.run(inputs, build, true); });
+  return guard_allocation(operation, type, where, [&] { return compiler.run(inputs, build, true, {}); });
 }
 
 void install_eager_compiler(const EagerCompiler* compiler) { installed_compiler.store(compiler); }

@@ -47,7 +47,10 @@ struct EagerCompiler {
   /// Traces `build` on placeholders for `inputs` and runs the compiled graph.
   /// With `compile` false, runs it only if it is compiled already (in
   /// memory or in the persistent cache) and returns an empty Array if not.
-  Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile) = nullptr;
+  /// `donated[k]` lets the result take over input k's memory (as a jitted
+  /// function's donated argument: runtime::Executable::run).
+  Array (*run)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build, bool compile,
+               std::span<const char> donated) = nullptr;
   /// Traces and compiles as `run` does, on this thread, and returns what
   /// runs the compiled graph: work queued for the dispatch thread.
   CompiledEager (*prepare)(std::span<const Array> inputs, FunctionRef<Array(std::span<const Array>)> build) = nullptr;
@@ -64,10 +67,15 @@ Array run_compiled_eager(const EagerCompiler& compiler, std::span<const Array> i
                          FunctionRef<Array(std::span<const Array>)> build, const char* operation,
                          const AbstractValue& type, Location where);
 
-/// What apply computes eagerly, if the operation is one eager code runs
-/// compiled and its code is compiled already; else an empty Array (the
-/// caller runs the reference kernel, which rounds alike, without a compile).
-Array apply_if_compiled(ir::Primitive op, std::span<const Array> inputs, const ir::Attributes& attrs, Location where);
+/// What apply computes eagerly, run now on this thread by eager's compiled
+/// code, if eager code runs the operation compiled; else an empty Array.
+/// `compile`: the operation rounds otherwise than its reference kernel, and
+/// is compiled if need be, at any size; without it, an operation whose code
+/// is not compiled already gives an empty Array too (the caller runs the
+/// reference kernel, which rounds alike, without a compile). `donated[k]`:
+/// the result may take over input k's memory, which no one reads afterwards.
+Array apply_compiled(ir::Primitive op, std::span<const Array> inputs, const ir::Attributes& attrs, Location where,
+                     bool compile, std::span<const char> donated);
 
 /// Rounds a number to what `dtype` can hold (f32 rounding, integer truncation).
 Scalar scalar_as(Scalar value, DType dtype);

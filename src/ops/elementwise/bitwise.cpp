@@ -13,6 +13,7 @@
 #include "core/wrapping.h"
 #include "ops/common/apply.h"
 #include "ops/common/batching.h"
+#include "ops/common/elementwise_result.h"
 #include "ops/common/promotion.h"
 
 namespace kiln {
@@ -98,7 +99,7 @@ T reference(T a, T b) {
 
 template <Primitive op>
 Array evaluate(const Node& node, std::span<const Array> inputs) {
-  Array result = detail::allocate(node.type);
+  Array result = elementwise_result(node, inputs);
   detail::ArrayImpl& out = *detail::impl(result);
   int64_t n = node.type.size();
   detail::dispatch(node.type.dtype, [&]<class T>() {

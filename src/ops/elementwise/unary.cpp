@@ -14,6 +14,7 @@
 #include "core/location_scope.h"
 #include "ops/common/apply.h"
 #include "ops/common/batching.h"
+#include "ops/common/elementwise_result.h"
 #include "ops/common/promotion.h"
 #include "ops/elementwise/complex_forms.h"
 #include "ops/elementwise/erf_inv.h"
@@ -258,7 +259,7 @@ constexpr int cost(Primitive op) {
 template <Primitive op>
 Array evaluate(const Node& node, std::span<const Array> inputs) {
   const detail::ArrayImpl& x = *detail::impl(inputs[0]);
-  Array result = detail::allocate(node.type);
+  Array result = elementwise_result(node, inputs);
   detail::ArrayImpl& out = *detail::impl(result);
   int64_t n = x.type.size();
   detail::dispatch(x.type.dtype, [&]<class T>() {
