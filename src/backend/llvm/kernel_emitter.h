@@ -51,6 +51,11 @@ class KernelEmitter {
 
   CompiledKernel emit();
 
+  // Rows combined in the input's own dtype before each f64 addition: the
+  // vector width of f32 for most of the work, at an error bound of this many
+  // f32 roundings. (Interpreted column sums add in this order too: interpreted_rows.h.)
+  static constexpr int64_t widened_block = 8;
+
  private:
   const ir::Node& node(ir::ValueId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   static ops::Reduction reduction_of(const ir::Node& root) { return ops::rules(root.op).reduction; }
@@ -172,11 +177,6 @@ class KernelEmitter {
   // accumulators (8 KiB) and block partials (4 KiB for f32) stay in L1 while
   // the rows stream through in runs of 4 KiB.
   static constexpr int64_t widened_tile = 1024;
-  // Rows combined in the input's own dtype before each f64 addition: the
-  // vector width of f32 for most of the work, at an error bound of this many
-  // f32 roundings.
-  static constexpr int64_t widened_block = 8;
-
   // The accumulator lives in a stack slot; mem2reg turns it into registers.
   // Floating max/min track "a NaN was seen" separately, so the comparison
   // itself can be a plain, vectorizable max/min reduction.
