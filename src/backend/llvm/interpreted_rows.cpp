@@ -3,11 +3,10 @@
 
 #include <algorithm>
 
+#include "backend/llvm/interpreted_node.h"
 #include "backend/llvm/kernel_emitter.h"
 #include "backend/llvm/plan.h"
-#include "core/array_impl.h"
 #include "ops/common/rules.h"
-#include "telemetry/timeline.h"
 
 namespace kiln::llvm_backend {
 
@@ -73,40 +72,20 @@ void add_widened_rows(const float* in, float* out, const RowLayout& layout) {
     }
 }
 
-class RowsExecutable final : public runtime::Executable {
+class RowsExecutable final : public InterpretedNode {
  public:
-  RowsExecutable(std::shared_ptr<const ir::Graph> graph, const ir::Node& node)
-      : graph_(std::move(graph)), node_(node) {}
-
-  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                         std::span<const char>) const override {
-    const ir::Node& parameter = graph_->nodes[static_cast<size_t>(node_.inputs[0])];
-    auto index = static_cast<size_t>(parameter.attrs.ints[0]);
-    const detail::ArrayImpl& input = *detail::impl(parameter.attrs.ints[1] ? implicit_inputs[index] : arguments[index]);
-    Array result = detail::allocate(node_.type);
-    detail::ArrayImpl& output = *detail::impl(result);
-    telemetry::timeline::Span span;
-    if (telemetry::timeline::recording())
-      span.begin("kernel", ir::primitive_name(node_.op), {{"elements", input.type.size()}}, "graph",
-                 graph_->name + " (interpreted)");
-    RowLayout layout = layout_of(input.type.shape, sorted_axes(node_));
-    bool sum = ops::rules(node_.op).reduction == ops::Reduction::sum;
-    if (node_.type.dtype == DType::f64)
-      accumulate_rows<double, double>(input.data<double>(), output.mutable_data<double>(), layout, sum);
-    else if (sum) add_widened_rows(input.data<float>(), output.mutable_data<float>(), layout);
-    else accumulate_rows<float, double>(input.data<float>(), output.mutable_data<float>(), layout, false);
-    return {result};
-  }
-
-  std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array>, std::span<const Array>) const override {
-    return runtime::output_plan(*graph_);
-  }
-
-  std::string_view backend() const override { return "llvm"; }
+  using InterpretedNode::InterpretedNode;
 
  private:
-  std::shared_ptr<const ir::Graph> graph_;
-  const ir::Node& node_;
+  void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const override {
+    const detail::ArrayImpl& input = *operands[0];
+    RowLayout layout = layout_of(input.type.shape, sorted_axes(node()));
+    bool sum = ops::rules(node().op).reduction == ops::Reduction::sum;
+    if (node().type.dtype == DType::f64)
+      accumulate_rows<double, double>(input.data<double>(), result.mutable_data<double>(), layout, sum);
+    else if (sum) add_widened_rows(input.data<float>(), result.mutable_data<float>(), layout);
+    else accumulate_rows<float, double>(input.data<float>(), result.mutable_data<float>(), layout, false);
+  }
 };
 
 }  // namespace
@@ -125,13 +104,9 @@ bool interprets_rows(const ir::Graph& graph, const ir::Node& node) {
 }
 
 std::shared_ptr<const runtime::Executable> interpreted_rows_executable(std::shared_ptr<const ir::Graph> graph) {
-  if (graph->outputs.size() != 1 || graph->symbols > 0) return nullptr;
-  const ir::Node& node = graph->nodes[static_cast<size_t>(graph->outputs[0])];
-  for (const ir::Node& other : graph->nodes)
-    if (&other != &node && other.op != ir::Primitive::input) return nullptr;
-  if (!interprets_rows(*graph, node) || graph->nodes[static_cast<size_t>(node.inputs[0])].op != ir::Primitive::input)
-    return nullptr;
-  return std::make_shared<RowsExecutable>(graph, node);
+  const ir::Node* node = single_node(*graph);
+  if (!node || !interprets_rows(*graph, *node)) return nullptr;
+  return std::make_shared<RowsExecutable>(graph, *node);
 }
 
 }  // namespace kiln::llvm_backend

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "backend/llvm/engine.h"
+#include "backend/llvm/interpreted_node.h"
 #include "backend/llvm/scalar_emitter.h"
 #include "backend/llvm/scalar_program_steps.h"
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "ops/common/rules.h"
-#include "telemetry/timeline.h"
 
 namespace kiln::llvm_backend {
 
@@ -384,40 +384,19 @@ std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const i
   return scalar_program(node, std::span<const DType>(dtypes.data(), node.inputs.size()));
 }
 
-class InterpretedExecutable final : public runtime::Executable {
+class InterpretedExecutable final : public InterpretedNode {
  public:
   InterpretedExecutable(std::shared_ptr<const ir::Graph> graph, const ir::Node& node,
                         std::shared_ptr<const ScalarProgram> program)
-      : graph_(std::move(graph)), node_(node), program_(std::move(program)) {}
-
-  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                         std::span<const char>) const override {
-    std::vector<const void*> operands;
-    for (ir::ValueId input : node_.inputs) {
-      const ir::Node& parameter = graph_->nodes[static_cast<size_t>(input)];
-      auto index = static_cast<size_t>(parameter.attrs.ints[0]);
-      const Array& array = parameter.attrs.ints[1] ? implicit_inputs[index] : arguments[index];
-      operands.push_back(detail::impl(array)->buffer->data());
-    }
-    Array result = detail::allocate(node_.type);
-    // Named as the compiled kernel's step would be, with what ran it.
-    telemetry::timeline::Span span;
-    if (telemetry::timeline::recording())
-      span.begin("kernel", ir::primitive_name(node_.op), {{"elements", node_.type.size()}}, "graph",
-                 graph_->name + " (interpreted)");
-    run_scalar_program(*program_, operands, detail::impl(result)->buffer->data(), node_.type.size());
-    return {result};
-  }
-
-  std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array>, std::span<const Array>) const override {
-    return runtime::output_plan(*graph_);
-  }
-
-  std::string_view backend() const override { return "llvm"; }
+      : InterpretedNode(std::move(graph), node), program_(std::move(program)) {}
 
  private:
-  std::shared_ptr<const ir::Graph> graph_;
-  const ir::Node& node_;
+  void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const override {
+    std::vector<const void*> data;
+    for (const detail::ArrayImpl* operand : operands) data.push_back(operand->buffer->data());
+    run_scalar_program(*program_, data, result.buffer->data(), node().type.size());
+  }
+
   std::shared_ptr<const ScalarProgram> program_;
 };
 
@@ -426,13 +405,10 @@ class InterpretedExecutable final : public runtime::Executable {
 bool interprets(const ir::Graph& graph, const ir::Node& node) { return program_for(graph, node) != nullptr; }
 
 std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph) {
-  if (graph->outputs.size() != 1 || graph->symbols > 0) return nullptr;
-  const ir::Node& node = graph->nodes[static_cast<size_t>(graph->outputs[0])];
-  for (const ir::Node& other : graph->nodes)
-    if (&other != &node && other.op != ir::Primitive::input) return nullptr;
-  std::shared_ptr<const ScalarProgram> program = program_for(*graph, node);
+  const ir::Node* node = single_node(*graph);
+  std::shared_ptr<const ScalarProgram> program = node ? program_for(*graph, *node) : nullptr;
   if (!program) return nullptr;
-  return std::make_shared<InterpretedExecutable>(graph, node, std::move(program));
+  return std::make_shared<InterpretedExecutable>(graph, *node, std::move(program));
 }
 
 }  // namespace kiln::llvm_backend

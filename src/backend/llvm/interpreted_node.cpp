@@ -1,0 +1,38 @@
+// What the interpreted executables share (see the header).
+#include "backend/llvm/interpreted_node.h"
+
+#include <algorithm>
+
+#include "telemetry/timeline.h"
+
+namespace kiln::llvm_backend {
+
+const ir::Node* single_node(const ir::Graph& graph) {
+  if (graph.outputs.size() != 1 || graph.symbols > 0) return nullptr;
+  const ir::Node& node = graph.nodes[static_cast<size_t>(graph.outputs[0])];
+  for (const ir::Node& other : graph.nodes)
+    if (&other != &node && other.op != ir::Primitive::input) return nullptr;
+  return &node;
+}
+
+std::vector<Array> InterpretedNode::run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                                        std::span<const char>) const {
+  std::vector<const detail::ArrayImpl*> operands;
+  int64_t elements = node_.type.size();
+  for (ir::ValueId input : node_.inputs) {
+    const ir::Node& parameter = graph_->nodes[static_cast<size_t>(input)];
+    auto index = static_cast<size_t>(parameter.attrs.ints[0]);
+    operands.push_back(detail::impl(parameter.attrs.ints[1] ? implicit_inputs[index] : arguments[index]).get());
+    elements = std::max(elements, operands.back()->type.size());
+  }
+  Array result = detail::allocate(node_.type);
+  // Named as the compiled kernel's step would be, with what ran it.
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording())
+    span.begin("kernel", ir::primitive_name(node_.op), {{"elements", elements}}, "graph",
+               graph_->name + " (interpreted)");
+  compute(operands, *detail::impl(result));
+  return {result};
+}
+
+}  // namespace kiln::llvm_backend

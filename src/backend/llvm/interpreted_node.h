@@ -1,0 +1,44 @@
+// What the interpreted executables share (scalar_program.h, interpreted_rows.h):
+// an eager operation's graph, its arguments and one node, run by C++ that
+// gives the compiled kernel's bits, with nothing compiled.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "ir/graph.h"
+#include "runtime/executable.h"
+
+namespace kiln::llvm_backend {
+
+/// The graph's one node when every other node is an argument (as an eager
+/// operation traces), else null.
+const ir::Node* single_node(const ir::Graph& graph);
+
+class InterpretedNode : public runtime::Executable {
+ public:
+  InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node)
+      : graph_(std::move(graph)), node_(node) {}
+
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                         std::span<const char> donated) const final;
+  std::optional<runtime::OutputPlan> plan_outputs(std::span<const Array>, std::span<const Array>) const final {
+    return runtime::output_plan(*graph_);
+  }
+  std::string_view backend() const final { return "llvm"; }
+
+ protected:
+  const ir::Node& node() const { return node_; }
+  /// Writes the node's value into `result` (allocated, of the node's type)
+  /// from its operands, in order.
+  virtual void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const = 0;
+
+ private:
+  std::shared_ptr<const ir::Graph> graph_;
+  const ir::Node& node_;
+};
+
+}  // namespace kiln::llvm_backend
