@@ -1,6 +1,6 @@
 // The backend fuzzer's random graphs through tiered execution: the first
-// tier's op-by-op results, with quick kernels (runtime::CodeQuality), equal
-// the optimized executable's bit for bit.
+// tier's op-by-op results, with interpreted code and quick kernels
+// (runtime::CodeQuality), equal the optimized executable's bit for bit.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
@@ -44,7 +44,9 @@ TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
   }
   // The others compile first: sin, cos or pow, f16 chains, or sums fused unlike eager code.
   EXPECT_GE(tiered_graphs, 100) << "graphs whose first calls ran op by op";
-  EXPECT_GE(llvm_backend::quick_modules_compiled(), quick_modules + 20) << "first tiers compiled their quick kernels";
+  // Most sums run interpreted (interpreted_rows.h, interpreted_inner.h); sums
+  // over several innermost axes and half-precision sums compile quick.
+  EXPECT_GE(llvm_backend::quick_modules_compiled(), quick_modules + 5) << "first tiers compiled their quick kernels";
 }
 
 }  // namespace

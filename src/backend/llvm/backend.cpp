@@ -21,6 +21,7 @@
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/engine.h"
 #include "backend/llvm/instance.h"
+#include "backend/llvm/interpreted_inner.h"
 #include "backend/llvm/interpreted_rows.h"
 #include "backend/llvm/native_loop.h"
 #include "backend/llvm/plan.h"
@@ -594,10 +595,11 @@ class LlvmBackend final : public runtime::Backend {
   bool matches_op_by_op(const ir::Graph& graph) const override { return reductions_match_op_by_op(graph); }
   std::shared_ptr<const runtime::Executable> interpret(std::shared_ptr<const ir::Graph> graph) const override {
     if (auto elementwise = interpreted_executable(graph)) return elementwise;
-    return interpreted_rows_executable(std::move(graph));
+    if (auto columns = interpreted_rows_executable(graph)) return columns;
+    return interpreted_inner_executable(std::move(graph));
   }
   bool interprets(const ir::Graph& graph, const ir::Node& node) const override {
-    return llvm_backend::interprets(graph, node) || interprets_rows(graph, node);
+    return llvm_backend::interprets(graph, node) || interprets_rows(graph, node) || interprets_inner(graph, node);
   }
   runtime::FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const override {
     auto simplified = std::make_shared<ir::Graph>(*graph);

@@ -45,6 +45,17 @@ int parameter_literal_count(const ir::Graph& graph, const Kernel& kernel);
 inline constexpr int64_t prefetch_block = 256;
 inline constexpr int64_t prefetch_distance = 1024;
 
+/// How the innermost loop of a reduction over `extent` elements (a symbolic
+/// one taken as long) is vectorized: vectors of `lanes` accumulators of
+/// `accumulation` values, `partials` of them per iteration, and a short row
+/// `folded` into masked vectors rather than left to a scalar remainder.
+struct InnerReductionShape {
+  int lanes = 1;
+  int partials = 1;
+  bool folded = false;
+};
+InnerReductionShape inner_reduction_shape(int64_t extent, DType accumulation);
+
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& module, const ir::Graph& graph, const Kernel& kernel, const std::string& symbol);

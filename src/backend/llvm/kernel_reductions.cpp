@@ -242,23 +242,46 @@ void KernelEmitter::accumulate(const ir::Node& root, llvm::AllocaInst* accumulat
   builder_.CreateStore(element_.combine(reduction_of(root), wide, current, element), accumulator);
 }
 
+InnerReductionShape inner_reduction_shape(int64_t extent, DType accumulation) {
+  InnerReductionShape shape;
+  shape.lanes =
+      std::max(Engine::instance().vector_bytes() / static_cast<int>(std::max<size_t>(dtype_size(accumulation), 1)), 1);
+  // Four partial vectors: one chain of vector adds waits on each add's
+  // latency, four keep the loads streaming. On a short row fewer: LLVM keeps
+  // a requested count even when that many vectors exceed the row, and the
+  // vector loop then never runs (a softmax over 16 elements ran its
+  // exponentials one by one).
+  shape.partials = 4;
+  while (shape.partials > 1 && extent < shape.partials * shape.lanes) shape.partials /= 2;
+  // Under 16 elements LLVM allows no scalar remainder (its tiny trip count).
+  shape.folded = extent < 16;
+  return shape;
+}
+
 void KernelEmitter::emit_reduction_loops(const ir::Node& root, const std::vector<size_t>& dims, size_t level,
                                          llvm::AllocaInst* accumulator) {
   if (level == dims.size()) return accumulate(root, accumulator);
   size_t dim = dims[level];
-  // The innermost loop keeps four partial results: one chain of vector adds
-  // waits on each add's latency, four keep the loads streaming. On a short
-  // row fewer: LLVM keeps a requested count even when that many vectors
-  // exceed the row, and the vector loop then never runs (a softmax over 16
-  // elements ran its exponentials one by one).
+  // The innermost loop keeps several partial results (inner_reduction_shape).
   LoopHints hints;
   if (level + 1 == dims.size()) {
-    int64_t lanes = Engine::instance().vector_bytes() /
-                    static_cast<int64_t>(std::max<size_t>(dtype_size(accumulation_dtype(root)), 1));
-    // A symbolic extent is taken as long.
     int64_t extent = space_dimension(dim).is_constant() ? space_[dim] : std::numeric_limits<int64_t>::max();
-    hints.interleave = 4;
-    while (hints.interleave > 1 && extent < hints.interleave * lanes) hints.interleave /= 2;
+    InnerReductionShape shape = inner_reduction_shape(extent, accumulation_dtype(root));
+    hints.interleave = shape.partials;
+    // A floating sum or product keeps exactly this shape, which fixes the
+    // order of its additions: the first tier then runs it interpreted
+    // (interpreted_inner.h) with these bits. These are the vectorizer's own
+    // choices for such loops, made explicit.
+    // Rows of one or two elements are left to LLVM, which adds them in order
+    // in scalar code: any vector order gives the same bits there, and masked
+    // vectors made sums over rows of 2 three times slower (a width asked of
+    // one element also draws a remark from LLVM).
+    ops::Reduction reduction = reduction_of(root);
+    bool rounding = reduction == ops::Reduction::sum || reduction == ops::Reduction::product;
+    if (is_floating(root.type.dtype) && rounding && extent > 2) {
+      hints.width = shape.lanes;
+      hints.fold_tail = shape.folded;
+    }
   }
   loop(
       builder_.getInt64(0), space_extent(dim), "reduce",
