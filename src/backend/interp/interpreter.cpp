@@ -10,6 +10,7 @@
 #include "ops/common/rules.h"
 #include "ops/control/control.h"
 #include "runtime/folding.h"
+#include "telemetry/timeline.h"
 
 namespace kiln::interp {
 
@@ -21,6 +22,10 @@ runtime::ProgramStep step_for_node(const ir::Graph& graph, size_t node) {
 }  // namespace
 
 Array reference_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated) {
+  // Named on the timeline, as compiled kernels are: what a first tier ran where.
+  telemetry::timeline::Span span;
+  if (telemetry::timeline::recording())
+    span.begin("kernel", ir::primitive_name(node.op), {{"elements", node.type.size()}}, "graph", "reference");
   ops::DonatedInputs donation(inputs, donated);
   return ops::rules(node.op).evaluate(node, inputs);
 }

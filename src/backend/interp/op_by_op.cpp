@@ -6,7 +6,6 @@
 #include "ops/common/rules.h"
 #include "runtime/blas.h"
 #include "runtime/compile_profile.h"
-#include "telemetry/timeline.h"
 
 namespace kiln::interp {
 
@@ -37,9 +36,6 @@ Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs, std::sp
 Array compiled_if_at_hand(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated) {
   if (Array result = detail::apply_compiled(node.op, inputs, node.attrs, node.where, false, donated); result.defined())
     return result;
-  telemetry::timeline::Span span;
-  if (telemetry::timeline::recording())
-    span.begin("kernel", ir::primitive_name(node.op), {{"elements", node.type.size()}}, "graph", "reference");
   return reference_kernel(node, inputs, donated);
 }
 

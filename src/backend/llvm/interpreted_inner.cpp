@@ -6,15 +6,12 @@
 
 #include "backend/llvm/interpreted_node.h"
 #include "backend/llvm/kernel_emitter.h"
+#include "backend/llvm/plan.h"
 #include "ops/common/rules.h"
 
 namespace kiln::llvm_backend {
 
 namespace {
-
-constexpr int64_t interpreted_elements_limit = int64_t{1} << 18;
-// plan.cpp splits a reduction to one value across threads from here.
-constexpr int64_t chunked_reduction_minimum = int64_t{1} << 16;
 
 // One row of `count` values added (or multiplied) into `start` as the
 // vectorized loop does: element e goes to lane e % lanes of partial vector
@@ -22,9 +19,11 @@ constexpr int64_t chunked_reduction_minimum = int64_t{1} << 16;
 // their lanes halving (lane j with lane j + half); an unfolded loop leaves
 // the elements past its last whole iteration, and a row shorter than one
 // iteration, to a scalar loop in order. Lanes start at the operation's
-// identity (-0.0 for a sum, whose + 0.0 would lose a -0.0), the first at `start`.
+// identity (-0.0 for a sum, whose + 0.0 would lose a -0.0), the first at
+// `start`. `vectors` holds them (reused from row to row).
 template <class T>
-double reduce_row(const T* row, int64_t count, double start, bool sum, const InnerReductionShape& shape) {
+double reduce_row(const T* row, int64_t count, double start, bool sum, const InnerReductionShape& shape,
+                  std::vector<double>& vectors) {
   auto combine = [sum](double a, double b) { return sum ? a + b : a * b; };
   auto lanes = static_cast<int64_t>(shape.lanes), partials = static_cast<int64_t>(shape.partials);
   int64_t step = lanes * partials;
@@ -34,7 +33,7 @@ double reduce_row(const T* row, int64_t count, double start, bool sum, const Inn
     return total;
   }
   int64_t vectorized = shape.folded ? count : count - count % step;
-  std::vector<double> vectors(static_cast<size_t>(step), sum ? -0.0 : 1.0);
+  vectors.assign(static_cast<size_t>(step), sum ? -0.0 : 1.0);
   vectors[0] = start;
   for (int64_t e = 0; e < vectorized; ++e) {
     double& lane = vectors[static_cast<size_t>((e / lanes) % partials * lanes + e % lanes)];
@@ -64,15 +63,16 @@ class InnerExecutable final : public InterpretedNode {
     bool sum = ops::rules(node().op).reduction == ops::Reduction::sum;
     InnerReductionShape shape = inner_reduction_shape(count, DType::f64);
     double start = sum ? 0.0 : 1.0;
+    std::vector<double> vectors;
     if (node().type.dtype == DType::f64) {
       const double* in = input.data<double>();
       double* out = result.mutable_data<double>();
-      for (int64_t r = 0; r < rows; ++r) out[r] = reduce_row(in + r * count, count, start, sum, shape);
+      for (int64_t r = 0; r < rows; ++r) out[r] = reduce_row(in + r * count, count, start, sum, shape, vectors);
     } else {
       const float* in = input.data<float>();
       float* out = result.mutable_data<float>();
       for (int64_t r = 0; r < rows; ++r)
-        out[r] = static_cast<float>(reduce_row(in + r * count, count, start, sum, shape));
+        out[r] = static_cast<float>(reduce_row(in + r * count, count, start, sum, shape, vectors));
     }
   }
 };
@@ -80,19 +80,11 @@ class InnerExecutable final : public InterpretedNode {
 }  // namespace
 
 bool interprets_inner(const ir::Graph& graph, const ir::Node& node) {
-  ops::Reduction reduction = ops::rules(node.op).reduction;
-  if (ops::rules(node.op).fusion != ops::Fusion::reduction ||
-      (reduction != ops::Reduction::sum && reduction != ops::Reduction::product))
-    return false;
-  if (node.inputs.size() != 1 || node.symbolic || node.attrs.ints.size() != 1 ||
-      (node.type.dtype != DType::f32 && node.type.dtype != DType::f64))
-    return false;
-  const ir::Node& input = graph.nodes[static_cast<size_t>(node.inputs[0])];
-  const Shape& shape = input.type.shape;
-  if (input.type.dtype != node.type.dtype || shape.empty() || input.type.size() > interpreted_elements_limit)
-    return false;
-  if (node.attrs.ints[0] != static_cast<int64_t>(shape.size()) - 1 || shape.back() == 0) return false;
-  return node.type.size() > 1 || input.type.size() < chunked_reduction_minimum;
+  const ir::Node* input = interpretable_reduction_input(graph, node);
+  if (!input || node.attrs.ints.size() != 1) return false;
+  const Shape& shape = input->type.shape;
+  if (shape.empty() || node.attrs.ints[0] != static_cast<int64_t>(shape.size()) - 1 || shape.back() == 0) return false;
+  return node.type.size() > 1 || input->type.size() < chunked_reduction_minimum;
 }
 
 std::shared_ptr<const runtime::Executable> interpreted_inner_executable(std::shared_ptr<const ir::Graph> graph) {

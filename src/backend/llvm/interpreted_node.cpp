@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ops/common/rules.h"
 #include "telemetry/timeline.h"
 
 namespace kiln::llvm_backend {
@@ -13,6 +14,19 @@ const ir::Node* single_node(const ir::Graph& graph) {
   for (const ir::Node& other : graph.nodes)
     if (&other != &node && other.op != ir::Primitive::input) return nullptr;
   return &node;
+}
+
+const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::Node& node) {
+  const ops::PrimitiveRules& rules = ops::rules(node.op);
+  if (rules.fusion != ops::Fusion::reduction ||
+      (rules.reduction != ops::Reduction::sum && rules.reduction != ops::Reduction::product))
+    return nullptr;
+  if (node.inputs.size() != 1 || node.symbolic || node.attrs.ints.empty() ||
+      (node.type.dtype != DType::f32 && node.type.dtype != DType::f64))
+    return nullptr;
+  const ir::Node& input = graph.nodes[static_cast<size_t>(node.inputs[0])];
+  if (input.type.dtype != node.type.dtype || input.type.size() > interpreted_elements_limit) return nullptr;
+  return &input;
 }
 
 std::vector<Array> InterpretedNode::run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,

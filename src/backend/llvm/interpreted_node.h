@@ -1,4 +1,5 @@
-// What the interpreted executables share (scalar_program.h, interpreted_rows.h):
+// What the interpreted executables share (scalar_program.h, interpreted_rows.h,
+// interpreted_inner.h):
 // an eager operation's graph, its arguments and one node, run by C++ that
 // gives the compiled kernel's bits, with nothing compiled.
 #pragma once
@@ -14,9 +15,18 @@
 
 namespace kiln::llvm_backend {
 
+/// The most elements an interpreted operation takes: beyond, a compiled
+/// kernel on every thread wins even counting its compile.
+inline constexpr int64_t interpreted_elements_limit = int64_t{1} << 18;
+
 /// The graph's one node when every other node is an argument (as an eager
 /// operation traces), else null.
 const ir::Node* single_node(const ir::Graph& graph);
+
+/// The input of `node` when it is a reduction an interpreter may follow: a
+/// sum or product of one static f32 or f64 input of its own dtype, of at most
+/// interpreted_elements_limit elements, over the axes in its attributes; else null.
+const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::Node& node);
 
 class InterpretedNode : public runtime::Executable {
  public:

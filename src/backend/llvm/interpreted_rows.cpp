@@ -12,8 +12,6 @@ namespace kiln::llvm_backend {
 
 namespace {
 
-constexpr int64_t interpreted_elements_limit = int64_t{1} << 18;
-
 std::vector<size_t> sorted_axes(const ir::Node& node) {
   std::vector<size_t> axes;
   for (int64_t axis : node.attrs.ints) axes.push_back(static_cast<size_t>(axis));
@@ -91,16 +89,9 @@ class RowsExecutable final : public InterpretedNode {
 }  // namespace
 
 bool interprets_rows(const ir::Graph& graph, const ir::Node& node) {
-  ops::Reduction reduction = ops::rules(node.op).reduction;
-  if (ops::rules(node.op).fusion != ops::Fusion::reduction ||
-      (reduction != ops::Reduction::sum && reduction != ops::Reduction::product))
-    return false;
-  if (node.inputs.size() != 1 || node.symbolic || node.attrs.ints.empty() || node.type.size() <= 1 ||
-      (node.type.dtype != DType::f32 && node.type.dtype != DType::f64))
-    return false;
-  const ir::Node& input = graph.nodes[static_cast<size_t>(node.inputs[0])];
-  if (input.type.dtype != node.type.dtype || input.type.size() > interpreted_elements_limit) return false;
-  return accumulates_rows(input.type.shape, sorted_axes(node), node.type.dtype);
+  const ir::Node* input = interpretable_reduction_input(graph, node);
+  // (One output element would be a reduction to one value, which plan.cpp may split across threads.)
+  return input && node.type.size() > 1 && accumulates_rows(input->type.shape, sorted_axes(node), node.type.dtype);
 }
 
 std::shared_ptr<const runtime::Executable> interpreted_rows_executable(std::shared_ptr<const ir::Graph> graph) {

@@ -243,14 +243,6 @@ void mark_prefetching(const ir::Graph& graph, Plan& plan) {
   }
 }
 
-// A reduction to one value (a loss, a norm) has a single output element, so
-// splitting its outputs across threads leaves one thread reading the whole
-// input: 2.3 ms for the sum of f32[4096,4096] here, where two threads read it
-// in 1.2. Such a reduction over this many elements, reading at its input's
-// flat index, runs in slices instead; below, one thread reads it in less time
-// than waking others takes.
-constexpr int64_t chunked_reduction_minimum = int64_t{1} << 16;
-
 // In a symbolic graph, a reduction to one value over a symbolic space may
 // be long at any call: it runs in slices, as many as its size asks for at
 // each call (one below chunked_reduction_minimum).

@@ -366,8 +366,6 @@ void run_scalar_program(const ScalarProgram& program, std::span<const void* cons
   }
 }
 
-constexpr int64_t interpreted_elements_limit = int64_t{1} << 18;
-
 // What `interprets` says, with the program: asked on every eager call of an
 // operation that compiles, so the checks without a lock come first.
 std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const ir::Node& node) {
