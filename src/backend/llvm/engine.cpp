@@ -18,6 +18,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
+#include <llvm/Transforms/IPO/GlobalDCE.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/DeadStoreElimination.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
@@ -98,6 +99,10 @@ llvm::ModulePassManager kernel_pipeline() {
   llvm::ModulePassManager pipeline;
   pipeline.addPass(llvm::AlwaysInlinerPass());
   pipeline.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
+  // Outlined functions' scalar copies (outlined_math.h) serve the vectorizer
+  // only, and a quick module's loops call no vector twin: code generation
+  // would otherwise compile both.
+  pipeline.addPass(llvm::GlobalDCEPass());
   return pipeline;
 }
 

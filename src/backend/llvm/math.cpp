@@ -128,7 +128,7 @@ llvm::Value* log1p(llvm::IRBuilder<>& b, llvm::Value* x) {
   int terms = is_single(x) ? 4 : 10;
   llvm::Value* r = b.CreateFMul(z, polynomial(b, z, series(terms, [](int n) { return 2.0 / (2 * n + 1); })));
   // k fits 32 bits; i32 converts to floating point on every vector unit.
-  llvm::Value* k = b.CreateSIToFP(b.CreateTrunc(exponent, b.getInt32Ty()), t);
+  llvm::Value* k = b.CreateSIToFP(b.CreateTrunc(exponent, integer_like(exponent, 32)), t);
   llvm::Value* low = multiply_add(b, k, constant(t, format.ln2_lo), b.CreateFDiv(rounding, u));
   llvm::Value* log_m = b.CreateFSub(f, b.CreateFSub(b.CreateFMul(s, b.CreateFSub(f, r)), low));
   llvm::Value* result = multiply_add(b, k, constant(t, format.ln2_hi), log_m);
@@ -172,7 +172,7 @@ llvm::Value* expm1(llvm::IRBuilder<>& b, llvm::Value* x) {
   tail = b.CreateFAdd(tail, multiply_add(b, c, e, c));
   e = b.CreateFAdd(r, tail);
   // Every exponent of a power of two here is a normal one.
-  llvm::Value* k_integer = b.CreateSExt(b.CreateFPToSI(k, b.getInt32Ty()), format.integer);
+  llvm::Value* k_integer = b.CreateSExt(b.CreateFPToSI(k, integer_like(k, 32)), format.integer);
   llvm::Value* half_scale = power_of_two(b, format, b.CreateSub(k_integer, llvm::ConstantInt::get(format.integer, 1)));
   llvm::Value* largest = llvm::ConstantInt::get(format.integer, format.bias - 1);
   llvm::Value* inverse_scale = power_of_two(  // 2^-k, or 2^-(bias-1) where that is below the normals

@@ -43,23 +43,33 @@ inline llvm::Value* monic_polynomial(llvm::IRBuilder<>& b, llvm::Value* x, std::
   return sum;
 }
 
-inline bool is_single(llvm::Value* x) { return x->getType()->isFloatTy(); }
+inline bool is_single(llvm::Value* x) { return x->getType()->getScalarType()->isFloatTy(); }
+
+// An integer type of `bits` in x's shape: scalar for a scalar, a vector of as
+// many lanes for a vector (the functions are also emitted on whole vectors,
+// see outlined_math.h).
+inline llvm::Type* integer_like(llvm::Value* x, unsigned bits) {
+  llvm::Type* integer = llvm::IntegerType::get(x->getContext(), bits);
+  if (auto* vector = llvm::dyn_cast<llvm::VectorType>(x->getType()))
+    return llvm::VectorType::get(integer, vector->getElementCount());
+  return integer;
+}
 
 // The IEEE layout of a float type, for the bit manipulation below, and ln 2
 // split as hi + lo with hi short enough that k * hi is exact for every
 // binary exponent k of the format.
 struct Format {
   llvm::Type* real;
-  llvm::IntegerType* integer;  // as wide as real
+  llvm::Type* integer;  // as wide as real, in its shape
   int significand_bits;
   int bias;
   uint64_t sqrt_half_bits;  // the bits of sqrt(1/2)
   double ln2_hi, ln2_lo;
 };
 
-inline Format format_of(llvm::IRBuilder<>& b, llvm::Value* x) {
-  if (is_single(x)) return {x->getType(), b.getInt32Ty(), 23, 127, 0x3f3504f3, 0x1.62e4p-1, 0x1.7f7d1cp-20};
-  return {x->getType(), b.getInt64Ty(), 52, 1023, 0x3fe6a09e667f3bcd, 0x1.62e42fee00000p-1, 0x1.a39ef35793c76p-33};
+inline Format format_of(llvm::IRBuilder<>&, llvm::Value* x) {
+  if (is_single(x)) return {x->getType(), integer_like(x, 32), 23, 127, 0x3f3504f3, 0x1.62e4p-1, 0x1.7f7d1cp-20};
+  return {x->getType(), integer_like(x, 64), 52, 1023, 0x3fe6a09e667f3bcd, 0x1.62e42fee00000p-1, 0x1.a39ef35793c76p-33};
 }
 
 // x limited to at most `highest`, at least `lowest`, or both; NaN passes

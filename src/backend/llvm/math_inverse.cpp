@@ -44,7 +44,7 @@ LogParts log_parts(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* z = b.CreateFMul(s, s);
   int terms = is_single(x) ? 4 : 10;
   llvm::Value* r = b.CreateFMul(z, polynomial(b, z, series(terms, [](int n) { return 2.0 / (2 * n + 1); })));
-  llvm::Value* k = b.CreateSIToFP(b.CreateTrunc(exponent, b.getInt32Ty()), t);
+  llvm::Value* k = b.CreateSIToFP(b.CreateTrunc(exponent, integer_like(exponent, 32)), t);
   k = b.CreateSelect(subnormal, b.CreateFSub(k, constant(t, scale_bits)), k);
   return {k, f, b.CreateFMul(s, b.CreateFSub(f, r))};
 }

@@ -4,6 +4,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "backend/llvm/math.h"
+#include "backend/llvm/outlined_math.h"
 #include "core/error_format.h"
 
 namespace kiln::llvm_backend {
@@ -289,6 +290,8 @@ ScalarValue LlvmScalarEmitter::round(ops::Rounding mode, ScalarValue x) {
 }
 
 ScalarValue LlvmScalarEmitter::math(ops::MathFunction function, ScalarValue x) {
+  if (outlined_math_lanes_ > 0 && outlinable(function) && ++math_uses_[{function, unwrap(x)->getType()}] > 1)
+    return wrap(call_outlined_math(builder_, function, unwrap(x), outlined_math_lanes_));
   return wrap(emit_math(builder_, function, unwrap(x)));
 }
 

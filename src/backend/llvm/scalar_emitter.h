@@ -7,6 +7,9 @@
 
 #include <llvm/IR/IRBuilder.h>
 
+#include <map>
+#include <utility>
+
 #include "ops/common/lowering.h"
 
 namespace kiln::llvm_backend {
@@ -38,6 +41,12 @@ class LlvmScalarEmitter : public ops::ScalarEmitter {
   /// max/min for a reduction that tracks NaNs apart, in the form LLVM
   /// vectorizes as a min/max reduction.
   llvm::Value* fast_extreme(bool largest, llvm::Value* accumulator, llvm::Value* value);
+
+  /// From now on, a transcendental function used before (same function, same
+  /// type) is a call to one copy of it in the module, whose `lanes`-wide twin
+  /// the vectorizer calls (outlined_math.h). Its first use stays inline, so
+  /// a body with each function once keeps the code it had.
+  void outline_repeated_math(int lanes) { outlined_math_lanes_ = lanes; }
 
   ops::ScalarValue constant(double value, DType dtype) override;
   ops::ScalarValue add(ops::ScalarValue a, ops::ScalarValue b, DType dtype) override;
@@ -71,6 +80,8 @@ class LlvmScalarEmitter : public ops::ScalarEmitter {
   llvm::Value* round_to_half(llvm::Value* x, DType from, DType to);
 
   llvm::IRBuilder<>& builder_;
+  int outlined_math_lanes_ = 0;  // 0: inlined at each use
+  std::map<std::pair<ops::MathFunction, llvm::Type*>, int> math_uses_;
 };
 
 }  // namespace kiln::llvm_backend
