@@ -368,6 +368,29 @@ TEST_F(Jit, KernelsThatDifferOnlyInWhichValueTheyWriteFirstAreDifferentCode) {
   EXPECT_EQ(log_magnitude.to_vector<float>(), log_shifted.to_vector<float>());
 }
 
+// A kernel's key follows what it computes, not the order its operations were
+// traced in: the MLP step's Adam update of one bias came in another order
+// than the other parameters' and compiled a kernel of its own.
+TEST_F(Jit, KernelsTracedInAnotherOrderShareTheirCode) {
+  if (cache::default_backend().name() != "llvm") GTEST_SKIP() << "the kernel cache belongs to the native backend";
+  Array a = array({0.5f, -1.0f, 2.0f, 3.5f, 7.0f}), b = array({1.5f, 0.25f, -2.0f, 4.0f, -0.5f});
+  auto update = jit([](const Array& x, const Array& y) {
+    Array scaled = x * 1.25f;
+    Array shifted = y - 0.75f;
+    return scaled * shifted + scaled;
+  });
+  auto update_traced_backwards = jit([](const Array& x, const Array& y) {
+    Array shifted = y - 0.75f;
+    Array scaled = x * 1.25f;
+    return scaled * shifted + scaled;
+  });
+  std::vector<float> expected = (a * 1.25f * (b - 0.75f) + a * 1.25f).to_vector<float>();
+  EXPECT_EQ(update(a, b).to_vector<float>(), expected);
+  size_t kernels = llvm_backend::kernel_cache_size();
+  EXPECT_EQ(update_traced_backwards(a, b).to_vector<float>(), expected);
+  EXPECT_EQ(llvm_backend::kernel_cache_size(), kernels) << "the same loop compiled again";
+}
+
 TEST_F(Jit, TelemetryEvents) {
   std::vector<telemetry::Event> events;
   auto subscription = telemetry::subscribe([&](const telemetry::Event& e) { events.push_back(e); });

@@ -453,6 +453,47 @@ void build_steps(const ir::Graph& graph, const std::vector<char>& absorbed, cons
     }
   }
 }
+
+// Each region in the order a depth-first walk from the kernel's outputs
+// finishes its nodes (inputs first, in input order): a topological order that
+// depends on what the kernel computes, not on the order the graph was traced
+// in. Kernels computing the same thing then have the same key and compile
+// once: the MLP step's Adam update of its second bias came in another order
+// than the other five parameters' updates and compiled a kernel of its own.
+void canonical_regions(const ir::Graph& graph, Plan& plan) {
+  std::vector<char> state(graph.nodes.size(), 0);  // per node: 1 in this region, 3 on the stack, 2 placed
+  for (Kernel& kernel : plan.kernels) {
+    for (ir::ValueId id : kernel.region) state[static_cast<size_t>(id)] = 1;
+    std::vector<ir::ValueId> ordered;
+    std::vector<std::pair<ir::ValueId, size_t>> stack;  // a node and the next input to visit
+    auto walk_from = [&](ir::ValueId start) {
+      if (state[static_cast<size_t>(start)] != 1) return;
+      state[static_cast<size_t>(start)] = 3;  // on the stack
+      stack.push_back({start, 0});
+      while (!stack.empty()) {
+        auto& [id, next] = stack.back();
+        const std::vector<ir::ValueId>& inputs = graph.nodes[static_cast<size_t>(id)].inputs;
+        if (next < inputs.size()) {
+          ir::ValueId input = inputs[next++];
+          if (state[static_cast<size_t>(input)] == 1) {
+            state[static_cast<size_t>(input)] = 3;  // on the stack
+            stack.push_back({input, 0});
+          }
+          continue;
+        }
+        state[static_cast<size_t>(id)] = 2;
+        ordered.push_back(id);
+        stack.pop_back();
+      }
+    };
+    walk_from(kernel.root);
+    for (ir::ValueId extra : kernel.extra_roots) walk_from(extra);
+    for (ir::ValueId id : kernel.region)  // anything no output reads stays, in graph order
+      if (state[static_cast<size_t>(id)] == 1) ordered.push_back(id);
+    for (ir::ValueId id : kernel.region) state[static_cast<size_t>(id)] = 0;
+    kernel.region = std::move(ordered);
+  }
+}
 }  // namespace
 
 Plan plan_graph(const ir::Graph& graph) {
@@ -466,6 +507,7 @@ Plan plan_graph(const ir::Graph& graph) {
   mark_chunked(graph, plan);
   plan.row_groups = find_row_groups(graph, plan);
   mark_prefetching(graph, plan);
+  canonical_regions(graph, plan);
   return plan;
 }
 

@@ -31,7 +31,7 @@ struct Kernel {
   // standalone: one non-fusible node whose leaves are its inputs, in order.
   enum class Kind { elementwise, reduce, standalone } kind = Kind::elementwise;
   ir::ValueId root = -1;            // the value the kernel writes
-  std::vector<ir::ValueId> region;  // nodes computed inside, in graph order
+  std::vector<ir::ValueId> region;  // nodes computed inside, inputs first (see canonical_regions)
   std::vector<ir::ValueId> leaves;  // materialized values it reads, in parameter order
   // Flat elementwise kernels may write further values of the root's shape
   // computed in the same loop (sibling or consumer kernels merged into one).
