@@ -55,13 +55,31 @@ class QuickExecutables {
     const runtime::Backend& backend = cache::default_backend();
     std::shared_ptr<const runtime::Executable> executable = backend.interpret(graph);
     if (!executable) executable = backend.compile(graph);
+    return remember(quick, std::move(executable));
+  }
+
+  /// The operation's interpreted code, or null where the backend has none:
+  /// no compile, and the work spread over kiln's threads, where its
+  /// reference kernel runs on one (a first tier's comparisons and selects).
+  std::shared_ptr<const runtime::Executable> interpreted(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
+    cache::CachedGraph quick{key, graph};
+    {
+      std::lock_guard lock(mutex_);
+      if (auto* found = executables_.find(quick)) return *found;
+    }
+    std::shared_ptr<const runtime::Executable> executable = cache::default_backend().interpret(graph);
+    return executable ? remember(quick, std::move(executable)) : nullptr;
+  }
+
+ private:
+  std::shared_ptr<const runtime::Executable> remember(const cache::CachedGraph& quick,
+                                                      std::shared_ptr<const runtime::Executable> executable) {
     std::lock_guard lock(mutex_);
     if (auto* found = executables_.find(quick)) return *found;  // compiled by another thread meanwhile
     executables_.insert(quick, executable);
     return executable;
   }
 
- private:
   static constexpr size_t limit = 256;  // single operations: a few first tiers' worth
 
   std::mutex mutex_;
@@ -99,6 +117,8 @@ Array run_compiled(std::span<const Array> inputs, FunctionRef<Array(std::span<co
   uint64_t key = cache::graph_key(*graph);
   if (!compile) {
     std::shared_ptr<const runtime::Executable> found = cache::find_compiled(graph, key);
+    if (!found && runtime::code_quality() == runtime::CodeQuality::quick)
+      found = quick_executables().interpreted(graph, key);
     return found ? found->run(inputs, traced.captured, donated).at(0) : Array();
   }
   return executable_for(graph, key)->run(inputs, traced.captured, donated).at(0);

@@ -207,6 +207,96 @@ TEST_F(ScalarPrograms, EveryInterpretedPrimitiveEqualsItsCompiledKernelBitForBit
   expect_interpreted_equals_compiled<double>(f64);
 }
 
+// Bool values are an i1 lane's byte of 0 or 1: every elementwise primitive
+// over bool operands the interpreter accepts, and select between floats (a
+// ReLU's derivative), against the compiled kernels.
+TEST_F(ScalarPrograms, BoolOperandsAndSelectsEqualTheirCompiledKernels) {
+  constexpr int64_t size = 4099;  // past a block, with a tail
+  std::mt19937_64 random(11);
+  std::vector<Array> conditions;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<uint8_t> bits(size);
+    for (uint8_t& bit : bits) bit = static_cast<uint8_t>(random() & 1);
+    Array condition = zeros({size}, DType::bool_);
+    std::memcpy(detail::impl(condition)->buffer->data(), bits.data(), bits.size());
+    conditions.push_back(condition);
+  }
+  std::set<std::string> interpreted;
+  for (int index = 0; index < ir::primitive_count; ++index) {
+    auto op = static_cast<ir::Primitive>(index);
+    if (ops::rules(op).fusion != ops::Fusion::elementwise) continue;
+    std::shared_ptr<const ir::Graph> graph;
+    size_t arity = 0;
+    while (!graph && ++arity <= 3) graph = primitive_graph(op, arity, DType::bool_, size);
+    if (!graph) continue;
+    std::shared_ptr<const runtime::Executable> program = llvm_backend::interpreted_executable(graph);
+    if (!program) continue;
+    std::string name = std::string(ir::primitive_name(op)) + "/" + std::to_string(arity);
+    interpreted.insert(name);
+    std::vector<Array> arguments(conditions.begin(), conditions.begin() + static_cast<std::ptrdiff_t>(arity));
+    EXPECT_EQ(bytes_of_run(*program, arguments), bytes_of_run(*cache::default_backend().compile(graph), arguments))
+        << name;
+  }
+  for (const char* logical : {"logical_and/2", "logical_or/2", "logical_not/1"})
+    EXPECT_TRUE(interpreted.contains(logical)) << logical << " is not interpreted over bool";
+  auto selects = [&]<class T>(DType dtype) {
+    std::vector<T> values = inputs<T>();
+    values.resize(size);
+    std::vector<T> others(values.rbegin(), values.rend());
+    auto record = [&](detail::TraceSession& session) {
+      Array condition = session.argument(detail::allocate({DType::bool_, false, {size}}));
+      Array on_true = session.argument(detail::allocate({dtype, false, {size}}));
+      Array on_false = session.argument(detail::allocate({dtype, false, {size}}));
+      return std::vector<Array>{where(condition, on_true, on_false)};
+    };
+    auto graph = detail::shared_ir(detail::trace("select", Location(), record).graph);
+    std::shared_ptr<const runtime::Executable> program = llvm_backend::interpreted_executable(graph);
+    ASSERT_NE(program, nullptr) << "select over " << dtype_name(dtype);
+    std::vector<Array> arguments = {conditions[0], array(values, {size}), array(others, {size})};
+    EXPECT_EQ(bytes_of_run(*program, arguments), bytes_of_run(*cache::default_backend().compile(graph), arguments))
+        << "select over " << dtype_name(dtype);
+  };
+  selects.operator()<float>(f32);
+  selects.operator()<double>(f64);
+}
+
+// A donated operand of the result's type, whose memory no other array shares,
+// holds the result, as in compiled code; one not donated, or whose memory a
+// view shares, is left alone.
+TEST_F(ScalarPrograms, ADonatedOperandHoldsTheResult) {
+  constexpr int64_t size = 70000;  // parts on several threads where there are some
+  Array a = random::uniform(random::key(5), {size}, f32, -3.0, 3.0);
+  Array b = random::uniform(random::key(6), {size}, f32, -3.0, 3.0);
+  auto record = [&](detail::TraceSession& session) {
+    Array x = session.argument(detail::allocate(detail::impl(a)->type));
+    Array y = session.argument(detail::allocate(detail::impl(b)->type));
+    return std::vector<Array>{x * y};
+  };
+  auto product = detail::shared_ir(detail::trace("multiply", Location(), record).graph);
+  std::vector<char> expected =
+      bytes_of(cache::default_backend().compile(product)->run(std::vector<Array>{a, b}, {}).at(0));
+  auto interpreted = llvm_backend::interpreted_executable(product);
+  ASSERT_NE(interpreted, nullptr);
+  const void* memory_of_a = detail::impl(a)->buffer->data();
+  std::vector<char> donated = {1, 0};
+  {
+    Array view = reshape(a, {2, size / 2});  // another array on a's memory
+    ASSERT_EQ(detail::impl(view)->buffer->data(), memory_of_a);
+    Array result = interpreted->run(std::vector<Array>{a, b}, {}, donated).at(0);
+    EXPECT_NE(detail::impl(result)->buffer->data(), memory_of_a);
+    EXPECT_EQ(bytes_of(result), expected);
+  }
+  Array result;
+  {
+    std::vector<Array> arguments = {std::move(a), b};
+    result = interpreted->run(arguments, {}, donated).at(0);
+  }
+  EXPECT_EQ(detail::impl(result)->buffer->data(), memory_of_a);
+  EXPECT_EQ(bytes_of(result), expected);
+  Array not_donated = interpreted->run(std::vector<Array>{result, b}, {}, {}).at(0);
+  EXPECT_NE(detail::impl(not_donated)->buffer->data(), memory_of_a);
+}
+
 // Operands read in blocks: every length around the block's, and two operands.
 TEST_F(ScalarPrograms, BinaryOperationsAndTailsOfEveryLength) {
   for (int64_t n : {1, 2, 15, 255, 256, 257, 1000}) {

@@ -9,7 +9,10 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <regex>
 #include <thread>
 #include <tuple>
 
@@ -244,7 +247,7 @@ TEST_F(TieredCompile, FirstTiersWriteOverValuesReadForTheLastTime) {
     return stats.hits + stats.misses;
   };
   for (bool eager_kernels_compiled : {false, true}) {
-    SCOPED_TRACE(eager_kernels_compiled ? "eager's compiled kernels" : "reference kernels");
+    SCOPED_TRACE(eager_kernels_compiled ? "eager's compiled kernels" : "interpreted code, nothing compiled");
     clear_graph_cache();
     if (eager_kernels_compiled) {
       ASSERT_EQ(bytes_of(update(fresh_weights(), g)), expected) << "eager code";
@@ -264,6 +267,40 @@ TEST_F(TieredCompile, FirstTiersWriteOverValuesReadForTheLastTime) {
     EXPECT_EQ(bytes_of(kept), before) << "an argument not donated is left as it was";
     EXPECT_EQ(donating.stats().calls_before_optimized, 1);
   }
+}
+
+// A first tier runs the comparisons and selects of a ReLU's derivative by
+// their interpreted code, on every thread, when no compiled kernel is at hand:
+// not by single-threaded reference kernels, nor by compiling one.
+TEST_F(TieredCompile, FirstTiersInterpretComparisonsAndSelects) {
+  if (!cache::native_backend_chosen()) GTEST_SKIP() << "interpreted code is the native backend's";
+  auto relu_gradient = [](const Array& x, const Array& g) {
+    return where(logical_or(isnan(x), x > 0.0f), g, zeros_like(g));
+  };
+  Array x = random::normal(random::key(21), {256, 320}), g = random::normal(random::key(22), {256, 320});
+  std::string expected = bytes_of(relu_gradient(x, g));
+  clear_graph_cache();
+  auto jitted = jit(relu_gradient, {.compile_mode = CompileMode::Background});
+  std::filesystem::path profile = std::filesystem::temp_directory_path() / "kiln-first-tier-profile.json";
+  std::string events;
+  {
+    CompileGate gate;
+    telemetry::start_profile(profile.string());
+    EXPECT_EQ(bytes_of(jitted(x, g)), expected);
+    telemetry::stop_profile();
+    std::ifstream file(profile);
+    events.assign(std::istreambuf_iterator<char>(file), {});
+  }
+  for (const char* operation : {"gt", "is_nan", "logical_or", "select"}) {
+    std::regex interpreted(
+        std::string(R"re(\{"args":\{[^}]*"graph":"eager \(interpreted\)"\},"cat":"kernel","name":")re") + operation +
+        "\"");
+    EXPECT_TRUE(std::regex_search(events, interpreted)) << operation << " did not run interpreted";
+    std::regex reference(std::string(R"re(\{"args":\{[^}]*"graph":"reference"\},"cat":"kernel","name":")re") +
+                         operation + "\"");
+    EXPECT_FALSE(std::regex_search(events, reference)) << operation << " ran its reference kernel";
+  }
+  std::filesystem::remove(profile);
 }
 
 TEST_F(TieredCompile, FirstCallsRaceTheBackgroundCompileFromManyThreads) {

@@ -31,9 +31,11 @@ Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs, std::sp
 }
 
 // A node whose reference kernel rounds as its native code does: eager's
-// compiled kernel if it is compiled already (faster on large arrays: vector
-// code on every thread), else the reference kernel, with no compile.
+// compiled kernel if it is compiled already, or its interpreted code (both
+// faster on large arrays: on every thread), else the reference kernel, with
+// no compile.
 Array compiled_if_at_hand(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated) {
+  runtime::CodeQualityScope quick(runtime::CodeQuality::quick);
   if (Array result = detail::apply_compiled(node.op, inputs, node.attrs, node.where, false, donated); result.defined())
     return result;
   return reference_kernel(node, inputs, donated);

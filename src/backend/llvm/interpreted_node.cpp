@@ -30,16 +30,31 @@ const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::
 }
 
 std::vector<Array> InterpretedNode::run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
-                                        std::span<const char>) const {
+                                        std::span<const char> donated) const {
   std::vector<const detail::ArrayImpl*> operands;
   int64_t elements = node_.type.size();
+  Array result;
   for (ir::ValueId input : node_.inputs) {
     const ir::Node& parameter = graph_->nodes[static_cast<size_t>(input)];
     auto index = static_cast<size_t>(parameter.attrs.ints[0]);
-    operands.push_back(detail::impl(parameter.attrs.ints[1] ? implicit_inputs[index] : arguments[index]).get());
+    bool implicit = parameter.attrs.ints[1] != 0;
+    const Array& operand = implicit ? implicit_inputs[index] : arguments[index];
+    operands.push_back(detail::impl(operand).get());
     elements = std::max(elements, operands.back()->type.size());
+    // A donated argument no other array shares takes the result, as in
+    // compiled code: fresh memory is slow to write the first time.
+    const detail::ArrayImpl& impl = *operands.back();
+    if (!result.defined() && writes_over_operands() && !implicit && index < donated.size() && donated[index] &&
+        impl.buffer && impl.buffer.use_count() == 1 && !impl.buffer->lent() &&
+        impl.buffer->bytes() > detail::Buffer::inline_bytes && impl.type.dtype == node_.type.dtype &&
+        impl.type.shape == node_.type.shape) {
+      auto written = std::make_shared<detail::ArrayImpl>();
+      written->type = node_.type;
+      written->buffer = impl.buffer;
+      result = detail::wrap(std::move(written));
+    }
   }
-  Array result = detail::allocate(node_.type);
+  if (!result.defined()) result = detail::allocate(node_.type);
   // Named as the compiled kernel's step would be, with what ran it.
   telemetry::timeline::Span span;
   if (telemetry::timeline::recording())

@@ -42,9 +42,13 @@ class InterpretedNode : public runtime::Executable {
 
  protected:
   const ir::Node& node() const { return node_; }
-  /// Writes the node's value into `result` (allocated, of the node's type)
-  /// from its operands, in order.
+  /// Writes the node's value into `result` (of the node's type) from its
+  /// operands, in order. `result` may share its memory with an operand of
+  /// the same type where writes_over_operands says so.
   virtual void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const = 0;
+  /// Whether compute reads each element of its operands before it writes
+  /// that element of its result, so a donated operand's memory may hold it.
+  virtual bool writes_over_operands() const { return false; }
 
  private:
   std::shared_ptr<const ir::Graph> graph_;

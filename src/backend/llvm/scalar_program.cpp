@@ -24,6 +24,7 @@
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "ops/common/rules.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln::llvm_backend {
 
@@ -299,7 +300,9 @@ std::shared_ptr<const ScalarProgram> build_program(const ir::Node& node, std::sp
   return std::make_shared<const ScalarProgram>(std::move(*program));
 }
 
-bool interpretable_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+// Floats, and bool as the byte of 0 or 1 an i1 lane holds: the comparisons,
+// logical operations and selects of a ReLU's derivative among them.
+bool interpretable_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bool_; }
 
 // Programs by operation, attributes and dtypes: a process meets a few dozen.
 class Programs {
@@ -366,10 +369,28 @@ void run_scalar_program(const ScalarProgram& program, std::span<const void* cons
   }
 }
 
+constexpr size_t most_operands = 3;  // select and fused multiply-add
+
+// The program over `count` elements in parts of whole blocks on kiln's
+// threads: an operation that no compiled kernel serves yet would otherwise
+// leave the other cores idle (the first call of a graph runs many of them,
+// each writing fresh memory).
+void run_in_parts(const ScalarProgram& program, std::span<const void* const> operands, void* result, int64_t count) {
+  int64_t blocks = (count + program_block - 1) / program_block;
+  auto cost = static_cast<int64_t>(program.steps.size() + 1) * program_block;
+  runtime::parallel_for(blocks, cost, [&](int64_t first, int64_t last) {
+    int64_t begin = first * program_block, end = std::min(count, last * program_block);
+    std::array<const void*, most_operands> shifted{};
+    for (size_t k = 0; k < operands.size(); ++k)
+      shifted[k] = static_cast<const char*>(operands[k]) + begin * lane_bytes(program.operand_lanes[k]);
+    run_scalar_program(program, std::span<const void* const>(shifted.data(), operands.size()),
+                       static_cast<char*>(result) + begin * lane_bytes(program.result_lane), end - begin);
+  });
+}
+
 // What `interprets` says, with the program: asked on every eager call of an
 // operation that compiles, so the checks without a lock come first.
 std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const ir::Node& node) {
-  constexpr size_t most_operands = 3;  // select and fused multiply-add
   if (node.inputs.empty() || node.inputs.size() > most_operands || node.symbolic ||
       node.type.size() > interpreted_elements_limit)
     return nullptr;
@@ -392,8 +413,10 @@ class InterpretedExecutable final : public InterpretedNode {
   void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const override {
     std::vector<const void*> data;
     for (const detail::ArrayImpl* operand : operands) data.push_back(operand->buffer->data());
-    run_scalar_program(*program_, data, result.buffer->data(), node().type.size());
+    run_in_parts(*program_, data, result.buffer->data(), node().type.size());
   }
+  // Each block's result is copied out after every step read its operands.
+  bool writes_over_operands() const override { return true; }
 
   std::shared_ptr<const ScalarProgram> program_;
 };
