@@ -5,7 +5,10 @@
 //      op by op while the optimized code compiles) and in sync mode (it waits
 //      for the compile, as before tiers). Goal: background <= 3x.
 //      Once in a fresh process, once in one that ran the step op by op before
-//      (its eager kernels compiled, as in any process that has run eager code).
+//      (its eager kernels compiled, as in any process that has run eager code),
+//      and once in a fresh process that wrote memory of the step's shapes and
+//      ran one product by OpenBLAS first, compiling nothing: what remains of
+//      the first call beyond a process's first touches of memory and BLAS.
 //      Beside it, libtorch's eager step (the same model, autograd, Adam) in
 //      a fresh process: its first step against its steady step, what a
 //      fresh process costs with no compiler at all (first use of OpenBLAS,
@@ -119,6 +122,17 @@ int child_main(const std::string& what) {
       ::dup2(saved_stderr, STDERR_FILENO);
       ::close(saved_stderr);
       ::close(null);
+    }
+    if (what == "mlp-touched") {
+      // Memory of the step's shapes written once and freed to kiln's cache,
+      // and one product run by OpenBLAS, with no kernel compiled: what a
+      // fresh process pays beyond its first touches of memory and of BLAS.
+      std::vector<Array> blocks;
+      for (auto [shape, count] : {std::pair{kiln::Shape{256, 512}, 12}, std::pair{kiln::Shape{784, 512}, 6},
+                                  std::pair{kiln::Shape{512, 512}, 4}, std::pair{kiln::Shape{256, 784}, 3}})
+        for (int k = 0; k < count; ++k) blocks.push_back(kiln::full(shape, 1.0f));
+      kiln::matmul(blocks[22], blocks[12]).to_vector<float>();  // [256,784] x [784,512]
+      blocks.clear();
     }
     auto step = make_step(mode);
     // The arguments' random initialization may still be queued: it is not the call's.
@@ -247,6 +261,7 @@ void first_calls() {
   first_against("MLP step, background, fresh process", "mlp", "steady step", 3);
   first_against("MLP step, sync (waits for the compile)", "mlp-sync", "steady step", 0);
   first_against("MLP step, background, eager kernels compiled", "mlp-warm", "steady step", 3);
+  first_against("MLP step, background, memory and BLAS touched first", "mlp-touched", "steady step", 0);
   first_against("MLP step in libtorch eager, fresh process (no compiler)", "torch-mlp", "steady step", 0);
   first_against("999-op chain f32[1024], background", "chain", "eager op by op, warm", 3);
   first_against("999-op chain f32[1024], sync", "chain-sync", "eager op by op, warm", 0);
