@@ -80,7 +80,12 @@ class Backend {
   /// An executable running `graph` as its compiled code would, bit for bit,
   /// with nothing to compile, or null where the backend has none for it:
   /// what a first tier's eager operations run while no code is compiled.
-  virtual std::shared_ptr<const Executable> interpret(std::shared_ptr<const ir::Graph>) const { return nullptr; }
+  /// `at_any_size`: also where compiled code would win counting its compile
+  /// (for a caller that compiles nothing either way).
+  virtual std::shared_ptr<const Executable> interpret(std::shared_ptr<const ir::Graph>,
+                                                      bool /*at_any_size*/ = false) const {
+    return nullptr;
+  }
   /// Whether `interpret` serves `node` of `graph` run alone, as an eager operation.
   virtual bool interprets(const ir::Graph&, const ir::Node&) const { return false; }
   virtual FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const { return {std::move(graph), {}}; }

@@ -593,8 +593,9 @@ class LlvmBackend final : public runtime::Backend {
 
   void prepare_background_compiles() const override { Engine::instance().make_code_generator_statics(); }
   bool matches_op_by_op(const ir::Graph& graph) const override { return reductions_match_op_by_op(graph); }
-  std::shared_ptr<const runtime::Executable> interpret(std::shared_ptr<const ir::Graph> graph) const override {
-    if (auto elementwise = interpreted_executable(graph)) return elementwise;
+  std::shared_ptr<const runtime::Executable> interpret(std::shared_ptr<const ir::Graph> graph,
+                                                       bool at_any_size) const override {
+    if (auto elementwise = interpreted_executable(graph, at_any_size)) return elementwise;
     if (auto columns = interpreted_rows_executable(graph)) return columns;
     return interpreted_inner_executable(std::move(graph));
   }

@@ -390,9 +390,10 @@ void run_in_parts(const ScalarProgram& program, std::span<const void* const> ope
 
 // What `interprets` says, with the program: asked on every eager call of an
 // operation that compiles, so the checks without a lock come first.
-std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const ir::Node& node) {
+std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const ir::Node& node,
+                                                 bool at_any_size = false) {
   if (node.inputs.empty() || node.inputs.size() > most_operands || node.symbolic ||
-      node.type.size() > interpreted_elements_limit)
+      (!at_any_size && node.type.size() > interpreted_elements_limit))
     return nullptr;
   std::array<DType, most_operands> dtypes;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
@@ -425,9 +426,10 @@ class InterpretedExecutable final : public InterpretedNode {
 
 bool interprets(const ir::Graph& graph, const ir::Node& node) { return program_for(graph, node) != nullptr; }
 
-std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph) {
+std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
+                                                                  bool at_any_size) {
   const ir::Node* node = single_node(*graph);
-  std::shared_ptr<const ScalarProgram> program = node ? program_for(*graph, *node) : nullptr;
+  std::shared_ptr<const ScalarProgram> program = node ? program_for(*graph, *node, at_any_size) : nullptr;
   if (!program) return nullptr;
   return std::make_shared<InterpretedExecutable>(graph, *node, std::move(program));
 }

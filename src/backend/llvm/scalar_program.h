@@ -26,7 +26,8 @@ bool interprets(const ir::Graph& graph, const ir::Node& node);
 
 /// An executable running `graph` (arguments and one elementwise node, as an
 /// eager operation traces) by the node's interpreted program; null where
-/// `interprets` would refuse its node.
-std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph);
+/// `interprets` would refuse its node (`at_any_size`: save for its size).
+std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
+                                                                  bool at_any_size = false);
 
 }  // namespace kiln::llvm_backend
