@@ -8,11 +8,14 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <tuple>
 
 #include "backend/interp/interpreter.h"
+#include "backend/llvm/backend.h"
 #include "backend/llvm/plan.h"
 #include "core/array_impl.h"
 #include "transform/simplify.h"
@@ -109,6 +112,17 @@ std::vector<std::filesystem::path> DumpDirectory::files(std::string_view suffix)
     if (entry.path().filename().string().ends_with(suffix)) found.push_back(entry.path());
   std::sort(found.begin(), found.end());
   return found;
+}
+
+std::string compiled_assembly(const Graph& graph) {
+  DumpDirectory dump;
+  llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
+  std::string assembly;
+  for (const std::filesystem::path& path : dump.files(".s")) {
+    std::ifstream file(path);
+    assembly += std::string(std::istreambuf_iterator<char>(file), {});
+  }
+  return assembly;
 }
 
 std::string compare_outputs(const std::vector<Array>& got, const std::vector<Array>& expected,

@@ -105,6 +105,11 @@ class DumpDirectory {
   std::filesystem::path path_;
 };
 
+/// The native backend's assembly for `graph`, compiled now with KILN_DUMP
+/// pointed at a fresh directory (empty if the backend reused every kernel,
+/// writing no dump).
+std::string compiled_assembly(const Graph& graph);
+
 /// The default backend with its results off by one unit in the last place in
 /// one element of every output (flipped for integers and bool): a
 /// comparison that misses this is vacuous.

@@ -564,18 +564,7 @@ TEST(MathAccuracy, Pow) {
 
 // ---- vectorization --------------------------------------------------------------------------
 
-// Compiles `graph` with KILN_DUMP pointing at a fresh directory and returns
-// the generated assembly (the backend reads KILN_DUMP on every compile).
-std::string compiled_assembly(const Graph& graph) {
-  testing::DumpDirectory dump;
-  llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
-  std::string assembly;
-  for (const std::filesystem::path& path : dump.files(".s")) {
-    std::ifstream file(path);
-    assembly += std::string(std::istreambuf_iterator<char>(file), {});
-  }
-  return assembly;
-}
+using testing::compiled_assembly;
 
 // Straight-line vector code: packed (ps/pd) arithmetic on ymm or zmm
 // registers, and no call of any kind (a call would spill every register).

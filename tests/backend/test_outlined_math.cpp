@@ -10,8 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -84,21 +82,12 @@ class OutlinedMath : public ::testing::Test {
   }
 };
 
-// The assembly of `graph`, compiled now. The shapes here are these tests'
-// alone, so no kernel of another test is reused (a reused kernel writes no dump).
-std::string assembly_of(const Graph& graph) {
-  testing::DumpDirectory dump;
-  llvm_backend::llvm_backend().compile(detail::shared_ir(graph));
-  std::string assembly;
-  for (const std::filesystem::path& path : dump.files(".s")) {
-    std::ifstream file(path);
-    assembly += std::string(std::istreambuf_iterator<char>(file), {});
-  }
-  return assembly;
-}
+// The shapes here are these tests' alone, so no kernel of another test is
+// reused (a reused kernel writes no dump).
+using testing::compiled_assembly;
 
 std::string rounds_assembly(const Function& function, DType dtype) {
-  return assembly_of(make_graph(
+  return compiled_assembly(make_graph(
       std::string("outlined_") + function.name, [&](const Array& v) { return rounds_of(function, v); },
       inputs(dtype, 1011)));
 }
@@ -145,7 +134,7 @@ TEST_F(OutlinedMath, AFunctionUsedOnceStaysInline) {
       if (std::string(function.name) != "tanh") h = h + function.apply(v * 0.5 + 2.0);
     return h;
   };
-  std::string assembly = assembly_of(make_graph("outlined_once_each", body, inputs(DType::f32, 1013)));
+  std::string assembly = compiled_assembly(make_graph("outlined_once_each", body, inputs(DType::f32, 1013)));
   ASSERT_FALSE(assembly.empty());
   std::smatch call;
   EXPECT_FALSE(std::regex_search(assembly, call, std::regex("\\scall[q]?\\s[^\\n]*"))) << "a call: " << call.str();

@@ -136,8 +136,42 @@ std::shared_ptr<const ir::Graph> primitive_graph(ir::Primitive op, size_t arity,
   }
 }
 
-// Every elementwise primitive over one to three operands of `dtype` that the
-// interpreter accepts, against its compiled kernel; returns their names.
+// Every elementwise primitive over the first one to three of `operands` (of
+// `dtype`, `count` elements each) that the interpreter accepts, against its
+// compiled kernel, element by element; returns their names. `describe(k)`
+// names element k's operands where they differ.
+std::set<std::string> expect_sweep_equals_kernels(DType dtype, const std::vector<Array>& operands, size_t count,
+                                                  const std::function<std::string(size_t)>& describe) {
+  std::set<std::string> interpreted;
+  for (int index = 0; index < ir::primitive_count; ++index) {
+    auto op = static_cast<ir::Primitive>(index);
+    if (ops::rules(op).fusion != ops::Fusion::elementwise) continue;
+    // The fewest operands it takes (a rule reads the operands it needs and
+    // ignores more).
+    std::shared_ptr<const ir::Graph> graph;
+    size_t arity = 0;
+    while (!graph && ++arity <= 3) graph = primitive_graph(op, arity, dtype, static_cast<int64_t>(count));
+    if (!graph) continue;
+    std::shared_ptr<const runtime::Executable> program = llvm_backend::interpreted_executable(graph);
+    if (!program) continue;
+    std::string name = std::string(ir::primitive_name(op)) + "/" + std::to_string(arity);
+    interpreted.insert(name);
+    std::vector<Array> arguments(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(arity));
+    std::vector<char> expected = bytes_of_run(*cache::default_backend().compile(graph), arguments);
+    std::vector<char> got = bytes_of_run(*program, arguments);
+    EXPECT_EQ(got.size(), expected.size()) << name;
+    if (got.size() != expected.size()) continue;
+    size_t element = got.size() / count, differing = 0, first = 0;
+    for (size_t k = 0; k < count; ++k)
+      if (std::memcmp(got.data() + k * element, expected.data() + k * element, element) != 0 && differing++ == 0)
+        first = k;
+    EXPECT_EQ(differing, 0u) << name << " " << dtype_name(dtype) << ": " << differing << " of " << count
+                             << " elements differ, the first at operands " << describe(first) << " ...";
+  }
+  return interpreted;
+}
+
+// The sweep over `dtype`'s special values, binades and random bits.
 template <class T>
 std::set<std::string> expect_every_interpreted_primitive_equals_its_kernel(DType dtype) {
   std::vector<T> values = inputs<T>();
@@ -150,33 +184,8 @@ std::set<std::string> expect_every_interpreted_primitive_equals_its_kernel(DType
                 rotated.end());
     operands.push_back(array(rotated, {size}));
   }
-  std::set<std::string> interpreted;
-  for (int index = 0; index < ir::primitive_count; ++index) {
-    auto op = static_cast<ir::Primitive>(index);
-    if (ops::rules(op).fusion != ops::Fusion::elementwise) continue;
-    // The fewest operands it takes (a rule reads the operands it needs and
-    // ignores more).
-    std::shared_ptr<const ir::Graph> graph;
-    size_t arity = 0;
-    while (!graph && ++arity <= 3) graph = primitive_graph(op, arity, dtype, size);
-    if (!graph) continue;
-    std::shared_ptr<const runtime::Executable> program = llvm_backend::interpreted_executable(graph);
-    if (!program) continue;
-    std::string name = std::string(ir::primitive_name(op)) + "/" + std::to_string(arity);
-    interpreted.insert(name);
-    std::vector<Array> arguments(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(arity));
-    std::vector<char> expected = bytes_of_run(*cache::default_backend().compile(graph), arguments);
-    std::vector<char> got = bytes_of_run(*program, arguments);
-    EXPECT_EQ(got.size(), expected.size()) << name;
-    if (got.size() != expected.size()) continue;
-    size_t element = got.size() / values.size(), differing = 0, first = 0;
-    for (size_t k = 0; k < values.size(); ++k)
-      if (std::memcmp(got.data() + k * element, expected.data() + k * element, element) != 0 && differing++ == 0)
-        first = k;
-    EXPECT_EQ(differing, 0u) << name << " " << dtype_name(dtype) << ": " << differing << " of " << values.size()
-                             << " elements differ, the first at operands " << values[first] << " ...";
-  }
-  return interpreted;
+  return expect_sweep_equals_kernels(dtype, operands, values.size(),
+                                     [&](size_t k) { return std::to_string(values[k]); });
 }
 
 // The sweep, and kiln's vector math among what it checked: the first tier
@@ -221,22 +230,13 @@ TEST_F(ScalarPrograms, BoolOperandsAndSelectsEqualTheirCompiledKernels) {
     std::memcpy(detail::impl(condition)->buffer->data(), bits.data(), bits.size());
     conditions.push_back(condition);
   }
-  std::set<std::string> interpreted;
-  for (int index = 0; index < ir::primitive_count; ++index) {
-    auto op = static_cast<ir::Primitive>(index);
-    if (ops::rules(op).fusion != ops::Fusion::elementwise) continue;
-    std::shared_ptr<const ir::Graph> graph;
-    size_t arity = 0;
-    while (!graph && ++arity <= 3) graph = primitive_graph(op, arity, DType::bool_, size);
-    if (!graph) continue;
-    std::shared_ptr<const runtime::Executable> program = llvm_backend::interpreted_executable(graph);
-    if (!program) continue;
-    std::string name = std::string(ir::primitive_name(op)) + "/" + std::to_string(arity);
-    interpreted.insert(name);
-    std::vector<Array> arguments(conditions.begin(), conditions.begin() + static_cast<std::ptrdiff_t>(arity));
-    EXPECT_EQ(bytes_of_run(*program, arguments), bytes_of_run(*cache::default_backend().compile(graph), arguments))
-        << name;
-  }
+  std::set<std::string> interpreted =
+      expect_sweep_equals_kernels(DType::bool_, conditions, static_cast<size_t>(size), [&](size_t k) {
+        std::string text;
+        for (const Array& condition : conditions)
+          text += std::to_string(static_cast<const uint8_t*>(detail::impl(condition)->buffer->data())[k]) + " ";
+        return text;
+      });
   for (const char* logical : {"logical_and/2", "logical_or/2", "logical_not/1"})
     EXPECT_TRUE(interpreted.contains(logical)) << logical << " is not interpreted over bool";
   auto selects = [&]<class T>(DType dtype) {
