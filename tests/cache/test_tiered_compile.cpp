@@ -5,6 +5,7 @@
 // the optimized code is ready" deterministic.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -281,7 +282,8 @@ TEST_F(TieredCompile, FirstTiersInterpretComparisonsAndSelects) {
   std::string expected = bytes_of(relu_gradient(x, g));
   clear_graph_cache();
   auto jitted = jit(relu_gradient, {.compile_mode = CompileMode::Background});
-  std::filesystem::path profile = std::filesystem::temp_directory_path() / "kiln-first-tier-profile.json";
+  std::filesystem::path profile =
+      std::filesystem::temp_directory_path() / ("kiln-first-tier-profile-" + std::to_string(::getpid()) + ".json");
   std::string events;
   {
     CompileGate gate;
