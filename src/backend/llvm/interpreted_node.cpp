@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ops/common/elementwise_result.h"
 #include "ops/common/rules.h"
 #include "telemetry/timeline.h"
 
@@ -41,18 +42,10 @@ std::vector<Array> InterpretedNode::run(std::span<const Array> arguments, std::s
     const Array& operand = implicit ? implicit_inputs[index] : arguments[index];
     operands.push_back(detail::impl(operand).get());
     elements = std::max(elements, operands.back()->type.size());
-    // A donated argument no other array shares takes the result, as in
-    // compiled code: fresh memory is slow to write the first time.
-    const detail::ArrayImpl& impl = *operands.back();
-    if (!result.defined() && writes_over_operands() && !implicit && index < donated.size() && donated[index] &&
-        impl.buffer && impl.buffer.use_count() == 1 && !impl.buffer->lent() &&
-        impl.buffer->bytes() > detail::Buffer::inline_bytes && impl.type.dtype == node_.type.dtype &&
-        impl.type.shape == node_.type.shape) {
-      auto written = std::make_shared<detail::ArrayImpl>();
-      written->type = node_.type;
-      written->buffer = impl.buffer;
-      result = detail::wrap(std::move(written));
-    }
+    // A donated argument takes the result, as in compiled code: fresh
+    // memory is slow to write the first time.
+    if (!result.defined() && writes_over_operands() && !implicit && index < donated.size() && donated[index])
+      result = ops::writable_over(operand, node_.type);
   }
   if (!result.defined()) result = detail::allocate(node_.type);
   // Named as the compiled kernel's step would be, with what ran it.

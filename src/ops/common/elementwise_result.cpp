@@ -23,24 +23,26 @@ DonatedInputs::DonatedInputs(std::span<const Array> inputs, std::span<const char
 
 DonatedInputs::~DonatedInputs() { current = {}; }
 
+Array writable_over(const Array& input, const detail::AbstractValue& type) {
+  const detail::ArrayImpl& impl = *detail::impl(input);
+  // A view shares the memory; small arrays are not worth it.
+  if (!impl.buffer || impl.buffer.use_count() != 1 || impl.buffer->lent() ||
+      impl.buffer->bytes() <= detail::Buffer::inline_bytes || impl.type.dtype != type.dtype ||
+      impl.type.shape != type.shape)
+    return Array();
+  auto written = std::make_shared<detail::ArrayImpl>();
+  written->type = type;
+  written->buffer = impl.buffer;
+  return detail::wrap(std::move(written));
+}
+
 Array elementwise_result(const ir::Node& node, std::span<const Array> inputs) {
   Donation donation = current;
   current = {};
-  if (donation.inputs == inputs.data()) {
-    for (size_t k = 0; k < inputs.size() && k < donation.donated.size(); ++k) {
-      if (!donation.donated[k]) continue;
-      const detail::ArrayImpl& input = *detail::impl(inputs[k]);
-      // A view shares the memory; small arrays are not worth it.
-      if (!input.buffer || input.buffer.use_count() != 1 || input.buffer->lent() ||
-          input.buffer->bytes() <= detail::Buffer::inline_bytes)
-        continue;
-      if (input.type.dtype != node.type.dtype || input.type.shape != node.type.shape) continue;
-      auto written = std::make_shared<detail::ArrayImpl>();
-      written->type = node.type;
-      written->buffer = input.buffer;
-      return detail::wrap(std::move(written));
-    }
-  }
+  if (donation.inputs == inputs.data())
+    for (size_t k = 0; k < inputs.size() && k < donation.donated.size(); ++k)
+      if (donation.donated[k])
+        if (Array written = writable_over(inputs[k], node.type); written.defined()) return written;
   return detail::allocate(node.type);
 }
 

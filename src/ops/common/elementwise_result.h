@@ -23,6 +23,11 @@ class DonatedInputs {
   DonatedInputs& operator=(const DonatedInputs&) = delete;
 };
 
+/// `input`'s memory as an array of `type`, where the caller may write a
+/// result of that type over it: its dtype and shape, no other array sharing
+/// the memory (a view would), and more than a few bytes. Else an empty Array.
+Array writable_over(const Array& input, const detail::AbstractValue& type);
+
 /// The result of `node` for an elementwise reference kernel: a donated input
 /// of the result's type whose memory no other array shares, else a fresh array.
 Array elementwise_result(const ir::Node& node, std::span<const Array> inputs);
