@@ -35,10 +35,15 @@ kiln::Array eager_kernel(const kiln::ir::Node& node, std::span<const Array> inpu
   return kiln::detail::apply(node.op, inputs, node.attrs, node.where);
 }
 
-kiln::interp::Program::Kernel eager_dispatch(const kiln::ir::Node& node) {
-  if (node.inputs.empty() || kiln::ir::is_control(node.op)) return nullptr;
-  if (kiln::ops::rules(node.op).fusion == kiln::ops::Fusion::collective) return nullptr;
-  return &eager_kernel;
+std::vector<kiln::interp::Program::Choice> eager_dispatch(const kiln::ir::Graph& graph) {
+  std::vector<kiln::interp::Program::Choice> choices(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const kiln::ir::Node& node = graph.nodes[i];
+    if (node.inputs.empty() || kiln::ir::is_control(node.op)) continue;
+    if (kiln::ops::rules(node.op).fusion == kiln::ops::Fusion::collective) continue;
+    choices[i].kernel = &eager_kernel;
+  }
+  return choices;
 }
 
 struct Timing {

@@ -3,6 +3,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/byte_stream.h"
@@ -130,6 +131,25 @@ Graph::~Graph() {
   if (room <= spare.nodes.capacity()) return;
   nodes.clear();
   spare.nodes = std::move(nodes);
+}
+
+bool repeats_along_leading_axes(const Shape& operand, const Shape& result) {
+  size_t leading_ones = 0;
+  while (leading_ones < operand.size() && operand[leading_ones] == 1) ++leading_ones;
+  size_t kept = operand.size() - leading_ones;
+  if (kept > result.size()) return false;
+  return std::equal(operand.begin() + static_cast<std::ptrdiff_t>(leading_ones), operand.end(),
+                    result.end() - static_cast<std::ptrdiff_t>(kept));
+}
+
+bool swaps_last_two_axes(const Node& node) {
+  if (node.op != Primitive::transpose) return false;
+  const std::vector<int64_t>& perm = node.attrs.ints;
+  size_t rank = perm.size();
+  if (rank < 2) return false;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
 }
 
 std::vector<Node> take_node_storage(size_t count) {

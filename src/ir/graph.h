@@ -96,6 +96,15 @@ class Graph {
   bool same_literals(const Graph& other) const;
 };
 
+/// Whether broadcasting `operand` to `result` only repeats it along leading
+/// axes (a bias added to every row, one value everywhere): element i of the
+/// result is then element i % size of the operand, which code may read in
+/// place rather than from a materialized broadcast.
+bool repeats_along_leading_axes(const Shape& operand, const Shape& result);
+/// Whether `node` is a transpose swapping the last two axes, batch axes kept:
+/// what a matrix product reads as a flag to BLAS rather than materialized.
+bool swaps_last_two_axes(const Node& node);
+
 /// An empty node vector with room for `nodes`, reusing the storage of a graph
 /// destroyed on this thread when it has the room. A function traced again
 /// and again (a stateful jit, grad, vmap) destroys one graph per trace; its

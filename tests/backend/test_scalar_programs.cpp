@@ -320,6 +320,36 @@ TEST_F(ScalarPrograms, BinaryOperationsAndTailsOfEveryLength) {
   }
 }
 
+// A tree of operations, as a first tier fuses it (interp/fused_trees.h):
+// one program composed of its nodes' programs, reading broadcasts along
+// leading axes in place (one value; rows shorter than a block, longer, and
+// not dividing it), gives the fused compiled kernel's bits, with no memory
+// for the values inside the tree.
+TEST_F(ScalarPrograms, ComposedTreesEqualTheirFusedKernels) {
+  for (int64_t row : {1, 10, 300, 700}) {
+    SCOPED_TRACE("rows of " + std::to_string(row));
+    Shape shape = {40, row}, bias_shape = row == 1 ? Shape{} : Shape{1, row};
+    std::vector<Array> arguments = {random::normal(random::key(1), shape), random::normal(random::key(2), shape),
+                                    random::normal(random::key(3), shape), array(std::vector<float>{0.37f}, Shape{}),
+                                    random::uniform(random::key(4), bias_shape, f32, 0.01, 1.0)};
+    // Scalars enter as arguments, as a first tier passes its trees' literals.
+    auto record = [&](detail::TraceSession& session) {
+      std::vector<Array> placeholders;
+      for (const Array& argument : arguments)
+        placeholders.push_back(session.argument(detail::allocate(detail::impl(argument)->type)));
+      Array w = placeholders[0], m = placeholders[1], g = placeholders[2];
+      Array scale = broadcast_to(placeholders[3], shape), bias = broadcast_to(placeholders[4], shape);
+      Array moment = m * broadcast_to(placeholders[3], shape) + g * scale;
+      Array step = moment / (sqrt(abs(g) * scale) + bias);
+      return std::vector<Array>{where(logical_or(isnan(step), step > w), w - step * scale, tanh(step) + bias)};
+    };
+    auto graph = detail::shared_ir(detail::trace("tree", Location(), record).graph);
+    auto interpreted = llvm_backend::interpreted_executable(graph, true);
+    ASSERT_NE(interpreted, nullptr);
+    EXPECT_EQ(bytes_of_run(*interpreted, arguments), bytes_of_run(*cache::default_backend().compile(graph), arguments));
+  }
+}
+
 TEST_F(ScalarPrograms, WhatTheInterpreterCannotRunIsRefused) {
   Array x = random::uniform(random::key(3), {64}, f32, 0.1, 3.0);
   // libmvec's vector and scalar functions round differently.
@@ -327,8 +357,17 @@ TEST_F(ScalarPrograms, WhatTheInterpreterCannotRunIsRefused) {
        std::vector<Operation>{[](const Array& v) { return sin(v); }, [](const Array& v) { return cos(v); },
                               [](const Array& v) { return pow(v, v); }})
     EXPECT_EQ(llvm_backend::interpreted_executable(graph_of(operation, x)), nullptr);
-  // Two operations: not an eager operation's graph.
+  // A literal in the graph: a first tier passes its trees' constants as arguments.
   EXPECT_EQ(llvm_backend::interpreted_executable(graph_of([](const Array& v) { return tanh(v) * 2.0f; }, x)), nullptr);
+  // A broadcast that is not along leading axes (a column) is not read in place.
+  Array column = random::uniform(random::key(4), {8, 1}, f32, 0.1, 3.0);
+  auto record = [&](detail::TraceSession& session) {
+    Array c = session.argument(detail::allocate(detail::impl(column)->type));
+    Array m = session.argument(detail::allocate({f32, false, {8, 8}}));
+    return std::vector<Array>{m * c};
+  };
+  EXPECT_EQ(llvm_backend::interpreted_executable(detail::shared_ir(detail::trace("column", Location(), record).graph)),
+            nullptr);
   // Past 2^18 elements a compiled kernel wins.
   Array large = zeros({(int64_t{1} << 18) + 1});
   EXPECT_EQ(llvm_backend::interpreted_executable(graph_of([](const Array& v) { return exp(v); }, large)), nullptr);

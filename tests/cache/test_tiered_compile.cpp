@@ -296,15 +296,109 @@ TEST_F(TieredCompile, FirstTiersInterpretComparisonsAndSelects) {
     events.assign(std::istreambuf_iterator<char>(file), {});
   }
   for (const char* operation : {"gt", "is_nan", "logical_or", "select"}) {
+    // Alone or in a fused tree ("is_nan·gt·logical_or·select").
     std::regex interpreted(
-        std::string(R"re(\{"args":\{[^}]*"graph":"eager \(interpreted\)"\},"cat":"kernel","name":")re") + operation +
-        "\"");
+        std::string(R"re(\{"args":\{[^}]*"graph":"eager \(interpreted\)"\},"cat":"kernel","name":"(?:[^"]*·)?)re") +
+        operation + "(?:·[^\"]*)?\"");
     EXPECT_TRUE(std::regex_search(events, interpreted)) << operation << " did not run interpreted";
     std::regex reference(std::string(R"re(\{"args":\{[^}]*"graph":"reference"\},"cat":"kernel","name":")re") +
                          operation + "\"");
     EXPECT_FALSE(std::regex_search(events, reference)) << operation << " ran its reference kernel";
   }
   std::filesystem::remove(profile);
+}
+
+// A first tier runs each tree of elementwise operations (an Adam update with
+// its scalars and a bias row broadcast) as one interpreted operation, as the
+// optimized code fuses it: no broadcast materialized, no memory for the
+// values inside a tree, the optimized code's bits. A tree of a dtype the
+// interpreter lacks (i32) runs node by node, with the same bits.
+TEST_F(TieredCompile, FirstTiersFuseElementwiseTrees) {
+  using Update = std::tuple<Array, Array, Array, Array>;
+  auto adam = [](const Array& w, const Array& m, const Array& v, const Array& g, const Array& b, const Array& rate,
+                 const Array& counts) -> Update {
+    Array m2 = m * 0.9f + g * 0.1f;
+    Array v2 = v * 0.999f + g * g * 0.001f;
+    Array w2 = w - rate * m2 / (sqrt(v2) + 1e-8f) + b;
+    return {w2, m2, v2, counts * 3 + 1};
+  };
+  Shape shape = {256, 300};
+  auto arguments = [&] {
+    return std::make_tuple(random::normal(random::key(31), shape), random::normal(random::key(32), shape),
+                           abs(random::normal(random::key(33), shape)), random::normal(random::key(34), shape),
+                           random::normal(random::key(35), {300}), full({}, 0.01f),
+                           astype(random::uniform(random::key(36), shape, f32, 0.0, 50.0), i32));
+  };
+  auto bytes_of_all = [](const Update& update) {
+    return bytes_of(std::get<0>(update)) + bytes_of(std::get<1>(update)) + bytes_of(std::get<2>(update)) +
+           bytes_of(std::get<3>(update));
+  };
+  std::string expected = bytes_of_all(std::apply(jit(adam, {.compile_mode = CompileMode::Sync}), arguments()));
+  clear_graph_cache();
+  auto jitted = jit(adam, {.donate_argnums = {0, 1, 2}, .compile_mode = CompileMode::Background});
+  std::filesystem::path profile =
+      std::filesystem::temp_directory_path() / ("kiln-fused-trees-profile-" + std::to_string(::getpid()) + ".json");
+  std::string events;
+  {
+    CompileGate gate;
+    auto operands = arguments();
+    synchronize();  // the arguments' random values are computed, not the call's
+    detail::allocator::Stats before = detail::allocator::stats();
+    telemetry::start_profile(profile.string());
+    EXPECT_EQ(bytes_of_all(std::apply(jitted, operands)), expected);
+    telemetry::stop_profile();
+    detail::allocator::Stats after = detail::allocator::stats();
+    // w, m and v donated: the f32 trees' results take their memory, and the
+    // values inside them (g * g among them) take none. The i32 tree, node by
+    // node, takes four arrays: two broadcasts and two results.
+    EXPECT_LE((after.hits + after.misses) - (before.hits + before.misses), 4u);
+    EXPECT_EQ(jitted.stats().calls_before_optimized, 1);
+    std::ifstream file(profile);
+    events.assign(std::istreambuf_iterator<char>(file), {});
+  }
+  std::filesystem::remove(profile);
+  std::regex fused(
+      R"re(\{"args":\{[^}]*"graph":"eager \(interpreted\)"\},"cat":"kernel","name":"[a-z_]+(·[a-z_]+)+")re");
+  EXPECT_GE(std::distance(std::sregex_iterator(events.begin(), events.end(), fused), std::sregex_iterator()), 3)
+      << "the updates of m, v and w each run as one fused operation";
+  std::regex broadcast(R"re("graph":"reference"\},"cat":"kernel","name":"broadcast")re");
+  EXPECT_EQ(std::distance(std::sregex_iterator(events.begin(), events.end(), broadcast), std::sregex_iterator()), 2)
+      << "only the i32 tree's broadcasts are materialized";
+}
+
+// A first tier's products read a transpose of their operand's last two axes
+// as a flag to BLAS, as the optimized code does, rather than materializing it
+// (a backward pass's products read several); a transpose something else
+// reads is materialized.
+TEST_F(TieredCompile, FirstTiersReadTransposesAsBlasFlags) {
+  auto products = [](const Array& a, const Array& b, const Array& c) {
+    Array kept = transpose(c);
+    return std::make_tuple(matmul(transpose(a), b) + matmul(kept, b), kept * 2.0f);
+  };
+  Array a = random::normal(random::key(41), {96, 80}), b = random::normal(random::key(42), {96, 80});
+  Array c = random::normal(random::key(43), {96, 80});
+  auto bytes_of_both = [](const std::tuple<Array, Array>& results) {
+    return bytes_of(std::get<0>(results)) + bytes_of(std::get<1>(results));
+  };
+  std::string expected = bytes_of_both(jit(products, {.compile_mode = CompileMode::Sync})(a, b, c));
+  clear_graph_cache();
+  auto jitted = jit(products, {.compile_mode = CompileMode::Background});
+  std::filesystem::path profile =
+      std::filesystem::temp_directory_path() / ("kiln-flags-profile-" + std::to_string(::getpid()) + ".json");
+  std::string events;
+  {
+    CompileGate gate;
+    telemetry::start_profile(profile.string());
+    EXPECT_EQ(bytes_of_both(jitted(a, b, c)), expected);
+    telemetry::stop_profile();
+    std::ifstream file(profile);
+    events.assign(std::istreambuf_iterator<char>(file), {});
+  }
+  std::filesystem::remove(profile);
+  std::regex transpose_kernel(R"re("cat":"kernel","name":"transpose")re");
+  EXPECT_EQ(std::distance(std::sregex_iterator(events.begin(), events.end(), transpose_kernel), std::sregex_iterator()),
+            1)
+      << "only the transpose another operation reads is materialized";
 }
 
 TEST_F(TieredCompile, FirstCallsRaceTheBackgroundCompileFromManyThreads) {

@@ -59,8 +59,9 @@ std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments,
   });
 }
 
-Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&)) : graph_(std::move(graph)) {
+Program::Program(std::shared_ptr<const ir::Graph> graph, Choose choose) : graph_(std::move(graph)) {
   size_t count = graph_->nodes.size();
+  std::vector<Choice> choices = choose ? choose(*graph_) : std::vector<Choice>();
   std::vector<Array> constants(count);
   std::vector<runtime::ProgramStep> steps;
   std::vector<Array> inputs;
@@ -70,16 +71,19 @@ Program::Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const 
     // A loop or branch runs its bodies at every run, however constant its
     // operands; a node given a kernel of its own runs it at every run too.
     bool control = ops::rules(node.op).fusion == ops::Fusion::control;
-    Kernel kernel = choose && !control ? choose(node) : nullptr;
-    bool constant = !control && !kernel && node.type.size() <= runtime::max_folded_elements;
+    Choice choice = choices.empty() || control ? Choice() : std::move(choices[i]);
+    if (choice.inlined) continue;
+    bool constant = !control && !choice.kernel && node.type.size() <= runtime::max_folded_elements;
     for (ir::ValueId input : node.inputs) constant = constant && constants[static_cast<size_t>(input)].defined();
     if (constant) {
       inputs.clear();
       for (ir::ValueId input : node.inputs) inputs.push_back(constants[static_cast<size_t>(input)]);
       constants[i] = ops::rules(node.op).evaluate(node, inputs);
     } else {
-      steps.push_back(step_for_node(*graph_, i));
-      kernels_.push_back(kernel ? kernel : &reference_kernel);
+      runtime::ProgramStep step = step_for_node(*graph_, i);
+      if (!choice.reads.empty()) step.reads = std::move(choice.reads);
+      steps.push_back(std::move(step));
+      kernels_.push_back(choice.kernel ? std::move(choice.kernel) : Kernel(&reference_kernel));
       bodies_.emplace_back();
       for (const auto& body : node.bodies) bodies_.back().push_back(std::make_shared<const Program>(body, choose));
     }
@@ -97,9 +101,11 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
   std::vector<char> large_donated;
   ops::ControlResults control_results(element_counts_);
   auto run_step = [&](size_t step, std::vector<Array>& values, const std::vector<char>& overwritable) {
-    auto id = static_cast<size_t>(program_.steps()[step].defines);
+    const runtime::ProgramStep& program_step = program_.steps()[step];
+    auto id = static_cast<size_t>(program_step.defines);
     const ir::Node& node = graph_->nodes[id];
-    size_t arity = node.inputs.size();
+    const std::vector<ir::ValueId>& reads = program_step.reads;
+    size_t arity = reads.size();
     Array* inputs = small;
     char* dead = small_donated;
     if (arity > inline_inputs) {
@@ -109,13 +115,13 @@ std::vector<Array> Program::run(std::span<const Array> arguments, std::span<cons
       dead = large_donated.data();
     }
     for (size_t k = 0; k < arity; ++k) {
-      ir::ValueId input = node.inputs[k];
+      ir::ValueId input = reads[k];
       const Array& value = values[static_cast<size_t>(input)];
       inputs[k] = value.defined() ? value : program_.constant(input);
     }
     // After every copy is made: a value read twice has two.
     for (size_t k = 0; k < arity; ++k) {
-      ir::ValueId input = node.inputs[k];
+      ir::ValueId input = reads[k];
       const Array& value = values[static_cast<size_t>(input)];
       dead[k] = value.defined() && overwritten_here(step, input, value, overwritable);
     }

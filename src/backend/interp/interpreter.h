@@ -2,6 +2,7 @@
 // reference kernels. It is the oracle compiled code is tested against.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -27,12 +28,24 @@ std::vector<Array> run(const ir::Graph& graph, std::span<const Array> arguments,
 /// and each value's last use is known in advance.
 class Program {
  public:
-  /// `donated[k]`: input k is read here for the last time and its memory is
-  /// the run's own, so the kernel may write its result over it.
-  using Kernel = Array (*)(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated);
-  /// `choose` may replace a node's reference kernel (e.g. matmul by BLAS);
-  /// returning null keeps the reference kernel. Nodes it replaces are not folded.
-  explicit Program(std::shared_ptr<const ir::Graph> graph, Kernel (*choose)(const ir::Node&) = nullptr);
+  /// A node's kernel over the values its step reads. `donated[k]`: value k
+  /// is read here for the last time and its memory is the run's own, so the
+  /// kernel may write its result over it.
+  using Kernel =
+      std::function<Array(const ir::Node& node, std::span<const Array> inputs, std::span<const char> donated)>;
+  /// How a node runs: by `kernel` (null: its reference kernel, and a node
+  /// computed from constants alone is folded) over the values `reads`
+  /// (empty: its inputs); or, `inlined`, in no step of its own: the kernels
+  /// of the nodes reading it compute it with themselves (a fused tree of
+  /// elementwise nodes reads the tree's leaves).
+  struct Choice {
+    Kernel kernel;
+    std::vector<ir::ValueId> reads;
+    bool inlined = false;
+  };
+  /// The choices for a graph's nodes, by node id; empty: every node by its reference kernel.
+  using Choose = std::vector<Choice> (*)(const ir::Graph& graph);
+  explicit Program(std::shared_ptr<const ir::Graph> graph, Choose choose = nullptr);
   /// `donated` as runtime::Executable::run takes it.
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> captures,
                          std::span<const char> donated = {}) const;
@@ -57,8 +70,7 @@ Array reference_kernel(const ir::Node& node, std::span<const Array> inputs, std:
 /// `graph` prepared to run node by node with the kernels `choose` picks (a
 /// symbolic graph once per binding of its symbols); `name` is its backend().
 std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
-                                                                  Program::Kernel (*choose)(const ir::Node&),
-                                                                  std::string_view name);
+                                                                  Program::Choose choose, std::string_view name);
 
 }  // namespace kiln::interp
 

@@ -17,14 +17,16 @@ namespace {
 Array matmul_kernel(const ir::Node& node, std::span<const Array> inputs, std::span<const char>) {
   return runtime::blas_matmul(node, inputs);
 }
-interp::Program::Kernel runtime_kernel(const ir::Node& node) {
-  return runtime::blas_handles(node) ? &matmul_kernel : nullptr;
+std::vector<Program::Choice> runtime_kernels(const ir::Graph& graph) {
+  std::vector<Program::Choice> choices(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (runtime::blas_handles(graph.nodes[i])) choices[i].kernel = &matmul_kernel;
+  return choices;
 }
 
 class InterpretedGraph final : public Executable {
  public:
-  InterpretedGraph(std::shared_ptr<const ir::Graph> graph, Program::Kernel (*choose)(const ir::Node&),
-                   std::string_view name)
+  InterpretedGraph(std::shared_ptr<const ir::Graph> graph, Program::Choose choose, std::string_view name)
       : graph_(std::move(graph)), choose_(choose), name_(name) {
     if (!ir::is_symbolic(*graph_)) program_.emplace(graph_, choose_);
   }
@@ -51,7 +53,7 @@ class InterpretedGraph final : public Executable {
   }
 
   std::shared_ptr<const ir::Graph> graph_;
-  Program::Kernel (*choose_)(const ir::Node&);
+  Program::Choose choose_;
   std::string_view name_;
   std::optional<interp::Program> program_;
   runtime::BindingCache<interp::Program> instances_;
@@ -61,13 +63,12 @@ class InterpreterBackend final : public Backend {
  public:
   std::string_view name() const override { return "interp"; }
   std::shared_ptr<const Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
-    return interpreted_executable(std::move(graph), &runtime_kernel, "interp");
+    return interpreted_executable(std::move(graph), &runtime_kernels, "interp");
   }
 };
 }  // namespace
 
-std::shared_ptr<const Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
-                                                         Program::Kernel (*choose)(const ir::Node&),
+std::shared_ptr<const Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph, Program::Choose choose,
                                                          std::string_view name) {
   return std::make_shared<InterpretedGraph>(std::move(graph), choose, name);
 }

@@ -7,8 +7,10 @@
 // interpretation of its native code (kiln's vector math:
 // Backend::interpret), else its compiled single-operation kernel (with quick
 // machine code: runtime::CodeQuality); matrix products
-// run BLAS as compiled graphs do, and every other node its reference kernel,
-// which computes what the fused kernel computes.
+// run BLAS as compiled graphs do, reading a transpose of their operands as a
+// flag, and every other node its reference kernel, which computes what the
+// fused kernel computes. Trees of elementwise nodes run as one interpreted
+// operation, their broadcasts read in place (fused_trees.h).
 #pragma once
 
 #include <memory>

@@ -30,13 +30,28 @@ const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::
   return &input;
 }
 
+namespace {
+std::vector<const ir::Node*> arguments_read(const ir::Graph& graph, const ir::Node& node) {
+  std::vector<const ir::Node*> arguments;
+  for (ir::ValueId input : node.inputs) {
+    const ir::Node* read = &graph.nodes[static_cast<size_t>(input)];
+    if (read->op == ir::Primitive::broadcast) read = &graph.nodes[static_cast<size_t>(read->inputs[0])];
+    arguments.push_back(read);
+  }
+  return arguments;
+}
+}  // namespace
+
+InterpretedNode::InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node)
+    : InterpretedNode(graph, node, arguments_read(*graph, node), std::string(ir::primitive_name(node.op))) {}
+
 std::vector<Array> InterpretedNode::run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                                         std::span<const char> donated) const {
   std::vector<const detail::ArrayImpl*> operands;
   int64_t elements = node_.type.size();
   Array result;
-  for (ir::ValueId input : node_.inputs) {
-    const ir::Node& parameter = graph_->nodes[static_cast<size_t>(input)];
+  for (const ir::Node* read : operands_) {
+    const ir::Node& parameter = *read;
     auto index = static_cast<size_t>(parameter.attrs.ints[0]);
     bool implicit = parameter.attrs.ints[1] != 0;
     const Array& operand = implicit ? implicit_inputs[index] : arguments[index];
@@ -51,8 +66,7 @@ std::vector<Array> InterpretedNode::run(std::span<const Array> arguments, std::s
   // Named as the compiled kernel's step would be, with what ran it.
   telemetry::timeline::Span span;
   if (telemetry::timeline::recording())
-    span.begin("kernel", ir::primitive_name(node_.op), {{"elements", elements}}, "graph",
-               graph_->name + " (interpreted)");
+    span.begin("kernel", name_, {{"elements", elements}}, "graph", graph_->name + " (interpreted)");
   compute(operands, *detail::impl(result));
   return {result};
 }

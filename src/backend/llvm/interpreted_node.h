@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/array_impl.h"
@@ -30,8 +31,12 @@ const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::
 
 class InterpretedNode : public runtime::Executable {
  public:
-  InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node)
-      : graph_(std::move(graph)), node_(node) {}
+  /// Reads the arguments `node` reads, through broadcasts of them.
+  InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node);
+  /// Reads `operands`, arguments of the graph, to compute its output `node`.
+  InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node, std::vector<const ir::Node*> operands,
+                  std::string name)
+      : graph_(std::move(graph)), node_(node), operands_(std::move(operands)), name_(std::move(name)) {}
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> donated) const final;
@@ -42,8 +47,8 @@ class InterpretedNode : public runtime::Executable {
 
  protected:
   const ir::Node& node() const { return node_; }
-  /// Writes the node's value into `result` (of the node's type) from its
-  /// operands, in order. `result` may share its memory with an operand of
+  /// Writes the node's value into `result` (of the node's type) from the
+  /// arguments it reads, in order. `result` may share its memory with an operand of
   /// the same type where writes_over_operands says so.
   virtual void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const = 0;
   /// Whether compute reads each element of its operands before it writes
@@ -53,6 +58,8 @@ class InterpretedNode : public runtime::Executable {
  private:
   std::shared_ptr<const ir::Graph> graph_;
   const ir::Node& node_;
+  std::vector<const ir::Node*> operands_;
+  std::string name_;  // on the timeline
 };
 
 }  // namespace kiln::llvm_backend

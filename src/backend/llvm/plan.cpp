@@ -41,17 +41,6 @@ std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, c
 }
 
 namespace {
-// A transpose that swaps the last two axes and keeps the batch axes.
-bool swaps_last_two_axes(const ir::Node& node) {
-  if (node.op != Primitive::transpose) return false;
-  const std::vector<int64_t>& perm = node.attrs.ints;
-  size_t rank = perm.size();
-  if (rank < 2) return false;
-  for (size_t d = 0; d + 2 < rank; ++d)
-    if (perm[d] != static_cast<int64_t>(d)) return false;
-  return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
-}
-
 bool is_floating_matmul(const ir::Node& node) {
   // (The builders hand f16 and bf16 products to BLAS as f32 ones.)
   return ops::rules(node.op).fusion == ops::Fusion::matmul && is_floating(node.type.dtype) && !is_half(node.type.dtype);
@@ -273,7 +262,7 @@ std::vector<char> find_transposes_read_by_matmul(const ir::Graph& graph) {
     if (is_floating_matmul(node))
       for (ir::ValueId input : node.inputs) ++matmul_uses[static_cast<size_t>(input)];
   std::vector<char> absorbed(count, 0);
-  for (size_t i = 0; i < count; ++i) absorbed[i] = swaps_last_two_axes(graph.nodes[i]) && matmul_uses[i] == uses[i];
+  for (size_t i = 0; i < count; ++i) absorbed[i] = ir::swaps_last_two_axes(graph.nodes[i]) && matmul_uses[i] == uses[i];
   return absorbed;
 }
 

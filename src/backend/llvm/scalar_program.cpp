@@ -1,5 +1,5 @@
 // Reading a node's scalar LLVM code into ScalarProgram steps (see the
-// header), and the executable that runs them.
+// header); interpreted_elementwise.cpp runs them.
 #include "backend/llvm/scalar_program.h"
 
 #include <llvm/IR/Constants.h>
@@ -8,7 +8,6 @@
 #include <llvm/IR/IntrinsicInst.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -18,13 +17,9 @@
 #include <vector>
 
 #include "backend/llvm/engine.h"
-#include "backend/llvm/interpreted_node.h"
 #include "backend/llvm/scalar_emitter.h"
 #include "backend/llvm/scalar_program_steps.h"
-#include "core/array_impl.h"
-#include "core/error_format.h"
 #include "ops/common/rules.h"
-#include "runtime/thread_pool.h"
 
 namespace kiln::llvm_backend {
 
@@ -330,7 +325,8 @@ class Programs {
   std::vector<Entry> entries_;
 };
 
-// The program computing `node` over operands of `operand_dtypes`, or null.
+}  // namespace
+
 std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::span<const DType> operand_dtypes) {
   const ops::PrimitiveRules& row = ops::rules(node.op);
   if (row.fusion != ops::Fusion::elementwise || !row.lower || operand_dtypes.empty() ||
@@ -339,99 +335,6 @@ std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::s
     return nullptr;
   static auto& programs = *new Programs;  // never destroyed: first tiers may run while the process exits
   return programs.get(node, operand_dtypes);
-}
-
-// `program` over `count` elements: operand k at operands[k], the result at `result`.
-void run_scalar_program(const ScalarProgram& program, std::span<const void* const> operands, void* result,
-                        int64_t count) {
-  size_t operand_count = program.operand_lanes.size();
-  KILN_CHECK(operands.size() == operand_count, "a scalar program run with the wrong number of operands");
-  size_t slot_count = operand_count + static_cast<size_t>(program.constant_count + program.temporary_count);
-  thread_local std::vector<char*> slots;
-  thread_local std::vector<uint64_t> temporaries;  // 8 bytes per element: every lane fits
-  slots.resize(slot_count);
-  temporaries.resize(static_cast<size_t>(program.temporary_count * program_block));
-  for (int32_t k = 0; k < program.constant_count; ++k)
-    slots[operand_count + static_cast<size_t>(k)] =
-        reinterpret_cast<char*>(const_cast<uint64_t*>(program.constant_blocks.data() + k * program_block));
-  for (int32_t k = 0; k < program.temporary_count; ++k)
-    slots[operand_count + static_cast<size_t>(program.constant_count + k)] =
-        reinterpret_cast<char*>(temporaries.data() + k * program_block);
-  int result_bytes = lane_bytes(program.result_lane);
-  for (int64_t begin = 0; begin < count; begin += program_block) {
-    int64_t n = std::min(program_block, count - begin);
-    for (size_t k = 0; k < operand_count; ++k)
-      slots[k] =
-          const_cast<char*>(static_cast<const char*>(operands[k])) + begin * lane_bytes(program.operand_lanes[k]);
-    run_steps(program.steps, slots.data(), n);
-    std::memcpy(static_cast<char*>(result) + begin * result_bytes, slots[static_cast<size_t>(program.result_slot)],
-                static_cast<size_t>(n * result_bytes));
-  }
-}
-
-constexpr size_t most_operands = 3;  // select and fused multiply-add
-
-// The program over `count` elements in parts of whole blocks on kiln's
-// threads: an operation that no compiled kernel serves yet would otherwise
-// leave the other cores idle (the first call of a graph runs many of them,
-// each writing fresh memory).
-void run_in_parts(const ScalarProgram& program, std::span<const void* const> operands, void* result, int64_t count) {
-  int64_t blocks = (count + program_block - 1) / program_block;
-  auto cost = static_cast<int64_t>(program.steps.size() + 1) * program_block;
-  runtime::parallel_for(blocks, cost, [&](int64_t first, int64_t last) {
-    int64_t begin = first * program_block, end = std::min(count, last * program_block);
-    std::array<const void*, most_operands> shifted{};
-    for (size_t k = 0; k < operands.size(); ++k)
-      shifted[k] = static_cast<const char*>(operands[k]) + begin * lane_bytes(program.operand_lanes[k]);
-    run_scalar_program(program, std::span<const void* const>(shifted.data(), operands.size()),
-                       static_cast<char*>(result) + begin * lane_bytes(program.result_lane), end - begin);
-  });
-}
-
-// What `interprets` says, with the program: asked on every eager call of an
-// operation that compiles, so the checks without a lock come first.
-std::shared_ptr<const ScalarProgram> program_for(const ir::Graph& graph, const ir::Node& node,
-                                                 bool at_any_size = false) {
-  if (node.inputs.empty() || node.inputs.size() > most_operands || node.symbolic ||
-      (!at_any_size && node.type.size() > interpreted_elements_limit))
-    return nullptr;
-  std::array<DType, most_operands> dtypes;
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    const ir::Node& operand = graph.nodes[static_cast<size_t>(node.inputs[k])];
-    if (operand.type.shape != node.type.shape) return nullptr;
-    dtypes[k] = operand.type.dtype;
-  }
-  return scalar_program(node, std::span<const DType>(dtypes.data(), node.inputs.size()));
-}
-
-class InterpretedExecutable final : public InterpretedNode {
- public:
-  InterpretedExecutable(std::shared_ptr<const ir::Graph> graph, const ir::Node& node,
-                        std::shared_ptr<const ScalarProgram> program)
-      : InterpretedNode(std::move(graph), node), program_(std::move(program)) {}
-
- private:
-  void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const override {
-    std::vector<const void*> data;
-    for (const detail::ArrayImpl* operand : operands) data.push_back(operand->buffer->data());
-    run_in_parts(*program_, data, result.buffer->data(), node().type.size());
-  }
-  // Each block's result is copied out after every step read its operands.
-  bool writes_over_operands() const override { return true; }
-
-  std::shared_ptr<const ScalarProgram> program_;
-};
-
-}  // namespace
-
-bool interprets(const ir::Graph& graph, const ir::Node& node) { return program_for(graph, node) != nullptr; }
-
-std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
-                                                                  bool at_any_size) {
-  const ir::Node* node = single_node(*graph);
-  std::shared_ptr<const ScalarProgram> program = node ? program_for(*graph, *node, at_any_size) : nullptr;
-  if (!program) return nullptr;
-  return std::make_shared<InterpretedExecutable>(graph, *node, std::move(program));
 }
 
 }  // namespace kiln::llvm_backend

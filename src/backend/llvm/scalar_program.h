@@ -17,16 +17,19 @@
 namespace kiln::llvm_backend {
 
 /// Whether `node` of `graph`, run alone as an eager operation, has an
-/// interpreted program: an elementwise node of f32 or f64 values over f32 or
-/// f64 operands of its shape, of at most 2^18 elements (beyond, a compiled
+/// interpreted program: an elementwise node of f32, f64 or bool values over
+/// such operands of its shape, of at most 2^18 elements (beyond, a compiled
 /// kernel on every thread wins even counting its compile), whose scalar code
 /// the interpreter can run (not a call into libmvec, whose vector and scalar
 /// versions round differently). Programs are made once per operation.
 bool interprets(const ir::Graph& graph, const ir::Node& node);
 
-/// An executable running `graph` (arguments and one elementwise node, as an
-/// eager operation traces) by the node's interpreted program; null where
-/// `interprets` would refuse its node (`at_any_size`: save for its size).
+/// An executable running `graph` by an interpreted program: arguments and
+/// one elementwise node, as an eager operation traces, or a tree of them as
+/// a first tier fuses it (interp/fused_trees.h), reading some arguments
+/// through broadcasts along leading axes (in place, unbroadcast), its
+/// program composed of its nodes'. Null where `interprets` would refuse a
+/// node (`at_any_size`: save for its size).
 std::shared_ptr<const runtime::Executable> interpreted_executable(std::shared_ptr<const ir::Graph> graph,
                                                                   bool at_any_size = false);
 

@@ -4,7 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
+
+#include "ir/graph.h"
 
 namespace kiln::llvm_backend {
 
@@ -88,6 +92,11 @@ struct ScalarProgram {
   int32_t result_slot = 0;
   Lane result_lane = Lane::f32;
 };
+
+/// The program computing `node` over operands of `operand_dtypes` (made
+/// once per operation, attributes and dtypes), or null where the
+/// interpreter cannot run its scalar code.
+std::shared_ptr<const ScalarProgram> scalar_program(const ir::Node& node, std::span<const DType> operand_dtypes);
 
 /// Runs `steps` over `count` <= program_block elements; slot s is at `slots[s]`.
 void run_steps(const std::vector<Step>& steps, char* const* slots, int64_t count);
