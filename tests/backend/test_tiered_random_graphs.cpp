@@ -14,14 +14,14 @@
 namespace kiln::testing {
 namespace {
 
-// Every random graph of the backend fuzzer: the op-by-op results of the
-// first tier equal the optimized executable's bit for bit.
-TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
-  if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
+// Runs each random graph's first tier (the background compile held) and its
+// optimized executable: their results must be equal bit for bit. Returns
+// how many graphs ran a first tier (others compile first).
+int expect_tiers_agree(uint64_t first_seed, uint64_t last_seed, const RandomGraphOptions& options) {
   int tiered_graphs = 0;
-  size_t quick_modules = llvm_backend::quick_modules_compiled();
-  for (uint64_t seed = 1; seed <= 150; ++seed) {
-    RandomGraph random = make_random_graph(seed);
+  for (uint64_t seed = first_seed; seed <= last_seed; ++seed) {
+    RandomGraph random = make_random_graph(seed, options);
+    if (!random.test) continue;
     auto graph = detail::shared_ir(random.test->graph);
     clear_graph_cache();
     std::vector<Array> first, later;
@@ -38,15 +38,33 @@ TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
     }
     EXPECT_FALSE(executable->interim()) << "seed " << seed;
     later = executable->run(random.test->arguments, random.test->captures);
-    ASSERT_EQ(first.size(), later.size());
-    for (size_t k = 0; k < first.size(); ++k)
+    EXPECT_EQ(first.size(), later.size());
+    for (size_t k = 0; k < first.size() && k < later.size(); ++k)
       EXPECT_EQ(bytes_of(first[k]), bytes_of(later[k])) << "seed " << seed << ", output " << k << "\n" << random.recipe;
   }
+  return tiered_graphs;
+}
+
+// Every random graph of the backend fuzzer: the op-by-op results of the
+// first tier equal the optimized executable's bit for bit.
+TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
+  if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
+  size_t quick_modules = llvm_backend::quick_modules_compiled();
+  int tiered_graphs = expect_tiers_agree(1, 150, {});
   // The others compile first: sin, cos or pow, f16 chains, or sums fused unlike eager code.
   EXPECT_GE(tiered_graphs, 100) << "graphs whose first calls ran op by op";
   // Most sums run interpreted (interpreted_rows.h, interpreted_inner.h); sums
   // over several innermost axes and half-precision sums compile quick.
   EXPECT_GE(llvm_backend::quick_modules_compiled(), quick_modules + 5) << "first tiers compiled their quick kernels";
+}
+
+// At 2^15 elements and more a first tier runs elementwise operations
+// interpreted and fuses trees of them, broadcasts read in place
+// (interp/fused_trees.h): still the optimized executable's bits.
+TEST(TieredRandomGraphs, FusedTreesAgreeBitForBitOnLargeRandomGraphs) {
+  if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
+  EXPECT_GE(expect_tiers_agree(1001, 1060, {.elements = int64_t{1} << 15}), 30)
+      << "graphs whose first calls ran op by op";
 }
 
 }  // namespace

@@ -41,6 +41,28 @@ class TieredCompile : public FreshCacheTest {
   }
 };
 
+// The execution timeline (KILN_PROFILE's JSON) while `call` runs with the
+// background compile held: what a first tier ran, and by what.
+template <class Call>
+std::string first_tier_timeline(Call&& call) {
+  std::filesystem::path profile =
+      std::filesystem::temp_directory_path() / ("kiln-first-tier-profile-" + std::to_string(::getpid()) + ".json");
+  {
+    CompileGate gate;
+    telemetry::start_profile(profile.string());
+    call();
+    telemetry::stop_profile();
+  }
+  std::ifstream file(profile);
+  std::string events(std::istreambuf_iterator<char>(file), {});
+  std::filesystem::remove(profile);
+  return events;
+}
+
+std::ptrdiff_t matches(const std::string& events, const std::regex& pattern) {
+  return std::distance(std::sregex_iterator(events.begin(), events.end(), pattern), std::sregex_iterator());
+}
+
 Array step(const Array& w, const Array& x) {
   Array h = tanh(matmul(x, w) + 0.5f);
   return sum(exp(-h) * h, {1}) + log(sum(h * h) + 1.0f);
@@ -284,17 +306,7 @@ TEST_F(TieredCompile, FirstTiersInterpretComparisonsAndSelects) {
   std::string expected = bytes_of(relu_gradient(x, g));
   clear_graph_cache();
   auto jitted = jit(relu_gradient, {.compile_mode = CompileMode::Background});
-  std::filesystem::path profile =
-      std::filesystem::temp_directory_path() / ("kiln-first-tier-profile-" + std::to_string(::getpid()) + ".json");
-  std::string events;
-  {
-    CompileGate gate;
-    telemetry::start_profile(profile.string());
-    EXPECT_EQ(bytes_of(jitted(x, g)), expected);
-    telemetry::stop_profile();
-    std::ifstream file(profile);
-    events.assign(std::istreambuf_iterator<char>(file), {});
-  }
+  std::string events = first_tier_timeline([&] { EXPECT_EQ(bytes_of(jitted(x, g)), expected); });
   for (const char* operation : {"gt", "is_nan", "logical_or", "select"}) {
     // Alone or in a fused tree ("is_nan·gt·logical_or·select").
     std::regex interpreted(
@@ -305,7 +317,6 @@ TEST_F(TieredCompile, FirstTiersInterpretComparisonsAndSelects) {
                          operation + "\"");
     EXPECT_FALSE(std::regex_search(events, reference)) << operation << " ran its reference kernel";
   }
-  std::filesystem::remove(profile);
 }
 
 // A first tier runs each tree of elementwise operations (an Adam update with
@@ -336,34 +347,23 @@ TEST_F(TieredCompile, FirstTiersFuseElementwiseTrees) {
   std::string expected = bytes_of_all(std::apply(jit(adam, {.compile_mode = CompileMode::Sync}), arguments()));
   clear_graph_cache();
   auto jitted = jit(adam, {.donate_argnums = {0, 1, 2}, .compile_mode = CompileMode::Background});
-  std::filesystem::path profile =
-      std::filesystem::temp_directory_path() / ("kiln-fused-trees-profile-" + std::to_string(::getpid()) + ".json");
-  std::string events;
-  {
-    CompileGate gate;
+  std::string events = first_tier_timeline([&] {
     auto operands = arguments();
     synchronize();  // the arguments' random values are computed, not the call's
     detail::allocator::Stats before = detail::allocator::stats();
-    telemetry::start_profile(profile.string());
     EXPECT_EQ(bytes_of_all(std::apply(jitted, operands)), expected);
-    telemetry::stop_profile();
     detail::allocator::Stats after = detail::allocator::stats();
     // w, m and v donated: the f32 trees' results take their memory, and the
     // values inside them (g * g among them) take none. The i32 tree, node by
     // node, takes four arrays: two broadcasts and two results.
     EXPECT_LE((after.hits + after.misses) - (before.hits + before.misses), 4u);
     EXPECT_EQ(jitted.stats().calls_before_optimized, 1);
-    std::ifstream file(profile);
-    events.assign(std::istreambuf_iterator<char>(file), {});
-  }
-  std::filesystem::remove(profile);
+  });
   std::regex fused(
       R"re(\{"args":\{[^}]*"graph":"eager \(interpreted\)"\},"cat":"kernel","name":"[a-z_]+(·[a-z_]+)+")re");
-  EXPECT_GE(std::distance(std::sregex_iterator(events.begin(), events.end(), fused), std::sregex_iterator()), 3)
-      << "the updates of m, v and w each run as one fused operation";
+  EXPECT_GE(matches(events, fused), 3) << "the updates of m, v and w each run as one fused operation";
   std::regex broadcast(R"re("graph":"reference"\},"cat":"kernel","name":"broadcast")re");
-  EXPECT_EQ(std::distance(std::sregex_iterator(events.begin(), events.end(), broadcast), std::sregex_iterator()), 2)
-      << "only the i32 tree's broadcasts are materialized";
+  EXPECT_EQ(matches(events, broadcast), 2) << "only the i32 tree's broadcasts are materialized";
 }
 
 // A first tier's products read a transpose of their operand's last two axes
@@ -383,22 +383,9 @@ TEST_F(TieredCompile, FirstTiersReadTransposesAsBlasFlags) {
   std::string expected = bytes_of_both(jit(products, {.compile_mode = CompileMode::Sync})(a, b, c));
   clear_graph_cache();
   auto jitted = jit(products, {.compile_mode = CompileMode::Background});
-  std::filesystem::path profile =
-      std::filesystem::temp_directory_path() / ("kiln-flags-profile-" + std::to_string(::getpid()) + ".json");
-  std::string events;
-  {
-    CompileGate gate;
-    telemetry::start_profile(profile.string());
-    EXPECT_EQ(bytes_of_both(jitted(a, b, c)), expected);
-    telemetry::stop_profile();
-    std::ifstream file(profile);
-    events.assign(std::istreambuf_iterator<char>(file), {});
-  }
-  std::filesystem::remove(profile);
+  std::string events = first_tier_timeline([&] { EXPECT_EQ(bytes_of_both(jitted(a, b, c)), expected); });
   std::regex transpose_kernel(R"re("cat":"kernel","name":"transpose")re");
-  EXPECT_EQ(std::distance(std::sregex_iterator(events.begin(), events.end(), transpose_kernel), std::sregex_iterator()),
-            1)
-      << "only the transpose another operation reads is materialized";
+  EXPECT_EQ(matches(events, transpose_kernel), 1) << "only the transpose another operation reads is materialized";
 }
 
 TEST_F(TieredCompile, FirstCallsRaceTheBackgroundCompileFromManyThreads) {

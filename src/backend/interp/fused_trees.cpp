@@ -73,6 +73,10 @@ void fuse_trees(const ir::Graph& graph, std::span<const char> fusable, std::vect
   for (size_t i = 0; i < count; ++i)
     if (computes(i) && reads[i] != 1) joins[i] = 0;
 
+  // Each node's own kernel, kept for its trees (a broadcast may be in several).
+  std::vector<Program::Kernel> own(count);
+  for (size_t i = 0; i < count; ++i)
+    if (fusable[i]) own[i] = choices[i].kernel;
   std::vector<int> position(count, -1);  // in the tree being built
   for (size_t root = 0; root < count; ++root) {
     const ir::Node& node = graph.nodes[root];
@@ -113,7 +117,7 @@ void fuse_trees(const ir::Graph& graph, std::span<const char> fusable, std::vect
       }
       tree->nodes.push_back(&tree_node);
       tree->operands.push_back(std::move(operands));
-      tree->kernels.push_back(choices[member].kernel);
+      tree->kernels.push_back(own[member]);
     }
     for (size_t member : members) {
       position[member] = -1;
