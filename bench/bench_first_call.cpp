@@ -257,7 +257,9 @@ void compile_times(const std::string& label, Build build, double goal) {
 }
 
 void first_calls() {
-  std::printf("== time to first result (fresh processes, %d rounds; ratio: the median of each process's first / steady) ==\n", rounds);
+  std::printf(
+      "== time to first result (fresh processes, %d rounds; ratio: the median of each process's first / steady) ==\n",
+      rounds);
   first_against("MLP step, background, fresh process", "mlp", "steady step", 3);
   first_against("MLP step, sync (waits for the compile)", "mlp-sync", "steady step", 0);
   first_against("MLP step, background, eager kernels compiled", "mlp-warm", "steady step", 3);

@@ -388,31 +388,37 @@ TEST_F(TieredCompile, FirstTiersReadTransposesAsBlasFlags) {
   EXPECT_EQ(matches(events, transpose_kernel), 1) << "only the transpose another operation reads is materialized";
 }
 
+// Many threads call a new graph at once while it compiles: op by op, and at
+// 400 rows (2^14 elements and more) with fused interpreted trees
+// (tanh(x w + 0.5), exp(-h) * h), every result the optimized code's.
 TEST_F(TieredCompile, FirstCallsRaceTheBackgroundCompileFromManyThreads) {
-  Array w = random::normal(random::key(7), {64, 48}), x = random::normal(random::key(8), {100, 64});
-  std::string expected = bytes_of(jit(step, {.compile_mode = CompileMode::Sync})(w, x));
-  clear_graph_cache();
-  auto shared = jit(step, {.compile_mode = CompileMode::Background});
-  constexpr int threads = 8, calls = 20;
-  std::atomic<int> wrong{0}, started{0};
-  std::vector<std::thread> callers;
-  {
-    CompileGate gate;
-    for (int t = 0; t < threads; ++t)
-      callers.emplace_back([&] {
-        for (int call = 0; call < calls; ++call) {
-          if (bytes_of(shared(w, x)) != expected) wrong.fetch_add(1);
-          if (call == 0) started.fetch_add(1);
-        }
-      });
-    while (started.load() < threads) std::this_thread::yield();
+  for (int64_t rows : {100, 400}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows");
+    Array w = random::normal(random::key(7), {64, 48}), x = random::normal(random::key(8), {rows, 64});
+    std::string expected = bytes_of(jit(step, {.compile_mode = CompileMode::Sync})(w, x));
+    clear_graph_cache();
+    auto shared = jit(step, {.compile_mode = CompileMode::Background});
+    constexpr int threads = 8, calls = 20;
+    std::atomic<int> wrong{0}, started{0};
+    std::vector<std::thread> callers;
+    {
+      CompileGate gate;
+      for (int t = 0; t < threads; ++t)
+        callers.emplace_back([&] {
+          for (int call = 0; call < calls; ++call) {
+            if (bytes_of(shared(w, x)) != expected) wrong.fetch_add(1);
+            if (call == 0) started.fetch_add(1);
+          }
+        });
+      while (started.load() < threads) std::this_thread::yield();
+    }
+    for (auto& caller : callers) caller.join();
+    EXPECT_EQ(wrong.load(), 0);
+    CacheStats stats = shared.stats();
+    EXPECT_EQ(stats.compiles, 1);
+    EXPECT_EQ(stats.calls, threads * calls);
+    EXPECT_GE(stats.calls_before_optimized, threads);
   }
-  for (auto& caller : callers) caller.join();
-  EXPECT_EQ(wrong.load(), 0);
-  CacheStats stats = shared.stats();
-  EXPECT_EQ(stats.compiles, 1);
-  EXPECT_EQ(stats.calls, threads * calls);
-  EXPECT_GE(stats.calls_before_optimized, threads);
 }
 
 TEST(TieredCompileExit, AProcessExitingDuringABackgroundCompileExitsCleanlyAndSavesNothingOfIt) {
