@@ -33,11 +33,7 @@ const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::
 namespace {
 std::vector<const ir::Node*> arguments_read(const ir::Graph& graph, const ir::Node& node) {
   std::vector<const ir::Node*> arguments;
-  for (ir::ValueId input : node.inputs) {
-    const ir::Node* read = &graph.nodes[static_cast<size_t>(input)];
-    if (read->op == ir::Primitive::broadcast) read = &graph.nodes[static_cast<size_t>(read->inputs[0])];
-    arguments.push_back(read);
-  }
+  for (ir::ValueId input : node.inputs) arguments.push_back(&graph.nodes[static_cast<size_t>(input)]);
   return arguments;
 }
 }  // namespace

@@ -31,7 +31,7 @@ const ir::Node* interpretable_reduction_input(const ir::Graph& graph, const ir::
 
 class InterpretedNode : public runtime::Executable {
  public:
-  /// Reads the arguments `node` reads, through broadcasts of them.
+  /// Reads the arguments `node` reads, in its order.
   InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node);
   /// Reads `operands`, arguments of the graph, to compute its output `node`.
   InterpretedNode(std::shared_ptr<const ir::Graph> graph, const ir::Node& node, std::vector<const ir::Node*> operands,
@@ -48,8 +48,8 @@ class InterpretedNode : public runtime::Executable {
  protected:
   const ir::Node& node() const { return node_; }
   /// Writes the node's value into `result` (of the node's type) from the
-  /// arguments it reads, in order. `result` may share its memory with an operand of
-  /// the same type where writes_over_operands says so.
+  /// arguments it reads, in order. `result` may share its memory with an
+  /// operand of the same type where writes_over_operands says so.
   virtual void compute(std::span<const detail::ArrayImpl* const> operands, detail::ArrayImpl& result) const = 0;
   /// Whether compute reads each element of its operands before it writes
   /// that element of its result, so a donated operand's memory may hold it.
