@@ -22,6 +22,7 @@
 
 #include "backend/llvm/scalar_program.h"
 #include "cache/backend_choice.h"
+#include "core/allocator.h"
 #include "core/array_impl.h"
 #include "ir/primitive.h"
 #include "ops/common/rules.h"
@@ -346,7 +347,12 @@ TEST_F(ScalarPrograms, ComposedTreesEqualTheirFusedKernels) {
     auto graph = detail::shared_ir(detail::trace("tree", Location(), record).graph);
     auto interpreted = llvm_backend::interpreted_executable(graph, true);
     ASSERT_NE(interpreted, nullptr);
-    EXPECT_EQ(bytes_of_run(*interpreted, arguments), bytes_of_run(*cache::default_backend().compile(graph), arguments));
+    std::vector<char> expected = bytes_of_run(*cache::default_backend().compile(graph), arguments);
+    detail::allocator::Stats before = detail::allocator::stats();
+    Array result = interpreted->run(arguments, {}).at(0);
+    detail::allocator::Stats after = detail::allocator::stats();
+    EXPECT_EQ((after.hits + after.misses) - (before.hits + before.misses), 1u) << "the result's array alone";
+    EXPECT_EQ(bytes_of(result), expected);
   }
 }
 

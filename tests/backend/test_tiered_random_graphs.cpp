@@ -3,6 +3,13 @@
 // (runtime::CodeQuality), equal the optimized executable's bit for bit.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <string>
 
 #include "backend/llvm/backend.h"
 #include "cache/backend_choice.h"
@@ -63,8 +70,18 @@ TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
 // (interp/fused_trees.h): still the optimized executable's bits.
 TEST(TieredRandomGraphs, FusedTreesAgreeBitForBitOnLargeRandomGraphs) {
   if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
-  EXPECT_GE(expect_tiers_agree(1001, 1060, {.elements = int64_t{1} << 15}), 30)
-      << "graphs whose first calls ran op by op";
+  std::filesystem::path profile =
+      std::filesystem::temp_directory_path() / ("kiln-tiered-trees-" + std::to_string(::getpid()) + ".json");
+  telemetry::start_profile(profile.string());
+  int tiered_graphs = expect_tiers_agree(1001, 1060, {.elements = int64_t{1} << 15});
+  telemetry::stop_profile();
+  EXPECT_GE(tiered_graphs, 30) << "graphs whose first calls ran op by op";
+  std::ifstream file(profile);
+  std::string events(std::istreambuf_iterator<char>(file), {});
+  std::filesystem::remove(profile);
+  // Fused trees ran ("sub·exp", "is_nan·gt·logical_or·select", ...), not only single operations.
+  std::regex fused(R"re("graph":"eager \(interpreted\)"\},"cat":"kernel","name":"[a-z_0-9]+(·[a-z_0-9]+)+")re");
+  EXPECT_GE(std::distance(std::sregex_iterator(events.begin(), events.end(), fused), std::sregex_iterator()), 5);
 }
 
 }  // namespace
