@@ -62,7 +62,7 @@ std::pair<uintptr_t, uintptr_t> mapping_around(uintptr_t address) {
 // OpenBLAS packs each product's operands into a buffer it maps per thread
 // (128 MiB on x86-64) with 4 KiB pages, so a thread's first products pay a
 // page fault per 4 KiB they pack into: 340 of the 500 faults of the MLP
-// step's first call, 10 us each under some hypervisors (its first product
+// step's first call, 11 us each under some hypervisors (its first product
 // took 2.2-7.0 ms a thread, then 1.1). Huge pages make that 1-6 faults a
 // thread (1.3-1.8 ms). OpenBLAS offers no option for it, but exports how it
 // hands its buffer out: taking the thread's buffer once before its first
