@@ -142,6 +142,7 @@ bool repeats_along_leading_axes(const Shape& operand, const Shape& result) {
                     result.end() - static_cast<std::ptrdiff_t>(kept));
 }
 
+namespace {
 bool swaps_last_two_axes(const Node& node) {
   if (node.op != Primitive::transpose) return false;
   const std::vector<int64_t>& perm = node.attrs.ints;
@@ -150,6 +151,16 @@ bool swaps_last_two_axes(const Node& node) {
   for (size_t d = 0; d + 2 < rank; ++d)
     if (perm[d] != static_cast<int64_t>(d)) return false;
   return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
+}
+}  // namespace
+
+std::vector<char> transposes_read_as_flags(const Graph& graph, bool (*reads_as_flag)(const Node&)) {
+  std::vector<char> read_as_flags(graph.nodes.size(), 0);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) read_as_flags[i] = swaps_last_two_axes(graph.nodes[i]);
+  for (const Node& node : graph.nodes)
+    if (!reads_as_flag(node))
+      for (ValueId input : node.inputs) read_as_flags[static_cast<size_t>(input)] = 0;
+  return read_as_flags;
 }
 
 std::vector<Node> take_node_storage(size_t count) {

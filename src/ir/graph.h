@@ -101,9 +101,10 @@ class Graph {
 /// result is then element i % size of the operand, which code may read in
 /// place rather than from a materialized broadcast.
 bool repeats_along_leading_axes(const Shape& operand, const Shape& result);
-/// Whether `node` is a transpose swapping the last two axes, batch axes kept:
-/// what a matrix product reads as a flag to BLAS rather than materialized.
-bool swaps_last_two_axes(const Node& node);
+/// By node id: the transposes swapping the last two axes (batch axes kept)
+/// that only nodes `reads_as_flag` accepts read. A matrix product reads such
+/// a transpose as a flag to BLAS, so it need not be materialized.
+std::vector<char> transposes_read_as_flags(const Graph& graph, bool (*reads_as_flag)(const Node&));
 
 /// An empty node vector with room for `nodes`, reusing the storage of a graph
 /// destroyed on this thread when it has the room. A function traced again

@@ -71,12 +71,8 @@ bool fusable(const ir::Graph& graph, const ir::Node& node, NodeKernel kernel) {
 // code's products do (the MLP step's backward pass has five).
 void read_transposes_as_flags(const ir::Graph& graph, std::vector<Program::Choice>& choices) {
   size_t count = graph.nodes.size();
-  std::vector<char> flagged(count, 0);
-  for (size_t i = 0; i < count; ++i) flagged[i] = ir::swaps_last_two_axes(graph.nodes[i]);
+  std::vector<char> flagged = ir::transposes_read_as_flags(graph, &runtime::blas_handles);
   for (ir::ValueId output : graph.outputs) flagged[static_cast<size_t>(output)] = 0;
-  for (const ir::Node& node : graph.nodes)
-    if (!runtime::blas_handles(node))
-      for (ir::ValueId input : node.inputs) flagged[static_cast<size_t>(input)] = 0;
   for (size_t i = 0; i < count; ++i) {
     const ir::Node& node = graph.nodes[i];
     if (!runtime::blas_handles(node) || node.inputs.size() != 2) continue;

@@ -253,19 +253,6 @@ std::vector<int> count_uses(const ir::Graph& graph) {
   return uses;
 }
 
-// By node id: transposes read only by BLAS matmuls, which are folded into the
-// call (BLAS reads the operand transposed) unless stored anyway.
-std::vector<char> find_transposes_read_by_matmul(const ir::Graph& graph) {
-  size_t count = graph.nodes.size();
-  std::vector<int> uses = count_uses(graph), matmul_uses(count, 0);
-  for (const ir::Node& node : graph.nodes)
-    if (is_floating_matmul(node))
-      for (ir::ValueId input : node.inputs) ++matmul_uses[static_cast<size_t>(input)];
-  std::vector<char> absorbed(count, 0);
-  for (size_t i = 0; i < count; ++i) absorbed[i] = ir::swaps_last_two_axes(graph.nodes[i]) && matmul_uses[i] == uses[i];
-  return absorbed;
-}
-
 // By node id: which values are stored in memory rather than computed inside
 // the kernels reading them.
 std::vector<char> choose_materialized(const ir::Graph& graph, const std::vector<char>& absorbed) {
@@ -487,7 +474,9 @@ void canonical_regions(const ir::Graph& graph, Plan& plan) {
 
 Plan plan_graph(const ir::Graph& graph) {
   Plan plan;
-  std::vector<char> absorbed = find_transposes_read_by_matmul(graph);
+  // Transposes read only by BLAS matmuls are folded into the call (BLAS reads
+  // the operand transposed) unless stored anyway.
+  std::vector<char> absorbed = ir::transposes_read_as_flags(graph, &is_floating_matmul);
   plan.materialized = choose_materialized(graph, absorbed);
   build_steps(graph, absorbed, find_literal_only(graph), plan);
   hoist_scalar_steps(graph, plan);
