@@ -3,11 +3,7 @@
 // (runtime::CodeQuality), equal the optimized executable's bit for bit.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <regex>
 #include <string>
 
@@ -17,6 +13,7 @@
 #include "cache/tiered_compile.h"
 #include "random_graph.h"
 #include "support/compile_gate.h"
+#include "support/timeline.h"
 
 namespace kiln::testing {
 namespace {
@@ -70,18 +67,13 @@ TEST(TieredRandomGraphs, TiersAgreeBitForBitOnRandomGraphs) {
 // (interp/fused_trees.h): still the optimized executable's bits.
 TEST(TieredRandomGraphs, FusedTreesAgreeBitForBitOnLargeRandomGraphs) {
   if (!cache::native_backend_chosen()) GTEST_SKIP() << "tiers exist for the native backend only";
-  std::filesystem::path profile =
-      std::filesystem::temp_directory_path() / ("kiln-tiered-trees-" + std::to_string(::getpid()) + ".json");
-  telemetry::start_profile(profile.string());
-  int tiered_graphs = expect_tiers_agree(1001, 1060, {.elements = int64_t{1} << 15});
-  telemetry::stop_profile();
+  int tiered_graphs = 0;
+  std::string events =
+      recorded_timeline([&] { tiered_graphs = expect_tiers_agree(1001, 1060, {.elements = int64_t{1} << 15}); });
   EXPECT_GE(tiered_graphs, 30) << "graphs whose first calls ran op by op";
-  std::ifstream file(profile);
-  std::string events(std::istreambuf_iterator<char>(file), {});
-  std::filesystem::remove(profile);
   // Fused trees ran ("sub·exp", "is_nan·gt·logical_or·select", ...), not only single operations.
   std::regex fused(R"re("graph":"eager \(interpreted\)"\},"cat":"kernel","name":"[a-z_0-9]+(·[a-z_0-9]+)+")re");
-  EXPECT_GE(std::distance(std::sregex_iterator(events.begin(), events.end(), fused), std::sregex_iterator()), 5);
+  EXPECT_GE(count_matches(events, fused), 5);
 }
 
 }  // namespace

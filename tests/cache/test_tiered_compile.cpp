@@ -10,8 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -28,6 +27,7 @@
 #include "fresh_cache_fixture.h"
 #include "persistent_fixture.h"
 #include "support/compile_gate.h"
+#include "support/timeline.h"
 #include "trace/trace.h"
 
 namespace kiln::testing {
@@ -41,26 +41,11 @@ class TieredCompile : public FreshCacheTest {
   }
 };
 
-// The execution timeline (KILN_PROFILE's JSON) while `call` runs with the
-// background compile held: what a first tier ran, and by what.
-template <class Call>
-std::string first_tier_timeline(Call&& call) {
-  std::filesystem::path profile =
-      std::filesystem::temp_directory_path() / ("kiln-first-tier-profile-" + std::to_string(::getpid()) + ".json");
-  {
-    CompileGate gate;
-    telemetry::start_profile(profile.string());
-    call();
-    telemetry::stop_profile();
-  }
-  std::ifstream file(profile);
-  std::string events(std::istreambuf_iterator<char>(file), {});
-  std::filesystem::remove(profile);
-  return events;
-}
-
-std::ptrdiff_t matches(const std::string& events, const std::regex& pattern) {
-  return std::distance(std::sregex_iterator(events.begin(), events.end(), pattern), std::sregex_iterator());
+// The execution timeline while `call` runs with the background compile
+// held: what a first tier ran, and by what.
+std::string first_tier_timeline(const std::function<void()>& call) {
+  CompileGate gate;
+  return recorded_timeline(call);
 }
 
 Array step(const Array& w, const Array& x) {
@@ -360,9 +345,9 @@ TEST_F(TieredCompile, FirstTiersFuseElementwiseTrees) {
   });
   std::regex fused(
       R"re(\{"args":\{[^}]*"graph":"eager \(interpreted\)"\},"cat":"kernel","name":"[a-z_]+(·[a-z_]+)+")re");
-  EXPECT_GE(matches(events, fused), 3) << "the updates of m, v and w each run as one fused operation";
+  EXPECT_GE(count_matches(events, fused), 3) << "the updates of m, v and w each run as one fused operation";
   std::regex broadcast(R"re("graph":"reference"\},"cat":"kernel","name":"broadcast")re");
-  EXPECT_EQ(matches(events, broadcast), 2) << "only the i32 tree's broadcasts are materialized";
+  EXPECT_EQ(count_matches(events, broadcast), 2) << "only the i32 tree's broadcasts are materialized";
 }
 
 // A first tier's products read a transpose of their operand's last two axes
@@ -384,7 +369,7 @@ TEST_F(TieredCompile, FirstTiersReadTransposesAsBlasFlags) {
   auto jitted = jit(products, {.compile_mode = CompileMode::Background});
   std::string events = first_tier_timeline([&] { EXPECT_EQ(bytes_of_both(jitted(a, b, c)), expected); });
   std::regex transpose_kernel(R"re("cat":"kernel","name":"transpose")re");
-  EXPECT_EQ(matches(events, transpose_kernel), 1) << "only the transpose another operation reads is materialized";
+  EXPECT_EQ(count_matches(events, transpose_kernel), 1) << "only the transpose another operation reads is materialized";
 }
 
 // Many threads call a new graph at once while it compiles: op by op, and at
