@@ -22,6 +22,7 @@ LAYERS = [
     ["transform"],
     ["runtime"],
     ["backend/interp", "backend/llvm"],
+    ["backend/cuda"],
     ["cache"],
 ]
 RANK = {folder: rank for rank, line in enumerate(LAYERS) for folder in line}
