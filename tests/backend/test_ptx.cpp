@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "backend/cuda/ptx.h"
@@ -184,6 +186,43 @@ TEST(Ptx, SineCosineAndPowerAreLeftToLibdevice) {
   got = doubles.module.libdevice_functions;
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, (std::vector<std::string>{"__nv_pow", "__nv_sin"}));
+}
+
+TEST(Ptx, LibdeviceFunctionsAreLinkedInAndOnlyThoseCalled) {
+  // A stand-in for libdevice.10.bc (textual IR parses alike): sinf as x - x^3/6
+  // reading the reflect flag as libdevice does, and a function no kernel calls.
+  std::filesystem::path library = std::filesystem::temp_directory_path() / "kiln_test_libdevice.ll";
+  std::ofstream(library) << R"(
+declare i32 @__nvvm_reflect(ptr)
+@ftz = private unnamed_addr addrspace(1) constant [11 x i8] c"__CUDA_FTZ\00"
+define float @__nv_sinf(float %x) {
+  %flag = call i32 @__nvvm_reflect(ptr addrspacecast (ptr addrspace(1) @ftz to ptr))
+  %x2 = fmul float %x, %x
+  %x3 = fmul float %x2, %x
+  %t = fmul float %x3, 0x3FC5555560000000
+  %r = fsub float %x, %t
+  %ftz = icmp ne i32 %flag, 0
+  %s = select i1 %ftz, float 0.0, float %r
+  ret float %s
+}
+define float @__nv_unused_by_kernels(float %x) {
+  ret float %x
+}
+)";
+  Lowered traced = lower_function([](const Array& a) { return sin(a) * 3.0f; }, normal({256}));
+  PtxModule linked = compile_ptx(traced.graph, traced.plan, GpuTarget{}, "test", library.string());
+  std::filesystem::remove(library);
+  EXPECT_TRUE(linked.libdevice_functions.empty());
+  EXPECT_EQ(linked.ptx.find(".extern"), std::string::npos) << linked.ptx;
+  EXPECT_EQ(linked.ptx.find("__nv_unused_by_kernels"), std::string::npos) << linked.ptx;
+  // The reflect flag was answered (0: subnormals kept), so the select is gone.
+  EXPECT_EQ(linked.ptx.find("__nvvm_reflect"), std::string::npos) << linked.ptx;
+  EXPECT_NE(linked.ptx.find("0fBE2AAAAB"), std::string::npos) << linked.ptx;  // -1/6
+
+  std::string missing =
+      error_of([&] { compile_ptx(traced.graph, traced.plan, GpuTarget{}, "test", "/no/libdevice.bc"); });
+  EXPECT_NE(missing.find("cannot read libdevice at '/no/libdevice.bc'"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("KILN_LIBDEVICE"), std::string::npos) << missing;
 }
 
 TEST(Ptx, EveryDtypeLowers) {

@@ -4,18 +4,22 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
 
-#include "backend/llvm/codegen.h"
-#include "backend/llvm/kernel_emitter.h"
+#include "backend/cuda/gpu_entries.h"
 #include "core/error_format.h"
 
 extern "C" {
@@ -28,8 +32,6 @@ void LLVMInitializeNVPTXAsmPrinter();
 namespace kiln::cuda_backend {
 
 namespace {
-
-using llvm_backend::Kernel;
 
 // The architectures LLVM 16 generates code for, newest first, with the PTX
 // version each needs (PTX ISA notes, "PTX ISA Version" of each target).
@@ -195,11 +197,6 @@ bool nvptx_handles(llvm::Intrinsic::ID id) {
   }
 }
 
-struct KernelOrigin {
-  std::string description;
-  Location where;
-};
-
 void refuse_unselectable(const llvm::Module& module, const std::map<std::string, KernelOrigin>& kernel_of_entry) {
   for (const llvm::Function& function : module) {
     if (!function.isDeclaration() || !function.isIntrinsic() || function.use_empty()) continue;
@@ -224,64 +221,30 @@ void check_valid(const llvm::Module& module, const char* stage) {
                            __FILE__, __LINE__);
 }
 
-// The GPU entry of one kernel: a grid-stride loop over the iterations of its
-// range, calling the (always inlined) body of each (see the header).
-llvm::Function* define_entry(llvm::Module& module, llvm::Function* body, const std::string& name) {
-  llvm::LLVMContext& context = module.getContext();
-  llvm::IRBuilder<> builder(context);
-  llvm::Type* i64 = builder.getInt64Ty();
-  // The body takes begin, end, then its buffers; the entry its buffers, then range, chunk and stride.
-  std::vector<llvm::Type*> parameters;
-  for (unsigned k = 2; k < body->arg_size(); ++k) parameters.push_back(builder.getPtrTy());
-  size_t buffers = parameters.size();
-  parameters.insert(parameters.end(), {i64, i64, i64});
-  auto* entry = llvm::Function::Create(llvm::FunctionType::get(builder.getVoidTy(), parameters, false),
-                                       llvm::Function::ExternalLinkage, name, module);
-  entry->addFnAttr(llvm::Attribute::NoUnwind);
-  // Outputs are fresh memory and leaves are only read: no buffer aliases one written.
-  for (unsigned k = 0; k < buffers; ++k) entry->addParamAttr(k, llvm::Attribute::NoAlias);
-  llvm::Value* range = entry->getArg(static_cast<unsigned>(buffers));
-  llvm::Value* chunk = entry->getArg(static_cast<unsigned>(buffers) + 1);
-  llvm::Value* stride = entry->getArg(static_cast<unsigned>(buffers) + 2);
-
-  auto* start = llvm::BasicBlock::Create(context, "start", entry);
-  auto* header = llvm::BasicBlock::Create(context, "iteration", entry);
-  auto* run = llvm::BasicBlock::Create(context, "run", entry);
-  auto* done = llvm::BasicBlock::Create(context, "done", entry);
-  builder.SetInsertPoint(start);
-  auto special = [&](llvm::Intrinsic::ID id) { return builder.CreateZExt(builder.CreateIntrinsic(id, {}, {}), i64); };
-  llvm::Value* thread = special(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-  llvm::Value* block = special(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
-  llvm::Value* block_size = special(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
-  llvm::Value* grid_size = special(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
-  llvm::Value* first = builder.CreateAdd(builder.CreateMul(block, block_size), thread);
-  llvm::Value* step = builder.CreateMul(grid_size, block_size);
-  llvm::Value* iterations =
-      builder.CreateUDiv(builder.CreateAdd(range, builder.CreateSub(chunk, builder.getInt64(1))), chunk);
-  builder.CreateBr(header);
-
-  builder.SetInsertPoint(header);
-  llvm::PHINode* iteration = builder.CreatePHI(i64, 2, "s");
-  iteration->addIncoming(first, start);
-  builder.CreateCondBr(builder.CreateICmpULT(iteration, iterations), run, done);
-
-  builder.SetInsertPoint(run);
-  llvm::Value* begin = builder.CreateMul(iteration, chunk);
-  llvm::Value* end = builder.CreateBinaryIntrinsic(llvm::Intrinsic::umin, builder.CreateAdd(begin, chunk), range);
-  std::vector<llvm::Value*> arguments{begin, end, entry->getArg(0)};
-  arguments.push_back(builder.CreateGEP(builder.getInt8Ty(), entry->getArg(1), builder.CreateMul(iteration, stride)));
-  for (unsigned k = 2; k < buffers; ++k) arguments.push_back(entry->getArg(k));
-  builder.CreateCall(body, arguments);
-  iteration->addIncoming(builder.CreateAdd(iteration, step), run);
-  builder.CreateBr(header);
-
-  builder.SetInsertPoint(done);
-  builder.CreateRetVoid();
-
-  llvm::Metadata* annotation[] = {llvm::ValueAsMetadata::get(entry), llvm::MDString::get(context, "kernel"),
-                                  llvm::ConstantAsMetadata::get(builder.getInt32(1))};
-  module.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(context, annotation));
-  return entry;
+// Links the libdevice functions `module` calls from the bitcode at `path`,
+// each made internal so that what no kernel calls is dropped. libdevice
+// reads __nvvm_reflect("__CUDA_FTZ"), which NVPTX's reflect pass answers
+// from this module flag: 0 keeps subnormal numbers, as the CPU does.
+void link_libdevice(llvm::Module& module, const std::string& path) {
+  bool needed = false;
+  for (const llvm::Function& function : module)
+    needed = needed || (function.isDeclaration() && function.getName().startswith("__nv_"));
+  if (!needed) return;
+  llvm::SMDiagnostic problem;
+  std::unique_ptr<llvm::Module> library = llvm::parseIRFile(path, problem, module.getContext());
+  if (!library)
+    detail::raise("cuda", "cannot read libdevice at '" + path + "': " + problem.getMessage().str(), Location(),
+                  "point KILN_LIBDEVICE at the CUDA toolkit's nvvm/libdevice/libdevice.10.bc");
+  library->setTargetTriple(module.getTargetTriple());
+  library->setDataLayout(module.getDataLayout());
+  module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+  bool failed = llvm::Linker::linkModules(module, std::move(library), llvm::Linker::Flags::LinkOnlyNeeded,
+                                          [](llvm::Module& linked, const llvm::StringSet<>& names) {
+                                            for (llvm::Function& function : linked)
+                                              if (!function.isDeclaration() && names.contains(function.getName()))
+                                                function.setLinkage(llvm::GlobalValue::InternalLinkage);
+                                          });
+  if (failed) detail::raise("cuda", "linking libdevice from '" + path + "' failed", Location(), "");
 }
 
 void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
@@ -301,13 +264,6 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, cgscc, modules);
   passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
-}
-
-KernelOrigin kernel_origin(const ir::Graph& graph, const Kernel& kernel) {
-  const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
-  return {"the kernel computing '" + std::string(ir::primitive_name(root.op)) + "' (" +
-              std::string(dtype_name(root.type.dtype)) + shape_string(root.type.shape) + ")",
-          root.where};
 }
 
 }  // namespace
@@ -336,8 +292,23 @@ GpuTarget gpu_target(int major, int minor, int driver_version) {
                 Location(), "use a GPU of compute capability 6.0 or newer, or device \"cpu\"");
 }
 
+std::string find_libdevice() {
+  std::vector<std::filesystem::path> candidates;
+  if (const char* chosen = std::getenv("KILN_LIBDEVICE"); chosen && *chosen) return chosen;
+  for (const char* variable : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = std::getenv(variable); root && *root)
+      candidates.push_back(std::filesystem::path(root) / "nvvm/libdevice/libdevice.10.bc");
+  candidates.push_back("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  candidates.push_back("/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc");
+  for (const std::filesystem::path& candidate : candidates) {
+    std::error_code ignored;
+    if (std::filesystem::is_regular_file(candidate, ignored)) return candidate.string();
+  }
+  return {};
+}
+
 PtxModule compile_ptx(const ir::Graph& graph, const llvm_backend::Plan& plan, const GpuTarget& target,
-                      const std::string& name) {
+                      const std::string& name, const std::string& libdevice) {
   std::unique_ptr<llvm::TargetMachine> machine = target_machine(target);
   llvm::LLVMContext context;
   llvm::Module module(name, context);
@@ -346,39 +317,14 @@ PtxModule compile_ptx(const ir::Graph& graph, const llvm_backend::Plan& plan, co
 
   PtxModule result;
   result.target = target;
-  std::map<std::string, KernelOrigin> kernel_of_entry;
-  // Prefetching is a CPU cache's concern: each kernel is emitted without it.
-  std::vector<Kernel> kernels = plan.kernels;
-  for (Kernel& kernel : kernels) kernel.prefetch = false;
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    const Kernel& kernel = kernels[k];
-    std::string host_entry = "kiln_host_entry_" + std::to_string(k);
-    llvm_backend::KernelEmitter emitter(module, graph, kernel, host_entry);
-    llvm_backend::CompiledKernel compiled = emitter.emit();
-    // The emitter's CPU entry unpacks an array of buffers; the GPU's takes them as parameters.
-    module.getFunction(host_entry)->eraseFromParent();
-    GpuKernel gpu;
-    gpu.entry = "kiln_gpu_kernel_" + std::to_string(k);
-    gpu.output_count = 1 + static_cast<int>(kernel.extra_roots.size());
-    gpu.leaf_count = static_cast<int>(kernel.leaves.size());
-    gpu.constants = llvm_backend::kernel_constants(graph, kernel);
-    gpu.chunked = kernel.chunked;
-    if (llvm_backend::is_flat(graph, kernel)) {
-      gpu.range = llvm_backend::kernel_range(graph, kernel);
-      gpu.range_count = llvm_backend::SymbolicCount(llvm_backend::kernel_range_size(graph, kernel));
-    } else {
-      gpu.range = compiled.range;
-      gpu.range_count = compiled.range_count;
-    }
-    define_entry(module, module.getFunction(host_entry + "_body"), gpu.entry);
-    kernel_of_entry[gpu.entry] = kernel_origin(graph, kernel);
-    result.kernels.push_back(std::move(gpu));
-  }
+  GpuEntries entries = emit_gpu_entries(module, graph, plan, GridSource::special_registers);
+  result.kernels = entries.kernels;
   call_libdevice(module);
+  if (!libdevice.empty()) link_libdevice(module, libdevice);
   check_valid(module, "before optimizing");
   optimize(module, *machine);
   check_valid(module, "after optimizing");
-  refuse_unselectable(module, kernel_of_entry);
+  refuse_unselectable(module, entries.origin_of_entry);
   for (const llvm::Function& function : module)
     if (function.isDeclaration() && !function.use_empty() && function.getName().startswith("__nv_"))
       result.libdevice_functions.push_back(function.getName().str());

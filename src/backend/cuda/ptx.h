@@ -65,8 +65,15 @@ struct PtxModule {
 
 /// Compiles every kernel of `plan` into one PTX module for `target`.
 /// Raises kiln::Error naming the kernel's root operation where a kernel
-/// cannot be lowered for the GPU.
+/// cannot be lowered for the GPU. With `libdevice` (the path of the CUDA
+/// toolkit's libdevice.10.bc), the libdevice functions the kernels call are
+/// linked in; without it they are left undefined (libdevice_functions).
 PtxModule compile_ptx(const ir::Graph& graph, const llvm_backend::Plan& plan, const GpuTarget& target,
-                      const std::string& name);
+                      const std::string& name, const std::string& libdevice = "");
+
+/// Where the CUDA toolkit's libdevice.10.bc is: KILN_LIBDEVICE, else under
+/// CUDA_HOME, CUDA_PATH or /usr/local/cuda (nvvm/libdevice), else Debian's
+/// nvidia-cuda-toolkit folder; empty when none exists.
+std::string find_libdevice();
 
 }  // namespace kiln::cuda_backend
