@@ -74,21 +74,6 @@ std::string dump_prefix(const ir::Graph& graph) {
   return std::string(directory) + "/" + name + "-" + std::to_string(counter.fetch_add(1));
 }
 
-// Every plan step as the runtime sees it: what it reads and defines, and for
-// a view, whose memory it shares.
-std::vector<runtime::ProgramStep> program_steps(const ir::Graph& graph, const Plan& plan) {
-  std::vector<runtime::ProgramStep> steps;
-  steps.reserve(plan.steps.size());
-  for (const Step& step : plan.steps) {
-    runtime::ProgramStep& described = steps.emplace_back();
-    described.reads = step_inputs(graph, plan, step);
-    described.defines = step.value;
-    if (step.kind == Step::Kind::view)
-      described.shares_memory_of = graph.nodes[static_cast<size_t>(step.value)].inputs[0];
-  }
-  return steps;
-}
-
 std::span<const Array> gather(const std::vector<Array>& values, const ir::Node& node, std::vector<Array>& inputs) {
   inputs.clear();
   for (ir::ValueId input : node.inputs) inputs.push_back(values[static_cast<size_t>(input)]);

@@ -592,4 +592,17 @@ bool reductions_match_op_by_op(const ir::Graph& graph, bool in_loop_body) {
   return true;
 }
 
+std::vector<runtime::ProgramStep> program_steps(const ir::Graph& graph, const Plan& plan) {
+  std::vector<runtime::ProgramStep> steps;
+  steps.reserve(plan.steps.size());
+  for (const Step& step : plan.steps) {
+    runtime::ProgramStep& described = steps.emplace_back();
+    described.reads = step_inputs(graph, plan, step);
+    described.defines = step.value;
+    if (step.kind == Step::Kind::view)
+      described.shares_memory_of = graph.nodes[static_cast<size_t>(step.value)].inputs[0];
+  }
+  return steps;
+}
+
 }  // namespace kiln::llvm_backend

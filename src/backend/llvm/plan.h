@@ -24,6 +24,7 @@
 
 #include "ir/graph.h"
 #include "kiln/array.h"
+#include "runtime/step_program.h"
 
 namespace kiln::llvm_backend {
 
@@ -139,6 +140,10 @@ std::vector<ir::ValueId> step_inputs(const ir::Graph& graph, const Plan& plan, c
 int64_t kernel_range(const ir::Graph& graph, const Kernel& kernel);
 /// kernel_range as a polynomial in the graph's symbols.
 ir::DimExpr kernel_range_size(const ir::Graph& graph, const Kernel& kernel);
+
+/// Every plan step as the runtime sees it: what it reads and defines, and for
+/// a view, whose memory it shares.
+std::vector<runtime::ProgramStep> program_steps(const ir::Graph& graph, const Plan& plan);
 
 /// Finds the row groups of a plan whose steps are final.
 std::vector<RowGroup> find_row_groups(const ir::Graph& graph, const Plan& plan);

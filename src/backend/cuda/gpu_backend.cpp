@@ -1,0 +1,257 @@
+// The backend of the "cuda" device (see the header).
+#include "backend/cuda/gpu_backend.h"
+
+#include <llvm/Config/llvm-config.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/llvm/plan.h"
+#include "core/array_impl.h"
+#include "core/error_format.h"
+#include "ops/common/rules.h"
+#include "transform/simplify.h"
+
+namespace kiln::cuda_backend {
+
+namespace {
+
+using llvm_backend::Kernel;
+using llvm_backend::Plan;
+using llvm_backend::Step;
+
+// A value on the device: a block of memory (shared by a reshape's view).
+using DeviceValue = std::shared_ptr<DeviceBuffer>;
+
+size_t bytes_of(const ir::Node& node) { return static_cast<size_t>(node.type.size()) * dtype_size(node.type.dtype); }
+
+// The fewest input elements a slice of a reduction to one value gets: each
+// slice's partial result is read back and combined on the host, so a few
+// thousand slices at most.
+constexpr int64_t slice_minimum = 4096;
+
+class GpuExecutable final : public runtime::Executable {
+ public:
+  GpuExecutable(std::shared_ptr<const ir::Graph> traced, std::shared_ptr<Device> device) : device_(std::move(device)) {
+    auto simplified = std::make_shared<ir::Graph>(*traced);
+    transform::simplify(*simplified);
+    graph_ = std::move(simplified);
+    refuse_what_is_not_built(*graph_);
+    plan_ = llvm_backend::plan_graph(*graph_);
+    program_ = device_->load(*graph_, plan_, graph_->name);
+    // Each kernel's literal values, read by its code from device memory.
+    for (const GpuKernel& kernel : program_->kernels) {
+      if (kernel.constants.empty()) {
+        constants_.push_back(nullptr);
+        continue;
+      }
+      size_t bytes = kernel.constants.size() * sizeof(uint64_t);
+      constants_.push_back(device_->allocate(bytes, "compile"));
+      device_->copy_to_device(constants_.back()->address(), kernel.constants.data(), bytes);
+    }
+    std::vector<Array> folded = llvm_backend::fold_constants(*graph_, plan_);
+    folded_.resize(folded.size());
+    for (size_t id = 0; id < folded.size(); ++id)
+      if (folded[id].defined()) folded_[id] = upload(folded[id], "compile");
+    std::vector<runtime::ProgramStep> steps = llvm_backend::program_steps(*graph_, plan_);
+    last_reads_ = runtime::last_reading_steps(steps, graph_->nodes.size(), graph_->outputs);
+  }
+
+  std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
+                         std::span<const char> = {}) const override {
+    std::vector<Array> host(graph_->nodes.size());
+    runtime::bind_inputs(host, *graph_, graph_->arguments, arguments, "arguments");
+    runtime::bind_inputs(host, *graph_, graph_->captures, implicit_inputs, "implicit inputs");
+    std::lock_guard turn(device_->run_mutex());
+    std::vector<DeviceValue> values(graph_->nodes.size());
+    for (const auto* ids : {&graph_->arguments, &graph_->captures})
+      for (ir::ValueId id : *ids) values[static_cast<size_t>(id)] = upload(host[static_cast<size_t>(id)], "call");
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      run_step(plan_.steps[s], values);
+      for (size_t id = 0; id < values.size(); ++id)
+        if (last_reads_[id] == static_cast<int>(s)) values[id].reset();
+    }
+    std::vector<Array> outputs;
+    for (ir::ValueId id : graph_->outputs) {
+      const Array& input = host[static_cast<size_t>(id)];
+      outputs.push_back(
+          input.defined() ? input : download(graph_->nodes[static_cast<size_t>(id)], values[static_cast<size_t>(id)]));
+    }
+    return outputs;
+  }
+
+  std::string_view backend() const override { return "cuda"; }
+
+ private:
+  // What this backend does not run yet, refused before anything is compiled.
+  static void refuse_what_is_not_built(const ir::Graph& graph) {
+    if (graph.symbols > 0)
+      detail::raise("jit", "'" + graph.name + "' has dynamic dimensions, which the cuda device does not compile yet",
+                    Location(), "compile each size (JitOptions::automatic_dynamic = false), or use device \"cpu\"");
+    for (const ir::Node& node : graph.nodes)
+      if (!node.bodies.empty())
+        detail::raise(std::string(ir::primitive_name(node.op)),
+                      "loops and branches do not run on the cuda device yet (" +
+                          std::string(dtype_name(node.type.dtype)) + shape_string(node.type.shape) + ")",
+                      node.where, "run this function on device \"cpu\"");
+  }
+
+  DeviceValue upload(const Array& array, const char* operation) const {
+    const detail::ArrayImpl& impl = *detail::impl(array);
+    size_t bytes = static_cast<size_t>(impl.type.size()) * dtype_size(impl.type.dtype);
+    DeviceValue value = device_->allocate(bytes, operation);
+    device_->copy_to_device(value->address(), impl.buffer->data(), bytes);
+    return value;
+  }
+
+  Array download(const ir::Node& node, const DeviceValue& value) const {
+    Array result = detail::allocate(node.type);
+    device_->copy_to_host(detail::impl(result)->buffer->data(), value->address(), bytes_of(node));
+    return result;
+  }
+
+  DeviceValue fresh(const ir::Node& node) const {
+    return device_->allocate(bytes_of(node), std::string(ir::primitive_name(node.op)));
+  }
+
+  const ir::Node& node(ir::ValueId id) const { return graph_->nodes[static_cast<size_t>(id)]; }
+
+  void run_step(const Step& step, std::vector<DeviceValue>& values) const {
+    const ir::Node& result = node(step.value);
+    DeviceValue& value = values[static_cast<size_t>(step.value)];
+    switch (step.kind) {
+      case Step::Kind::kernel: run_kernel(static_cast<size_t>(step.kernel), values); return;
+      case Step::Kind::matmul:
+        value = fresh(result);
+        multiply(step, values, value);
+        return;
+      case Step::Kind::view: value = values[static_cast<size_t>(result.inputs[0])]; return;
+      case Step::Kind::constant: value = folded_[static_cast<size_t>(step.value)]; return;
+      case Step::Kind::reference: {
+        std::vector<Array> inputs;
+        for (ir::ValueId input : result.inputs)
+          inputs.push_back(download(node(input), values[static_cast<size_t>(input)]));
+        value = upload(ops::rules(result.op).evaluate(result, inputs), "call");
+        return;
+      }
+      case Step::Kind::control: break;  // refused when compiled
+    }
+    KILN_CHECK(false, "a step kind the cuda backend does not run");
+  }
+
+  void run_kernel(size_t k, std::vector<DeviceValue>& values) const {
+    const Kernel& kernel = plan_.kernels[k];
+    const GpuKernel& gpu = program_->kernels[k];
+    const ir::Node& root = node(kernel.root);
+    Launch launch;
+    launch.kernel = static_cast<int>(k);
+    launch.buffers.push_back(constants_[k] ? constants_[k]->address() : 0);
+    DeviceValue partials;
+    if (kernel.chunked) {
+      int64_t slices =
+          std::clamp<int64_t>(gpu.range / slice_minimum, 1, device_->resident_blocks() * device_->threads_per_block());
+      launch.chunk = (gpu.range + slices - 1) / slices;
+      slices = (gpu.range + launch.chunk - 1) / launch.chunk;
+      launch.stride = static_cast<int64_t>(dtype_size(root.type.dtype));
+      partials =
+          device_->allocate(static_cast<size_t>(slices * launch.stride), std::string(ir::primitive_name(root.op)));
+      launch.buffers.push_back(partials->address());
+    } else {
+      values[static_cast<size_t>(kernel.root)] = fresh(root);
+      launch.buffers.push_back(values[static_cast<size_t>(kernel.root)]->address());
+    }
+    for (ir::ValueId extra : kernel.extra_roots) {
+      values[static_cast<size_t>(extra)] = fresh(node(extra));
+      launch.buffers.push_back(values[static_cast<size_t>(extra)]->address());
+    }
+    for (ir::ValueId leaf : kernel.leaves) launch.buffers.push_back(values[static_cast<size_t>(leaf)]->address());
+    launch.range = gpu.range;
+    int64_t iterations = (gpu.range + launch.chunk - 1) / launch.chunk;
+    launch.threads = device_->threads_per_block();
+    launch.blocks =
+        std::clamp<int64_t>((iterations + launch.threads - 1) / launch.threads, 1, device_->resident_blocks());
+    if (iterations > 0) device_->launch(*program_, launch);
+    if (kernel.chunked) values[static_cast<size_t>(kernel.root)] = combine_slices(root, partials, iterations);
+  }
+
+  // The slices' results combined in order by the reduction's reference
+  // kernel, as the CPU backend combines its slices.
+  DeviceValue combine_slices(const ir::Node& root, const DeviceValue& partials, int64_t slices) const {
+    ir::Node combine = root;
+    combine.inputs = {0};
+    combine.attrs.ints = {0};
+    combine.type.shape = {};
+    Array partial = detail::allocate(detail::AbstractValue{.dtype = root.type.dtype, .shape = {slices}});
+    device_->copy_to_host(detail::impl(partial)->buffer->data(), partials->address(),
+                          static_cast<size_t>(slices) * dtype_size(root.type.dtype));
+    return upload(ops::rules(root.op).evaluate(combine, {&partial, 1}), "call");
+  }
+
+  // Row-major [..., m, k] x [..., k, n] as cuBLAS's column-major product
+  // C^T = B^T A^T: a row-major matrix is its transpose in column-major
+  // order. `a` is stored [..., k, m] when transpose_a, `b` [..., n, k] when
+  // transpose_b (a transpose feeding the product is read as a flag).
+  void multiply(const Step& step, const std::vector<DeviceValue>& values, const DeviceValue& c) const {
+    const ir::Node& result = node(step.value);
+    const Shape& shape = result.type.shape;
+    const Shape& stored_a = node(step.operand_a).type.shape;
+    size_t rank = shape.size();
+    int64_t m = shape[rank - 2], n = shape[rank - 1];
+    int64_t k = step.transpose_a ? stored_a[rank - 2] : stored_a[rank - 1];
+    if (m * n == 0) return;
+    if (k == 0) {
+      std::vector<char> zeros(bytes_of(result), 0);
+      device_->copy_to_device(c->address(), zeros.data(), zeros.size());
+      return;
+    }
+    ColumnMajorProduct product;
+    product.dtype = result.type.dtype;
+    for (size_t d = 0; d + 2 < rank; ++d) product.batch *= shape[d];
+    product.m = n;
+    product.n = m;
+    product.k = k;
+    product.a = values[static_cast<size_t>(step.operand_b)]->address();
+    product.transpose_a = step.transpose_b;
+    product.lda = step.transpose_b ? k : n;
+    product.b = values[static_cast<size_t>(step.operand_a)]->address();
+    product.transpose_b = step.transpose_a;
+    product.ldb = step.transpose_a ? m : k;
+    product.c = c->address();
+    product.ldc = n;
+    product.stride_a = k * n;
+    product.stride_b = m * k;
+    product.stride_c = m * n;
+    device_->multiply(product);
+  }
+
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<const ir::Graph> graph_;
+  Plan plan_;
+  std::shared_ptr<const LoadedProgram> program_;
+  std::vector<DeviceValue> constants_;  // by kernel
+  std::vector<DeviceValue> folded_;     // by value id
+  std::vector<int> last_reads_;         // by value id
+};
+
+class GpuBackend final : public runtime::Backend {
+ public:
+  explicit GpuBackend(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  std::string_view name() const override { return "cuda"; }
+  std::shared_ptr<const runtime::Executable> compile(std::shared_ptr<const ir::Graph> graph) const override {
+    return std::make_shared<GpuExecutable>(std::move(graph), device_);
+  }
+  // Its reductions slice differently from eager code's.
+  bool matches_op_by_op(const ir::Graph&) const override { return false; }
+  std::string target() const override { return "LLVM " LLVM_VERSION_STRING " " + device_->target(); }
+
+ private:
+  std::shared_ptr<Device> device_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Backend> make_gpu_backend(std::shared_ptr<Device> device) {
+  return std::make_unique<GpuBackend>(std::move(device));
+}
+
+}  // namespace kiln::cuda_backend

@@ -1,0 +1,230 @@
+// The cuda device's backend against the reference interpreter: every kernel
+// family, products, slices of reductions to one value, host steps, and the
+// random-graph fuzzer. Each test runs on the emulated device (the same GPU
+// entries compiled for the host, the grid run thread after thread) and,
+// where a GPU and its driver are present, on the GPU; there it is skipped
+// elsewhere.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include "backend/cuda/emulated_device.h"
+#include "backend/cuda/gpu_backend.h"
+#include "random_graph.h"
+
+namespace kiln::testing {
+namespace {
+
+using cuda_backend::Device;
+
+class GpuBackendTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "emulated") {
+      device_ = cuda_backend::make_emulated_device();
+    } else {
+      GTEST_SKIP() << "no CUDA device in this build";
+    }
+    backend_ = cuda_backend::make_gpu_backend(device_);
+  }
+
+  std::string check(const DifferentialCase& test, const std::vector<Tolerance>& tolerances = {}) {
+    return run_differential(test, tolerances, *backend_);
+  }
+
+  std::shared_ptr<Device> device_;
+  std::unique_ptr<runtime::Backend> backend_;
+};
+
+Array normal(const Shape& shape, uint32_t seed = 1) { return random::normal(random::key(seed), shape); }
+
+// Sums and transcendental functions round differently from the
+// interpreter's (slices, kiln's own exp and tanh); products are OpenBLAS's
+// or cuBLAS's, blocked differently from the interpreter's loops.
+const Tolerance close{.absolute = 1e-5, .relative = 1e-5};
+
+TEST_P(GpuBackendTest, AnElementwiseChainMatches) {
+  Array x = normal({1000}), y = normal({1000}, 2);
+  EXPECT_EQ(
+      check(trace_case(
+                "chain", [](const Array& a, const Array& b) { return tanh(a * 2.0f + 1.0f) * b - exp(-a); }, x, y),
+            {close}),
+      "");
+  // Broadcasting rows and columns, integers and comparisons.
+  Array rows = normal({7, 33}), column = normal({7, 1}, 3);
+  EXPECT_EQ(check(trace_case(
+                "broadcast",
+                [](const Array& a, const Array& b) {
+                  return std::vector<Array>{where(a > b, a - b, b * 0.5f), remainder(astype(a * 10.0f, DType::i32), 7)};
+                },
+                rows, column)),
+            "");
+}
+
+TEST_P(GpuBackendTest, RowReductionsSoftmaxAndLayerNormMatch) {
+  Array x = normal({37, 300}) * 3.0f;
+  EXPECT_EQ(check(trace_case(
+                      "rows",
+                      [](const Array& v) {
+                        Array centered = v - mean(v, -1, true);
+                        return std::vector<Array>{
+                            softmax(v, -1), log_softmax(v, -1),
+                            max(v, -1),     min(v, 0),
+                            sum(v, 0),      centered * rsqrt(mean(square(centered), -1, true) + 1e-5f)};
+                      },
+                      x),
+                  {close}),
+            "");
+}
+
+TEST_P(GpuBackendTest, AReductionToOneValueCombinesItsSlicesInOrder) {
+  // Long enough to be sliced (llvm_backend::chunked_reduction_minimum).
+  Array x = normal({1 << 17});
+  EXPECT_EQ(check(trace_case(
+                      "total",
+                      [](const Array& v) {
+                        return std::vector<Array>{sum(v * v), max(v), min(abs(v))};
+                      },
+                      x),
+                  {close}),
+            "");
+  // NaN wins a maximum from whichever slice it is in.
+  Array with_nan = where(arange(0, 1 << 17) == 70000, full({1 << 17}, NAN), x);
+  EXPECT_EQ(check(trace_case(
+                "nan", [](const Array& v) { return max(v * 1.0f); }, with_nan)),
+            "");
+}
+
+TEST_P(GpuBackendTest, ProductsMatchWithTransposesReadAsFlags) {
+  Array a = normal({33, 17}), b = normal({17, 9}, 2), c = normal({9, 17}, 3), batch = normal({4, 5, 6}, 4);
+  EXPECT_EQ(check(trace_case(
+                      "products",
+                      [](const Array& x, const Array& y, const Array& z, const Array& w) {
+                        return std::vector<Array>{matmul(x, y), matmul(x, transpose(z)),
+                                                  matmul(transpose(y), transpose(x)),
+                                                  matmul(w, transpose(w, {0, 2, 1}))};
+                      },
+                      a, b, c, batch),
+                  {close}),
+            "");
+  Array a64 = astype(a, DType::f64), b64 = astype(b, DType::f64);
+  EXPECT_EQ(check(trace_case(
+                      "f64 product", [](const Array& x, const Array& y) { return matmul(x, y); }, a64, b64),
+                  {{.absolute = 1e-12, .relative = 1e-12}}),
+            "");
+}
+
+TEST_P(GpuBackendTest, AnMlpTrainingStepMatches) {
+  Array w1 = normal({64, 32}) * 0.1f, b1 = zeros({32}), w2 = normal({32, 10}, 2) * 0.1f;
+  Array x = normal({16, 64}, 3);
+  Array labels = one_hot(astype(remainder(arange(0, 16), 10), DType::i32), 10);
+  auto loss = [](const Array& first, const Array& bias, const Array& second, const Array& inputs,
+                 const Array& targets) {
+    Array hidden = relu(matmul(inputs, first) + bias);
+    return -mean(sum(log_softmax(matmul(hidden, second), -1) * targets, -1));
+  };
+  auto step = [&](const Array& first, const Array& bias, const Array& second, const Array& inputs,
+                  const Array& targets) {
+    auto [value, gradients] = value_and_grad(loss, {0, 1, 2})(first, bias, second, inputs, targets);
+    return std::vector<Array>{value, std::get<0>(gradients), std::get<1>(gradients), std::get<2>(gradients)};
+  };
+  EXPECT_EQ(check(trace_case("mlp step", step, w1, b1, w2, x, labels), {close}), "");
+}
+
+TEST_P(GpuBackendTest, StandaloneKernelsAndRandomNumbersMatch) {
+  Array x = normal({32, 48});
+  Array indices = astype(arange(0, 32, 3), DType::i32);
+  EXPECT_EQ(check(trace_case(
+                "standalone",
+                [](const Array& v, const Array& i) {
+                  return std::vector<Array>{transpose(v) + 1.0f, concatenate({v, v * 2.0f}, 1), take(v, i, 0),
+                                            pad(v, {1, 2}, {3, 0}), argmax(v, 1)};
+                },
+                x, indices)),
+            "");
+  EXPECT_EQ(check(trace_case(
+                      "cumsum", [](const Array& v) { return cumsum(v, 1); }, x),
+                  {close}),
+            "");
+  EXPECT_EQ(check(trace_case(
+                      "random",
+                      [](const Array& key) {
+                        return std::vector<Array>{random::uniform(key, {4096}), random::normal(key, {64, 3})};
+                      },
+                      random::key(7)),
+                  {close}),
+            "");
+}
+
+TEST_P(GpuBackendTest, StepsWithoutGpuCodeRunOnTheHost) {
+  Array x = normal({6, 6}) + eye(6) * 6.0f;
+  EXPECT_EQ(check(trace_case(
+                      "host step",
+                      [](const Array& v) {
+                        return std::vector<Array>{linalg::inv(v) * 2.0f, sort(v, -1)};
+                      },
+                      x),
+                  {close}),
+            "");
+}
+
+TEST_P(GpuBackendTest, OutputsThatAreInputsOrConstantsComeBackAsThey) {
+  Array x = normal({5});
+  EXPECT_EQ(check(trace_case(
+                "passing",
+                [](const Array& v) {
+                  return std::vector<Array>{v, full({3}, 2.5f), v + 1.0f};
+                },
+                x)),
+            "");
+}
+
+TEST_P(GpuBackendTest, RandomGraphsMatchTheInterpreter) {
+  std::vector<uint64_t> failing;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    std::string report = check_random_graph(make_random_graph(seed), *backend_);
+    if (!report.empty()) {
+      failing.push_back(seed);
+      ADD_FAILURE() << report;
+    }
+  }
+  EXPECT_TRUE(failing.empty()) << failing.size() << " failing seeds";
+}
+
+TEST_P(GpuBackendTest, FreedMemoryServesTheNextCall) {
+  Array x = normal({4096});
+  DifferentialCase test = trace_case(
+      "twice", [](const Array& v) { return exp(v) * v; }, x);
+  auto executable = backend_->compile(std::make_shared<ir::Graph>(detail::ir_of(test.graph)));
+  executable->run({&x, 1}, {});
+  size_t cached = device_->cached_bytes();
+  size_t used = device_->used_bytes();
+  EXPECT_GT(cached, 0u);
+  executable->run({&x, 1}, {});
+  EXPECT_EQ(device_->cached_bytes(), cached);
+  EXPECT_EQ(device_->used_bytes(), used);
+}
+
+TEST_P(GpuBackendTest, LoopsAndDynamicDimensionsAreRefusedByName) {
+  Array x = normal({8});
+  DifferentialCase loop = trace_case(
+      "loop",
+      [](const Array& v) {
+        return fori_loop(
+            0, 3, [](const Array&, const Array& c) { return c * 2.0f; }, v);
+      },
+      x);
+  try {
+    backend_->compile(std::make_shared<ir::Graph>(detail::ir_of(loop.graph)));
+    ADD_FAILURE() << "a loop compiled";
+  } catch (const Error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("loops and branches do not run on the cuda device yet"), std::string::npos) << message;
+    EXPECT_NE(message.find("test_gpu_backend.cpp"), std::string::npos) << message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, GpuBackendTest, ::testing::Values("emulated", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace kiln::testing
