@@ -4,9 +4,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/emulated_device.h"
+#include "backend/cuda/gpu_backend.h"
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/backend.h"
+#include "core/error_format.h"
 
 namespace kiln::cache {
 
@@ -28,5 +33,30 @@ const runtime::Backend& default_backend() {
 }
 
 bool native_backend_chosen() { return !interpreter_chosen(); }
+
+const runtime::Backend* device_backend(const std::string& device, const std::string& name, Location where) {
+  if (device == "cpu") return nullptr;
+  if (device != "cuda")
+    detail::raise("jit", "'" + name + "' asks for device '" + device + "', which kiln does not know", where,
+                  "use \"cpu\" or \"cuda\"");
+  // KILN_CUDA_EMULATE=1: the GPU path on an emulated device (device.h),
+  // to test kiln's GPU backend, or a program's use of it, without a GPU.
+  if (const char* emulate = std::getenv("KILN_CUDA_EMULATE"); emulate && std::strcmp(emulate, "1") == 0) {
+    static const runtime::Backend* emulated =  // never destroyed: compiles may run at exit
+        cuda_backend::make_gpu_backend(cuda_backend::make_emulated_device()).release();
+    return emulated;
+  }
+  static std::once_flag made;
+  static const runtime::Backend* backend = nullptr;  // never destroyed: compiles may run at exit
+  std::shared_ptr<cuda_backend::Device> gpu;
+  try {
+    gpu = cuda_backend::cuda_device();
+  } catch (const Error& error) {
+    detail::raise("jit", "'" + name + "' asks for device 'cuda', which is not available here:\n  " + error.what(),
+                  where, "use device \"cpu\" on a machine without an NVIDIA GPU");
+  }
+  std::call_once(made, [&] { backend = cuda_backend::make_gpu_backend(gpu).release(); });
+  return backend;
+}
 
 }  // namespace kiln::cache

@@ -68,8 +68,8 @@ bool first_tier_ready(const ir::Graph& graph, const runtime::Backend& backend) {
 class GraphCache {
  public:
   GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
-                             const std::function<void()>& starting) {
-    CachedGraph cached{key, graph};
+                             const std::function<void()>& starting, const runtime::Backend* device) {
+    CachedGraph cached{key, graph, device};
     std::unique_lock lock(mutex_);
     for (;;) {
       // A graph's first tier runs eager operations, which must find compiled
@@ -90,7 +90,7 @@ class GraphCache {
     try {
       // Traces, derivative replays and lifting all end here.
       transform::verify_after("tracing", *graph);
-      const runtime::Backend& backend = default_backend();
+      const runtime::Backend& backend = device ? *device : default_backend();
       std::shared_ptr<PersistentCache> disk = persistent_cache();
       std::string disk_key = disk->usable() ? persistent_key(*graph, backend) : std::string();
       if (!disk_key.empty()) {
@@ -102,8 +102,8 @@ class GraphCache {
         }
       }
       if (!executable && starting) starting();
-      if (!executable && mode == CompileMode::Background && native_backend_chosen() && interp::op_by_op_exact(*graph) &&
-          backend.matches_op_by_op(*graph) && first_tier_ready(*graph, backend)) {
+      if (!executable && mode == CompileMode::Background && !device && native_backend_chosen() &&
+          interp::op_by_op_exact(*graph) && backend.matches_op_by_op(*graph) && first_tier_ready(*graph, backend)) {
         lookup.tiered = std::make_shared<const TieredExecutable>(interp::op_by_op_executable(graph));
         executable = lookup.tiered;
         backend.prepare_background_compiles();
@@ -185,10 +185,10 @@ uint64_t graph_key(const ir::Graph& graph, uint64_t structure_hash) {
 uint64_t graph_key(const ir::Graph& graph) { return graph_key(graph, graph.structure_hash()); }
 
 GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
-                           const std::function<void()>& starting) {
+                           const std::function<void()>& starting, const runtime::Backend* backend) {
   // What the graph cache holds serves for good: never quick code.
   runtime::CodeQualityScope optimized(runtime::CodeQuality::optimized);
-  return instance().get_or_compile(graph, key, mode, starting);
+  return instance().get_or_compile(graph, key, mode, starting, backend);
 }
 std::shared_ptr<const runtime::Executable> find_compiled(const std::shared_ptr<const ir::Graph>& graph, uint64_t key) {
   return instance().find_compiled(graph, key);

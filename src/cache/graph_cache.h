@@ -17,16 +17,22 @@ namespace kiln::cache {
 class TieredExecutable;
 
 /// A graph as a cache knows it: by its key, confirmed by structure and literal values.
+// A graph's executable is its backend's: the same graph on two devices is
+// two entries.
 struct CachedGraph {
   uint64_t key = 0;
   std::shared_ptr<const ir::Graph> graph;
+  const runtime::Backend* backend = nullptr;  // null: the default backend
 };
 struct CachedGraphHash {
-  size_t operator()(const CachedGraph& cached) const { return static_cast<size_t>(cached.key); }
+  size_t operator()(const CachedGraph& cached) const {
+    return static_cast<size_t>(cached.key ^ std::hash<const void*>()(cached.backend));
+  }
 };
 struct SameGraph {
   bool operator()(const CachedGraph& a, const CachedGraph& b) const {
-    return a.key == b.key && a.graph->structurally_equal(*b.graph) && a.graph->same_literals(*b.graph);
+    return a.key == b.key && a.backend == b.backend && a.graph->structurally_equal(*b.graph) &&
+           a.graph->same_literals(*b.graph);
   }
 };
 
@@ -50,9 +56,10 @@ struct GraphLookup {
 /// holds gets a TieredExecutable (tiered_compile.h) whose optimized code
 /// compiles on kiln's compile thread; where op by op would not give the same
 /// bits (op_by_op_exact), it compiles on this thread. `starting` is called
-/// before a compile begins.
+/// before a compile begins. `backend`: another device's (backend_choice.h);
+/// null for the default one.
 GraphLookup get_or_compile(const std::shared_ptr<const ir::Graph>& graph, uint64_t key, CompileMode mode,
-                           const std::function<void()>& starting = {});
+                           const std::function<void()>& starting = {}, const runtime::Backend* backend = nullptr);
 /// The executable for `graph` if memory or the persistent cache holds it
 /// (a loaded one is kept in memory); null otherwise. Never compiles.
 std::shared_ptr<const runtime::Executable> find_compiled(const std::shared_ptr<const ir::Graph>& graph, uint64_t key);

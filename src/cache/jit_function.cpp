@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cache/backend_choice.h"
 #include "cache/compile_trace.h"
 #include "cache/global_stats.h"
 #include "cache/graph_cache.h"
@@ -120,13 +121,10 @@ JitFunction::JitFunction(JitOptions options, bool stateful, Location where)
       name_(options_.name.empty() ? location_string(where) : options_.name),
       bounds_(cache::bounds_of(options_.dynamic_dims)),
       compile_mode_(cache::resolve_compile_mode(options_.compile_mode)),
+      device_backend_(cache::device_backend(options_.device, name_, where)),
       traced_calls_(std::make_shared<cache::TracedCalls>(name_, location_string(where))) {
   cache::start_trace_from_environment();
   for (const DynamicDim& marked : options_.dynamic_dims) dynamic_.insert({marked.leaf, marked.dim});
-  // Options kiln does not implement yet are refused rather than ignored.
-  if (options_.device != "cpu")
-    raise("jit", "'" + name_ + "' asks for device '" + options_.device + "'; only \"cpu\" is available", where,
-          "leave JitOptions::device at its default");
 }
 
 JitFunction::~JitFunction() {
@@ -412,7 +410,8 @@ JitFunction::Admitted JitFunction::compile(const CallArguments& arguments, Trace
       telemetry::emit({telemetry::EventKind::compile_started, name_, telemetry::digest(candidate.key), 0,
                        compile_mode_ == CompileMode::Background ? "background" : "sync", "optimized"});
   };
-  cache::GraphLookup lookup = cache::get_or_compile(candidate.lifted.graph, candidate.key, compile_mode_, starting);
+  cache::GraphLookup lookup =
+      cache::get_or_compile(candidate.lifted.graph, candidate.key, compile_mode_, starting, device_backend_);
   // Before its first run here: a graph with collectives must be the same on every rank.
   cache::check_ranks_agree(name_, *candidate.traced, where_);
   auto entry = std::make_shared<Entry>();

@@ -147,6 +147,8 @@ class JitFunction {
   const std::string name_;
   const cache::DimBounds bounds_;   // of the marked dimensions
   const CompileMode compile_mode_;  // Background or Sync
+  // JitOptions::device's backend; null: the default backend (device "cpu").
+  const runtime::Backend* device_backend_;
   // What background compiles report after this call returned: they may end
   // after the function is gone, so they share these rather than hold it.
   struct BackgroundTally {

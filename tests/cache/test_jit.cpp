@@ -1,5 +1,6 @@
 // jit and its cache: exact compile counts, never-stale results, explanations,
 // storms, donation, telemetry, threads.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
@@ -545,9 +546,18 @@ TEST_F(Jit, ConcurrentRetracedCallsOfOneGraphCompileOnce) {
   }
 }
 
-TEST_F(Jit, UnsupportedOptionsAreRefusedNotIgnored) {
+TEST_F(Jit, DevicesAreCheckedWhenTheFunctionIsMade) {
   auto identity = [](const Array& x) { return x; };
-  EXPECT_THROW(jit(identity, {.device = "gpu"}), Error);
+  ::unsetenv("KILN_CUDA_EMULATE");  // the real device
+  testing::expect_error(__LINE__, [&] { jit(identity, {.device = "gpu"}); },
+                        {"[jit]", "asks for device 'gpu', which kiln does not know", "use \"cpu\" or \"cuda\""});
+  if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(driver);
+    GTEST_SKIP() << "this machine has a CUDA driver";
+  }
+  testing::expect_error(__LINE__, [&] { jit(identity, {.device = "cuda"}); },
+                        {"[jit]", "asks for device 'cuda', which is not available here", "libcuda.so.1",
+                         "use device \"cpu\" on a machine without an NVIDIA GPU"});
 }
 
 TEST_F(Jit, JitInsideATraceIsInlined) {

@@ -4,9 +4,12 @@
 // entries compiled for the host, the grid run thread after thread) and,
 // where a GPU and its driver are present, on the GPU; there it is skipped
 // elsewhere.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/emulated_device.h"
 #include "backend/cuda/gpu_backend.h"
 #include "random_graph.h"
@@ -22,7 +25,11 @@ class GpuBackendTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "emulated") {
       device_ = cuda_backend::make_emulated_device();
     } else {
-      GTEST_SKIP() << "no CUDA device in this build";
+      try {
+        device_ = cuda_backend::cuda_device();
+      } catch (const Error& error) {
+        GTEST_SKIP() << "no CUDA device here: " << error.what();
+      }
     }
     backend_ = cuda_backend::make_gpu_backend(device_);
   }
@@ -220,6 +227,36 @@ TEST_P(GpuBackendTest, LoopsAndDynamicDimensionsAreRefusedByName) {
     std::string message = error.what();
     EXPECT_NE(message.find("loops and branches do not run on the cuda device yet"), std::string::npos) << message;
     EXPECT_NE(message.find("test_gpu_backend.cpp"), std::string::npos) << message;
+  }
+}
+
+// The message of the kiln::Error `fn` raises.
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "no kiln::Error";
+  return "";
+}
+
+TEST(CudaDriver, AMissingOrWrongDriverIsAClearError) {
+  std::string missing = error_of([] { cuda_backend::CudaDriver::open("/no/such/libcuda.so.1"); });
+  for (const char* part :
+       {"[cuda]", "cannot open the CUDA driver '/no/such/libcuda.so.1'", "KILN_CUDA_DRIVER", "use device \"cpu\""})
+    EXPECT_NE(missing.find(part), std::string::npos) << part << " in " << missing;
+  // A library that is not the driver.
+  std::string wrong = error_of([] { cuda_backend::CudaDriver::open("libm.so.6"); });
+  EXPECT_NE(wrong.find("'libm.so.6' has no cuInit"), std::string::npos) << wrong;
+  // Where no driver is installed, asking for the device says so, every time.
+  if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(driver);
+    GTEST_SKIP() << "this machine has a CUDA driver";
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string none = error_of([] { cuda_backend::cuda_device(); });
+    EXPECT_NE(none.find("cannot open the CUDA driver 'libcuda.so.1'"), std::string::npos) << none;
   }
 }
 
