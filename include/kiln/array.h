@@ -88,6 +88,12 @@ class Array {
   /// chosen line.
   const Array& block_until_ready(Location where = Location::current()) const;
 
+  /// Where the array's elements are: "cpu", or "cuda" for an array a
+  /// function jitted for the GPU returned, or to_device moved there. Reading
+  /// a GPU array's elements on the host (item, to_vector, an eager
+  /// operation) copies them to the host once.
+  std::string device(Location where = Location::current()) const;
+
   /// JAX's x.at[...]: x.at({0, Slice{1, 3}, indices}).set(values) (see IndexUpdate in kiln/ops.h).
   IndexUpdate at(std::vector<Index> indices) const;
 
@@ -99,6 +105,12 @@ class Array {
 };
 
 std::ostream& operator<<(std::ostream& out, const Array& array);
+
+/// The array's elements on `device` ("cpu" or "cuda"): `x` itself when it
+/// is there, else a copy. A function jitted for the GPU reads arguments on
+/// the GPU in place and copies others there at every call: move what each
+/// step reads (parameters, optimizer state) to the GPU once.
+Array to_device(const Array& x, const std::string& device, Location where = Location::current());
 
 /// Waits for all work queued so far (jitted calls and eager operations
 /// return as soon as it is queued), then rethrows the first error queued work

@@ -20,4 +20,7 @@ bool native_backend_chosen();
 /// there, and why.
 const runtime::Backend* device_backend(const std::string& device, const std::string& name, Location where);
 
+/// Connects to_device to the GPU backend (called before main, cache/eager.cpp).
+void connect_devices();
+
 }  // namespace kiln::cache

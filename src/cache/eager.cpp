@@ -146,7 +146,11 @@ constexpr EagerCompiler compiler{&wants, &run_compiled, &prepare_compiled};
 // this symbol (kiln_cache's link options in CMakeLists.txt): that takes the
 // file out of the static library into every program linked with kiln, and
 // the initializer below installs the compiler before main.
-extern "C" void kiln_connect_eager_compiler() { kiln::detail::install_eager_compiler(&kiln::detail::compiler); }
+// to_device's copies to a GPU live up here too: connected at the same time.
+extern "C" void kiln_connect_eager_compiler() {
+  kiln::detail::install_eager_compiler(&kiln::detail::compiler);
+  kiln::cache::connect_devices();
+}
 
 namespace {
 [[maybe_unused]] const bool eager_compiler_connected = (kiln_connect_eager_compiler(), true);

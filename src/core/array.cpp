@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -35,14 +36,33 @@ Buffer::Buffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
 
 Buffer::Buffer(Pending, size_t bytes) : bytes_(bytes), state_(waiting) {}
 
+Buffer::Buffer(std::shared_ptr<const DeviceStorage> storage, size_t bytes)
+    : bytes_(bytes), device_(std::move(storage)), state_(on_device) {}
+
 Buffer::~Buffer() {
   if (!owner_ && !source_ && data_ && bytes_ > inline_bytes) allocator::deallocate(data_, bytes_);
 }
 
 void Buffer::wait() {
+  wait_for_work();
+  if (state_.load(std::memory_order_acquire) == on_device) copy_from_device();
+}
+
+void Buffer::copy_from_device() {
+  // Rare (once per array read on the host): one lock for all buffers.
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  if (state_.load(std::memory_order_acquire) != on_device) return;
+  void* host = bytes_ <= inline_bytes ? inline_data() : allocator::allocate(bytes_);
+  device_->copy_to_host(host, bytes_);
+  data_ = host;
+  state_.store(ready, std::memory_order_release);
+}
+
+void Buffer::wait_for_work() {
   for (;;) {
     uint8_t state = state_.load(std::memory_order_acquire);
-    if (state == ready) return;
+    if (state == ready || state == on_device) return;
     if (state == failed) std::rethrow_exception(error_);
     // Work on the dispatch thread runs in the order it was queued, so what it
     // reads is ready: waiting there would wait forever.
@@ -55,6 +75,17 @@ void Buffer::wait() {
 }
 
 void Buffer::fulfil(std::shared_ptr<Buffer> result) {
+  result->wait_for_work();
+  if (result->device_) {
+    // Stays on its device: this buffer shares it, and its host copy when made.
+    if (result->bytes_ != bytes_)
+      throw Error("kiln: queued work computed " + std::to_string(result->bytes_) + " bytes for an array of " +
+                  std::to_string(bytes_) + " (a kiln bug; KILN_DISPATCH=sync avoids it)");
+    device_ = result->device_;
+    state_.store(on_device, std::memory_order_release);
+    state_.notify_all();
+    return;
+  }
   result->wait();
   if (result->bytes_ != bytes_)
     throw Error("kiln: queued work computed " + std::to_string(result->bytes_) + " bytes for an array of " +
@@ -297,8 +328,47 @@ bool Array::is_tracer() const { return impl_ && impl_->trace != nullptr; }
 
 const Array& Array::block_until_ready(Location where) const {
   const detail::ArrayImpl& impl = detail::impl_of(*this, "block_until_ready", where);
-  if (impl.buffer) impl.buffer->wait();
+  if (!impl.buffer) return *this;
+  impl.buffer->wait_for_work();
+  if (const auto& storage = impl.buffer->device_storage()) storage->synchronize();
   return *this;
+}
+
+std::string Array::device(Location where) const {
+  const detail::ArrayImpl& impl = detail::impl_of(*this, "device", where);
+  if (!impl.buffer) return "cpu";  // a tracer: where it runs is the jitted function's choice
+  const auto& storage = impl.buffer->device_storage();
+  return storage ? storage->device() : "cpu";
+}
+
+namespace detail {
+namespace {
+std::atomic<DeviceUpload> installed_upload{nullptr};
+}  // namespace
+
+void install_device_upload(DeviceUpload upload) { installed_upload.store(upload); }
+}  // namespace detail
+
+Array to_device(const Array& x, const std::string& device, Location where) {
+  const detail::ArrayImpl& impl = detail::impl_of(x, "to_device", where);
+  if (!impl.buffer)
+    detail::raise("to_device", "cannot move a traced value (" + impl.type.to_string() + ") between devices", where,
+                  "inside a jitted function, JitOptions::device decides where values live");
+  if (x.device(where) == device) return x;
+  auto moved = std::make_shared<detail::ArrayImpl>();
+  moved->type = impl.type;
+  size_t bytes = impl.type.bytes();
+  if (device == "cpu") {
+    moved->buffer = std::make_shared<detail::Buffer>(bytes);
+    std::memcpy(moved->buffer->data(), impl.buffer->data(), bytes);
+    return detail::wrap(std::move(moved));
+  }
+  detail::DeviceUpload upload = detail::installed_upload.load();
+  if (!upload)
+    detail::raise("to_device", "no device but \"cpu\" is linked into this program (" + impl.type.to_string() + ")",
+                  where, "link kiln::kiln, whose cache layer connects the GPU backend");
+  moved->buffer = std::make_shared<detail::Buffer>(upload(impl.buffer->data(), bytes, device, where), bytes);
+  return detail::wrap(std::move(moved));
 }
 
 void synchronize() { detail::synchronize_queue(); }

@@ -30,6 +30,27 @@ struct AbstractValue {
   std::string to_string() const;
 };
 
+/// Elements held on another device (a GPU). A buffer made from one is
+/// device-resident: the host copy is made when the host first reads the
+/// buffer (data()) and kept, so either side reads without copying again
+/// (arrays never change once made).
+class DeviceStorage {
+ public:
+  virtual ~DeviceStorage() = default;
+  /// "cuda": what Array::device() reports.
+  virtual std::string device() const = 0;
+  virtual void copy_to_host(void* destination, size_t bytes) const = 0;
+  /// Waits until the device has computed the elements.
+  virtual void synchronize() const = 0;
+};
+
+/// Copies host bytes to `device`: the GPU backend's, installed at start-up
+/// by the layer that holds it (cache/eager.cpp). Raises kiln::Error naming
+/// `where` when the device is unknown or absent.
+using DeviceUpload = std::shared_ptr<const DeviceStorage> (*)(const void* data, size_t bytes, const std::string& device,
+                                                              Location where);
+void install_device_upload(DeviceUpload upload);
+
 /// Contiguous, 64-byte aligned, row-major storage. Small arrays live inside
 /// the Buffer object itself, saving an allocation per scalar or short vector;
 /// larger ones come from the caching allocator (core/allocator.h), so steady
@@ -51,6 +72,8 @@ class Buffer {
   struct Pending {};
   /// Storage of `bytes` that queued work will provide (fulfil) or fail to.
   Buffer(Pending, size_t bytes);
+  /// Storage on another device, copied to the host when first read there.
+  Buffer(std::shared_ptr<const DeviceStorage> storage, size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -65,18 +88,29 @@ class Buffer {
   /// Lent storage is never taken over for a result (a donated argument's
   /// included), nor is storage shared with another buffer.
   bool lent() const {
+    if (device_) return true;  // shared with the device, which may read it again
     if (state_.load(std::memory_order_acquire) != ready) [[unlikely]]
       const_cast<Buffer*>(this)->wait();
     return owner_ != nullptr || source_ != nullptr;
+  }
+  /// The device holding the elements, or null for host memory (a pending
+  /// buffer's: once its work has run).
+  const std::shared_ptr<const DeviceStorage>& device_storage() const {
+    if (state_.load(std::memory_order_acquire) == waiting) [[unlikely]]
+      const_cast<Buffer*>(this)->wait_for_work();
+    return device_;
   }
   /// Storage another library owns (a NumPy array): it may change after a
   /// call returns, so work queued for later copies it first.
   bool from_outside() const { return owner_ != nullptr; }
   /// Queued work has not provided the storage yet (it may have failed).
   bool pending() const { return state_.load(std::memory_order_acquire) == waiting; }
-  /// Waits for a pending buffer's storage; rethrows the error of the work
-  /// that was to provide it.
+  /// Waits for a pending buffer's storage (a device-resident buffer's: its
+  /// host copy); rethrows the error of the work that was to provide it.
   void wait();
+  /// Waits for the work queued to provide the storage, wherever it is
+  /// (a device-resident buffer stays on its device); rethrows its error.
+  void wait_for_work();
 
   /// The dispatch thread: `result`'s storage becomes this pending buffer's
   /// (taken over when nothing else refers to it, else shared), and threads
@@ -86,8 +120,9 @@ class Buffer {
   void fail(std::exception_ptr error);
 
  private:
-  enum State : uint8_t { ready, waiting, failed };
+  enum State : uint8_t { ready, waiting, failed, on_device };
   void* inline_data();
+  void copy_from_device();
 
   // Over-aligning the object itself would send every allocation through
   // aligned operator new (memalign), which costs far more than the padding.
@@ -97,6 +132,7 @@ class Buffer {
   size_t bytes_ = 0;
   std::shared_ptr<const void> owner_;
   std::shared_ptr<Buffer> source_;  // a fulfilled buffer sharing another's storage
+  std::shared_ptr<const DeviceStorage> device_;
   std::exception_ptr error_;
   std::atomic<uint8_t> state_{ready};
 };

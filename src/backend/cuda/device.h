@@ -31,6 +31,7 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceAddress address() const { return address_; }
   size_t bytes() const { return bytes_; }
+  Device& device() const { return *device_; }
 
  private:
   std::shared_ptr<Device> device_;

@@ -25,6 +25,21 @@ using DeviceValue = std::shared_ptr<DeviceBuffer>;
 
 size_t bytes_of(const ir::Node& node) { return static_cast<size_t>(node.type.size()) * dtype_size(node.type.dtype); }
 
+// A device-resident array's elements: a block of the device's memory.
+class GpuStorage final : public detail::DeviceStorage {
+ public:
+  explicit GpuStorage(DeviceValue value) : value_(std::move(value)) {}
+  std::string device() const override { return "cuda"; }
+  void copy_to_host(void* destination, size_t bytes) const override {
+    value_->device().copy_to_host(destination, value_->address(), bytes);
+  }
+  void synchronize() const override { value_->device().synchronize(); }
+  const DeviceValue& value() const { return value_; }
+
+ private:
+  DeviceValue value_;
+};
+
 // The fewest input elements a slice of a reduction to one value gets: each
 // slice's partial result is read back and combined on the host, so a few
 // thousand slices at most.
@@ -65,7 +80,7 @@ class GpuExecutable final : public runtime::Executable {
     std::lock_guard turn(device_->run_mutex());
     std::vector<DeviceValue> values(graph_->nodes.size());
     for (const auto* ids : {&graph_->arguments, &graph_->captures})
-      for (ir::ValueId id : *ids) values[static_cast<size_t>(id)] = upload(host[static_cast<size_t>(id)], "call");
+      for (ir::ValueId id : *ids) values[static_cast<size_t>(id)] = on_device(host[static_cast<size_t>(id)]);
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       run_step(plan_.steps[s], values);
       for (size_t id = 0; id < values.size(); ++id)
@@ -74,8 +89,7 @@ class GpuExecutable final : public runtime::Executable {
     std::vector<Array> outputs;
     for (ir::ValueId id : graph_->outputs) {
       const Array& input = host[static_cast<size_t>(id)];
-      outputs.push_back(
-          input.defined() ? input : download(graph_->nodes[static_cast<size_t>(id)], values[static_cast<size_t>(id)]));
+      outputs.push_back(input.defined() ? input : resident(node(id), values[static_cast<size_t>(id)]));
     }
     return outputs;
   }
@@ -94,6 +108,22 @@ class GpuExecutable final : public runtime::Executable {
                       "loops and branches do not run on the cuda device yet (" +
                           std::string(dtype_name(node.type.dtype)) + shape_string(node.type.shape) + ")",
                       node.where, "run this function on device \"cpu\"");
+  }
+
+  // An argument's elements on this device: in place when they are there already.
+  DeviceValue on_device(const Array& array) const {
+    const std::shared_ptr<detail::Buffer>& buffer = detail::impl(array)->buffer;
+    if (const auto* storage = dynamic_cast<const GpuStorage*>(buffer->device_storage().get()))
+      if (&storage->value()->device() == device_.get()) return storage->value();
+    return upload(array, "call");
+  }
+
+  // A result left on the device, as an array.
+  static Array resident(const ir::Node& node, DeviceValue value) {
+    auto impl = std::make_shared<detail::ArrayImpl>();
+    impl->type = node.type;
+    impl->buffer = std::make_shared<detail::Buffer>(std::make_shared<GpuStorage>(std::move(value)), bytes_of(node));
+    return detail::wrap(std::move(impl));
   }
 
   DeviceValue upload(const Array& array, const char* operation) const {
@@ -150,7 +180,7 @@ class GpuExecutable final : public runtime::Executable {
     if (kernel.chunked) {
       int64_t slices =
           std::clamp<int64_t>(gpu.range / slice_minimum, 1, device_->resident_blocks() * device_->threads_per_block());
-      launch.chunk = (gpu.range + slices - 1) / slices;
+      launch.chunk = std::max<int64_t>((gpu.range + slices - 1) / slices, 1);  // an empty input: no slice
       slices = (gpu.range + launch.chunk - 1) / launch.chunk;
       launch.stride = static_cast<int64_t>(dtype_size(root.type.dtype));
       partials =
@@ -252,6 +282,12 @@ class GpuBackend final : public runtime::Backend {
 
 std::unique_ptr<runtime::Backend> make_gpu_backend(std::shared_ptr<Device> device) {
   return std::make_unique<GpuBackend>(std::move(device));
+}
+
+std::shared_ptr<const detail::DeviceStorage> copy_to_device(Device& device, const void* data, size_t bytes) {
+  DeviceValue value = device.allocate(bytes, "to_device");
+  device.copy_to_device(value->address(), data, bytes);
+  return std::make_shared<GpuStorage>(std::move(value));
 }
 
 }  // namespace kiln::cuda_backend
