@@ -50,7 +50,7 @@ if [ -z "${KILN_CUBLAS:-}" ] && ! ldconfig -p 2> /dev/null | grep -q 'libcublas\
   KILN_CUBLAS="$(find /usr/local /opt / -name 'libcublas.so.1[0-9]*' -print -quit 2> /dev/null)"
   export KILN_CUBLAS
 fi
-echo "libdevice: ${KILN_LIBDEVICE:-none}; cuBLAS: ${KILN_CUBLAS:-the dynamic linker's}"
+echo "libdevice: ${KILN_LIBDEVICE:-none}; cuBLAS: ${KILN_CUBLAS:-found by the dynamic linker}"
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 what="${1:-all}"
 status=0

@@ -14,6 +14,7 @@
 #include "backend/cuda/gpu_backend.h"
 #include "mlp.h"
 #include "random_graph.h"
+#include "support/errors.h"
 
 namespace kiln::testing {
 namespace {
@@ -293,24 +294,13 @@ TEST_P(GpuBackendTest, LoopsAndDynamicDimensionsAreRefusedByName) {
   }
 }
 
-// The message of the kiln::Error `fn` raises.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no kiln::Error";
-  return "";
-}
-
 TEST(CudaDriver, AMissingOrWrongDriverIsAClearError) {
-  std::string missing = error_of([] { cuda_backend::CudaDriver::open("/no/such/libcuda.so.1"); });
+  std::string missing = error_message([] { cuda_backend::CudaDriver::open("/no/such/libcuda.so.1"); });
   for (const char* part :
        {"[cuda]", "cannot open the CUDA driver '/no/such/libcuda.so.1'", "KILN_CUDA_DRIVER", "use device \"cpu\""})
     EXPECT_NE(missing.find(part), std::string::npos) << part << " in " << missing;
   // A library that is not the driver.
-  std::string wrong = error_of([] { cuda_backend::CudaDriver::open("libm.so.6"); });
+  std::string wrong = error_message([] { cuda_backend::CudaDriver::open("libm.so.6"); });
   EXPECT_NE(wrong.find("'libm.so.6' has no cuInit"), std::string::npos) << wrong;
   // Where no driver is installed, asking for the device says so, every time.
   if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
@@ -318,7 +308,7 @@ TEST(CudaDriver, AMissingOrWrongDriverIsAClearError) {
     GTEST_SKIP() << "this machine has a CUDA driver";
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::string none = error_of([] { cuda_backend::cuda_device(); });
+    std::string none = error_message([] { cuda_backend::cuda_device(); });
     EXPECT_NE(none.find("cannot open the CUDA driver 'libcuda.so.1'"), std::string::npos) << none;
   }
 }

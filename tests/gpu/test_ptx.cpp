@@ -14,6 +14,7 @@
 #include "backend/llvm/plan.h"
 #include "core/error_format.h"
 #include "random_graph.h"
+#include "support/errors.h"
 #include "transform/simplify.h"
 
 namespace kiln::testing {
@@ -73,18 +74,6 @@ int count_of(const std::string& text, const std::string& pattern) {
   std::regex expression(pattern);
   return static_cast<int>(
       std::distance(std::sregex_iterator(text.begin(), text.end(), expression), std::sregex_iterator()));
-}
-
-// The message of the kiln::Error `fn` raises (a driver's or GPU's limits
-// are no line of the user's).
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no kiln::Error";
-  return "";
 }
 
 Array normal(const Shape& shape, uint32_t seed = 1) { return random::normal(random::key(seed), shape); }
@@ -220,7 +209,7 @@ define float @__nv_unused_by_kernels(float %x) {
   EXPECT_NE(linked.ptx.find("0fBE2AAAAB"), std::string::npos) << linked.ptx;  // -1/6
 
   std::string missing =
-      error_of([&] { compile_ptx(traced.graph, traced.plan, GpuTarget{}, "test", "/no/libdevice.bc"); });
+      error_message([&] { compile_ptx(traced.graph, traced.plan, GpuTarget{}, "test", "/no/libdevice.bc"); });
   EXPECT_NE(missing.find("cannot read libdevice at '/no/libdevice.bc'"), std::string::npos) << missing;
   EXPECT_NE(missing.find("KILN_LIBDEVICE"), std::string::npos) << missing;
 }
@@ -277,10 +266,10 @@ TEST(Ptx, TheTargetFollowsTheGpuAndItsDriver) {
   EXPECT_EQ(cuda_backend::gpu_target(8, 6, 11020), (GpuTarget{86, 71}));
   EXPECT_EQ(cuda_backend::gpu_target(8, 0, 11000), (GpuTarget{80, 70}));
   // An A100 under CUDA 10.2's driver cannot compile sm_80 code.
-  std::string old_driver = error_of([] { cuda_backend::gpu_target(8, 0, 10020); });
+  std::string old_driver = error_message([] { cuda_backend::gpu_target(8, 0, 10020); });
   for (const char* part : {"[cuda]", "driver (version 10.2)", "ISA 6.5", "7.0 that sm_80", "update the NVIDIA driver"})
     EXPECT_NE(old_driver.find(part), std::string::npos) << part << " in " << old_driver;
-  std::string old_gpu = error_of([] { cuda_backend::gpu_target(5, 2, 12000); });
+  std::string old_gpu = error_message([] { cuda_backend::gpu_target(5, 2, 12000); });
   for (const char* part : {"[cuda]", "compute capability 5.2", "6.0"})
     EXPECT_NE(old_gpu.find(part), std::string::npos) << part << " in " << old_gpu;
   // Code for an older GPU, down to sm_60.

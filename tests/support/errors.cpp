@@ -13,6 +13,16 @@ std::string test_line(int line, std::source_location test) {
   return std::string(slash ? slash + 1 : test.file_name()) + ":" + std::to_string(line);
 }
 
+std::string error_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a kiln::Error";
+  return "";
+}
+
 void expect_error(int line, const std::function<void()>& fn, const std::vector<std::string>& parts,
                   std::source_location test) {
   // The closing parenthesis keeps line 46 from matching a message naming line 460.
