@@ -275,23 +275,43 @@ TEST_P(GpuBackendTest, FreedMemoryServesTheNextCall) {
   EXPECT_EQ(device_->used_bytes(), used);
 }
 
-TEST_P(GpuBackendTest, LoopsAndDynamicDimensionsAreRefusedByName) {
-  Array x = normal({8});
-  DifferentialCase loop = trace_case(
-      "loop",
-      [](const Array& v) {
-        return fori_loop(
-            0, 3, [](const Array&, const Array& c) { return c * 2.0f; }, v);
-      },
-      x);
-  try {
-    backend_->compile(std::make_shared<ir::Graph>(detail::ir_of(loop.graph)));
-    ADD_FAILURE() << "a loop compiled";
-  } catch (const Error& error) {
-    std::string message = error.what();
-    EXPECT_NE(message.find("loops and branches do not run on the cuda device yet"), std::string::npos) << message;
-    EXPECT_NE(message.find("test_gpu_backend.cpp"), std::string::npos) << message;
-  }
+TEST_P(GpuBackendTest, LoopsAndBranchesRunTheirBodiesOnTheDevice) {
+  Array x = normal({8}), h0 = normal({4}, 2), xs = normal({5, 4}, 3);
+  EXPECT_EQ(check(trace_case(
+                      "control",
+                      [](const Array& v, const Array& h, const Array& rows) {
+                        Array doubled = fori_loop(
+                            0, 3, [](const Array&, const Array& c) { return c * 2.0f + 1.0f; }, v);
+                        auto [halved, steps] =
+                            while_loop([](const std::pair<Array, Array>& s) { return sum(abs(s.first)) > 1.0f; },
+                                       [](const std::pair<Array, Array>& s) {
+                                         return std::pair{s.first * 0.5f, s.second + 1};
+                                       },
+                                       std::pair{v, scalar(0)});
+                        Array sign = cond(
+                            sum(v) > 0.0f, [](const Array& a) { return exp(a); }, [](const Array& a) { return -a; }, v);
+                        auto [last, hidden] = scan(
+                            [](const Array& carry, const Array& row) {
+                              Array next = tanh(carry + row);
+                              return std::pair{next, next * 2.0f};
+                            },
+                            h, rows);
+                        return std::vector<Array>{doubled, halved, steps, sign, last, hidden};
+                      },
+                      x, h0, xs),
+                  {close}),
+            "");
+}
+
+TEST_P(GpuBackendTest, DynamicDimensionsAreRefusedByName) {
+  JitOptions options;
+  options.dynamic_dims = {{0, 0}};
+  auto rows = jit([](const Array& v) { return sum(exp(v), -1); }, options);
+  Graph traced = rows.lower(normal({8, 100}));
+  std::string message = error_message([&] { backend_->compile(std::make_shared<ir::Graph>(detail::ir_of(traced))); });
+  EXPECT_NE(message.find("has dynamic dimensions, which the cuda device does not compile yet"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("automatic_dynamic = false"), std::string::npos) << message;
 }
 
 TEST(CudaDriver, AMissingOrWrongDriverIsAClearError) {

@@ -94,8 +94,9 @@ class Device : public std::enable_shared_from_this<Device> {
   /// Waits for everything queued on the device.
   virtual void synchronize() = 0;
 
-  /// Held by a run from its first copy to its last: runs on one device take turns.
-  std::mutex& run_mutex() { return run_mutex_; }
+  /// Held by a run from its first copy to its last: runs on one device take
+  /// turns (a loop's body runs inside its loop's run, on the same thread).
+  std::recursive_mutex& run_mutex() { return run_mutex_; }
 
   /// Bytes held in the cache of freed blocks, and in use.
   size_t cached_bytes() const;
@@ -115,7 +116,7 @@ class Device : public std::enable_shared_from_this<Device> {
   mutable std::mutex memory_mutex_;
   std::multimap<size_t, DeviceAddress> cached_;  // by rounded size
   size_t cached_bytes_ = 0, used_bytes_ = 0;
-  std::mutex run_mutex_;
+  std::recursive_mutex run_mutex_;
 };
 
 /// Sizes as the cache rounds them: 512 bytes up to 1 MiB, then 2 MiB, so a

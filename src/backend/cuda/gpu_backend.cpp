@@ -10,6 +10,7 @@
 #include "core/array_impl.h"
 #include "core/error_format.h"
 #include "ops/common/rules.h"
+#include "ops/control/control.h"
 #include "transform/simplify.h"
 
 namespace kiln::cuda_backend {
@@ -70,6 +71,13 @@ class GpuExecutable final : public runtime::Executable {
       if (folded[id].defined()) folded_[id] = upload(folded[id], "compile");
     std::vector<runtime::ProgramStep> steps = llvm_backend::program_steps(*graph_, plan_);
     last_reads_ = runtime::last_reading_steps(steps, graph_->nodes.size(), graph_->outputs);
+    // A loop's or branch's bodies compile once, here, and run on the device
+    // at each iteration; the loop itself is driven from the host.
+    bodies_.resize(plan_.steps.size());
+    for (size_t s = 0; s < plan_.steps.size(); ++s)
+      for (const auto& body : node(plan_.steps[s].value).bodies)
+        bodies_[s].push_back(std::make_shared<GpuExecutable>(body, device_));
+    element_counts_ = ops::count_elements(*graph_);
   }
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
@@ -81,8 +89,10 @@ class GpuExecutable final : public runtime::Executable {
     std::vector<DeviceValue> values(graph_->nodes.size());
     for (const auto* ids : {&graph_->arguments, &graph_->captures})
       for (ir::ValueId id : *ids) values[static_cast<size_t>(id)] = on_device(host[static_cast<size_t>(id)]);
+    ops::ControlResults control_results(element_counts_);
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
-      run_step(plan_.steps[s], values);
+      if (plan_.steps[s].kind == Step::Kind::control) run_control_step(s, values, control_results);
+      else run_step(plan_.steps[s], values);
       for (size_t id = 0; id < values.size(); ++id)
         if (last_reads_[id] == static_cast<int>(s)) values[id].reset();
     }
@@ -102,12 +112,26 @@ class GpuExecutable final : public runtime::Executable {
     if (graph.symbols > 0)
       detail::raise("jit", "'" + graph.name + "' has dynamic dimensions, which the cuda device does not compile yet",
                     Location(), "compile each size (JitOptions::automatic_dynamic = false), or use device \"cpu\"");
-    for (const ir::Node& node : graph.nodes)
-      if (!node.bodies.empty())
-        detail::raise(std::string(ir::primitive_name(node.op)),
-                      "loops and branches do not run on the cuda device yet (" +
-                          std::string(dtype_name(node.type.dtype)) + shape_string(node.type.shape) + ")",
-                      node.where, "run this function on device \"cpu\"");
+  }
+
+  // A loop or branch (ops::run_control's semantics) over arrays on the
+  // device: each iteration's predicate or index is read on the host, the
+  // bodies run here; an element node takes one of its results.
+  void run_control_step(size_t s, std::vector<DeviceValue>& values, ops::ControlResults& control_results) const {
+    ir::ValueId id = plan_.steps[s].value;
+    const ir::Node& control = node(id);
+    if (control.op == ir::Primitive::element) {
+      values[static_cast<size_t>(id)] = on_device(control_results.take(control));
+      return;
+    }
+    std::vector<Array> operands;
+    for (ir::ValueId input : control.inputs)
+      operands.push_back(resident(node(input), values[static_cast<size_t>(input)]));
+    const auto& bodies = bodies_[s];
+    auto run_body = [&](size_t b, std::span<const Array> arguments, std::span<const Array> captures,
+                        std::span<const char>) { return bodies[b]->run(arguments, captures); };
+    values[static_cast<size_t>(id)] =
+        on_device(control_results.keep(id, ops::run_control(control, operands, run_body)));
   }
 
   // An argument's elements on this device: in place when they are there already.
@@ -164,7 +188,7 @@ class GpuExecutable final : public runtime::Executable {
         value = upload(ops::rules(result.op).evaluate(result, inputs), "call");
         return;
       }
-      case Step::Kind::control: break;  // refused when compiled
+      case Step::Kind::control: break;  // run_control_step
     }
     KILN_CHECK(false, "a step kind the cuda backend does not run");
   }
@@ -258,9 +282,11 @@ class GpuExecutable final : public runtime::Executable {
   std::shared_ptr<const ir::Graph> graph_;
   Plan plan_;
   std::shared_ptr<const LoadedProgram> program_;
-  std::vector<DeviceValue> constants_;  // by kernel
-  std::vector<DeviceValue> folded_;     // by value id
-  std::vector<int> last_reads_;         // by value id
+  std::vector<DeviceValue> constants_;                                     // by kernel
+  std::vector<DeviceValue> folded_;                                        // by value id
+  std::vector<int> last_reads_;                                            // by value id
+  std::vector<std::vector<std::shared_ptr<const GpuExecutable>>> bodies_;  // by step: a control node's
+  ops::ElementCounts element_counts_;
 };
 
 class GpuBackend final : public runtime::Backend {

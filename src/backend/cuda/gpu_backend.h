@@ -7,8 +7,9 @@
 //
 // Matrix products are the device's (cuBLAS on a GPU); a step with no GPU
 // code (a primitive run by its reference kernel) runs on the host between
-// two copies. Loops and branches, and graphs with dynamic dimensions, are
-// refused when compiled, with a kiln::Error naming the line.
+// two copies. A loop or branch runs its compiled bodies on the device,
+// reading each iteration's predicate or index on the host. Graphs with
+// dynamic dimensions are refused when compiled, naming the function.
 #pragma once
 
 #include <memory>
