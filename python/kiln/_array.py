@@ -9,7 +9,8 @@ from ._kiln import Array
 
 
 class Device:
-    """The device a kiln array lives on. kiln computes on the CPU."""
+    """The device a kiln array lives on: cpu, or cuda (an NVIDIA GPU, where a
+    function jitted with device="cuda" leaves its results)."""
 
     __slots__ = ("kind",)
 
@@ -27,6 +28,7 @@ class Device:
 
 
 cpu = Device("cpu")
+cuda = Device("cuda")
 
 
 def _host(x):
@@ -148,8 +150,8 @@ Array.__repr__ = _repr
 Array.tolist = _tolist
 Array.__complex__ = _complex
 Array.at = property(_IndexUpdateHelper)
-Array.device = property(lambda self: cpu)
-Array.to_device = lambda self, device, /, *, stream=None: self if device == cpu else _wrong_device(device)
+Array.device = property(lambda self: cpu if self._device_name == "cpu" else Device(self._device_name))
+Array.to_device = lambda self, device, /, *, stream=None: self._to_device(str(device))
 Array.__str__ = _str
 Array.__array_namespace__ = _namespace
 Array.reshape = _reshape
@@ -159,7 +161,3 @@ for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "var", "std", "
               "cumprod", "ravel", "squeeze", "clip", "round", "take", "repeat", "swapaxes", "flatten", "conj",
               "dot", "sort", "argsort", "diagonal", "trace", "nonzero"):
     setattr(Array, _name, _method(_name))
-
-
-def _wrong_device(device):
-    raise ValueError("to_device: kiln arrays live on the cpu device, not %r" % (device,) + _kiln._at())

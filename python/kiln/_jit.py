@@ -132,6 +132,7 @@ class Jitted:
             options["dynamic_dims"],
             bool(options["automatic_dynamic"]),
             options["compile_mode"],
+            str(options["device"]),
         )
 
     def _kiln_wrapped(self):
@@ -353,13 +354,17 @@ def jit(
     on_storm="warn",
     name=None,
     compile_mode=None,
+    device="cpu",
 ):
     """Traces `fn` once per signature and graph and runs it as compiled code;
     also a decorator (`@kn.jit` or `@kn.jit(static_argnums=1)`).
 
     compile_mode: "background" (a new graph's first calls run op by op while
     its optimized code compiles on kiln's compile thread), "sync" (the first
-    call waits for it), or None for what KILN_COMPILE says (background)."""
+    call waits for it), or None for what KILN_COMPILE says (background).
+
+    device: "cpu", or "cuda" for an NVIDIA GPU: arguments already there are
+    read in place, results stay there until read (x.to_device moves arrays)."""
     options = {key: value for key, value in locals().items() if key != "fn"}
     if fn is None:
         return lambda f: Jitted(f, options)

@@ -81,6 +81,8 @@ void bind_array(py::module_& module) {
                              [](const Array& self) { return dtype_size(self.dtype(here())) * self.size(here()); })
       .def_property_readonly("weak_type", [](const Array& self) { return self.weak_type(here()); })
       .def_property_readonly("_is_tracer", &Array::is_tracer)
+      .def_property_readonly("_device_name", [](const Array& self) { return self.device(here()); })
+      .def("_to_device", [](const Array& self, const std::string& device) { return to_device(self, device, here()); })
       .def_property_readonly("T", [](const Array& self) { return transpose(self, {}, here()); })
       .def_property_readonly(
           "mT",

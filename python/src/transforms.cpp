@@ -91,13 +91,14 @@ CompileMode to_compile_mode(py::handle mode) {
 class PythonJit {
  public:
   PythonJit(std::string name, int recompile_limit, const std::string& on_storm, py::handle dynamic_dims,
-            bool automatic_dynamic, py::handle compile_mode)
+            bool automatic_dynamic, py::handle compile_mode, std::string device)
       : where_(here()),
         core_(JitOptions{.name = std::move(name),
                          .recompile_limit = recompile_limit,
                          .on_storm = to_on_storm(on_storm),
                          .dynamic_dims = to_dynamic_dims(dynamic_dims),
                          .automatic_dynamic = automatic_dynamic,
+                         .device = std::move(device),
                          .compile_mode = to_compile_mode(compile_mode)},
               /*stateful=*/true, where_) {}
 
@@ -266,7 +267,7 @@ void bind_transforms(py::module_& module) {
   module.def("_tracing_active", &detail::tracing_active);
 
   py::class_<PythonJit>(module, "_JitCore")
-      .def(py::init<std::string, int, const std::string&, py::handle, bool, py::handle>())
+      .def(py::init<std::string, int, const std::string&, py::handle, bool, py::handle, std::string>())
       .def("call", &PythonJit::call)
       .def("replay", &PythonJit::replay)
       .def("signature", &PythonJit::signature)
