@@ -6,7 +6,7 @@
 // compiled once and run at several sizes of its dynamic dimensions.
 //
 //   fuzz_backend [--graphs N] [--seed S] [--max-steps K] [--large-percent P] [--verbose] [--stop]
-//                [--dynamic [--runs R] [--max-size M] [--interpreter]]
+//                [--dynamic [--runs R] [--max-size M] [--interpreter]] [--gpu]
 //
 // Seeds S, S+1, ..., S+N-1 are run; a failing seed reproduces alone with
 // --seed it --graphs 1 --verbose (and --dynamic). Exit status 1 when any
@@ -25,6 +25,7 @@
 
 #include "backend/interp/interpreter.h"
 #include "backend/llvm/plan.h"
+#include "cache/backend_choice.h"
 #include "dynamic_random_graph.h"
 #include "random_graph.h"
 
@@ -68,6 +69,7 @@ struct Arguments {
   int runs = 5;
   int max_size = 300;
   bool interpreter = false;
+  bool gpu = false;
 };
 
 [[noreturn]] void usage(const char* problem) {
@@ -83,6 +85,8 @@ struct Arguments {
                "  --dynamic      shape-generic functions: one symbolic graph compiled once, run at several sizes\n"
                "  --runs R       with --dynamic: sizes each function runs at (default 5)\n"
                "  --max-size M   with --dynamic: largest size of a dynamic dimension (default 300)\n"
+               "  --gpu          the cuda device's backend in place of the native one: an NVIDIA GPU, or the\n"
+               "                 emulated device under KILN_CUDA_EMULATE=1\n"
                "  --interpreter  with --dynamic: the interpreter backend in place of the native one, which\n"
                "                 checks the generator, tracing and fitting alone\n",
                problem);
@@ -115,6 +119,7 @@ Arguments parse(int argc, char** argv) {
     else if (option == "--runs") arguments.runs = static_cast<int>(number(value(), "--runs"));
     else if (option == "--max-size") arguments.max_size = static_cast<int>(number(value(), "--max-size"));
     else if (option == "--interpreter") arguments.interpreter = true;
+    else if (option == "--gpu") arguments.gpu = true;
     else if (option == "--help" || option == "-h")
       usage("runs random graphs through the LLVM backend and the interpreter");
     else usage(("unknown option " + option).c_str());
@@ -124,6 +129,8 @@ Arguments parse(int argc, char** argv) {
   if (arguments.runs < 1) usage("--runs must be at least 1");
   if (arguments.max_size < 2) usage("--max-size must be at least 2");
   if (arguments.interpreter && !arguments.dynamic) usage("--interpreter needs --dynamic");
+  if (arguments.gpu && arguments.dynamic)
+    usage("--gpu runs static graphs (the cuda device compiles no dynamic dimensions)");
   return arguments;
 }
 
@@ -218,6 +225,16 @@ int main(int argc, char** argv) {
   Arguments arguments = parse(argc, argv);
   for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(signal_number, report_crash);
   if (arguments.dynamic) return fuzz_dynamic(arguments);
+  // The backend jit's device "cuda" gets (cache/backend_choice.h).
+  const runtime::Backend* gpu_backend = nullptr;
+  if (arguments.gpu) {
+    try {
+      gpu_backend = cache::device_backend("cuda", "fuzz_backend", Location());
+    } catch (const Error& error) {
+      std::cerr << "fuzz_backend: " << error.what() << "\n";
+      return 2;
+    }
+  }
   testing::RandomGraphOptions options;
   options.max_steps = arguments.max_steps;
   options.large_percent = arguments.large_percent;
@@ -272,7 +289,8 @@ int main(int argc, char** argv) {
       std::cout << graph->recipe << graph->test->graph.to_string() << "plan:\n"
                 << testing::describe_plan(graph->test->graph) << std::flush;
     }
-    std::string report = testing::check_random_graph(*graph);
+    std::string report =
+        arguments.gpu ? testing::check_random_graph(*graph, *gpu_backend) : testing::check_random_graph(*graph);
     if (!report.empty()) {
       failing.push_back(seed);
       std::cout << "FAILURE\n" << report << std::endl;

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "core/array_impl.h"
 #include "core/error_format.h"
+#include "ir/symbolic.h"
 #include "ops/common/rules.h"
 #include "ops/control/control.h"
+#include "runtime/binding_cache.h"
 #include "transform/simplify.h"
 
 namespace kiln::cuda_backend {
@@ -55,16 +58,7 @@ class GpuExecutable final : public runtime::Executable {
     refuse_what_is_not_built(*graph_);
     plan_ = llvm_backend::plan_graph(*graph_);
     program_ = device_->load(*graph_, plan_, graph_->name);
-    // Each kernel's literal values, read by its code from device memory.
-    for (const GpuKernel& kernel : program_->kernels) {
-      if (kernel.constants.empty()) {
-        constants_.push_back(nullptr);
-        continue;
-      }
-      size_t bytes = kernel.constants.size() * sizeof(uint64_t);
-      constants_.push_back(device_->allocate(bytes, "compile"));
-      device_->copy_to_device(constants_.back()->address(), kernel.constants.data(), bytes);
-    }
+    if (graph_->symbols == 0) static_instance_ = std::make_shared<const Instance>(make_instance({}));
     std::vector<Array> folded = llvm_backend::fold_constants(*graph_, plan_);
     folded_.resize(folded.size());
     for (size_t id = 0; id < folded.size(); ++id)
@@ -82,9 +76,16 @@ class GpuExecutable final : public runtime::Executable {
 
   std::vector<Array> run(std::span<const Array> arguments, std::span<const Array> implicit_inputs,
                          std::span<const char> = {}) const override {
+    runtime::check_input_count(*graph_, graph_->arguments, arguments.size(), "arguments");
+    runtime::check_input_count(*graph_, graph_->captures, implicit_inputs.size(), "implicit inputs");
+    std::shared_ptr<const Instance> instance = static_instance_;
+    if (!instance)
+      instance = instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs),
+                                [&](const std::vector<int64_t>& values) { return make_instance(values); });
+    const Instance& bound = *instance;
     std::vector<Array> host(graph_->nodes.size());
-    runtime::bind_inputs(host, *graph_, graph_->arguments, arguments, "arguments");
-    runtime::bind_inputs(host, *graph_, graph_->captures, implicit_inputs, "implicit inputs");
+    runtime::bind_inputs(host, *bound.graph, bound.graph->arguments, arguments, "arguments");
+    runtime::bind_inputs(host, *bound.graph, bound.graph->captures, implicit_inputs, "implicit inputs");
     std::lock_guard turn(device_->run_mutex());
     std::vector<DeviceValue> values(graph_->nodes.size());
     for (const auto* ids : {&graph_->arguments, &graph_->captures})
@@ -92,14 +93,16 @@ class GpuExecutable final : public runtime::Executable {
     ops::ControlResults control_results(element_counts_);
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       if (plan_.steps[s].kind == Step::Kind::control) run_control_step(s, values, control_results);
-      else run_step(plan_.steps[s], values);
+      else run_step(bound, plan_.steps[s], values);
       for (size_t id = 0; id < values.size(); ++id)
         if (last_reads_[id] == static_cast<int>(s)) values[id].reset();
     }
     std::vector<Array> outputs;
     for (ir::ValueId id : graph_->outputs) {
       const Array& input = host[static_cast<size_t>(id)];
-      outputs.push_back(input.defined() ? input : resident(node(id), values[static_cast<size_t>(id)]));
+      outputs.push_back(input.defined()
+                            ? input
+                            : resident(bound.graph->nodes[static_cast<size_t>(id)], values[static_cast<size_t>(id)]));
     }
     return outputs;
   }
@@ -109,9 +112,43 @@ class GpuExecutable final : public runtime::Executable {
  private:
   // What this backend does not run yet, refused before anything is compiled.
   static void refuse_what_is_not_built(const ir::Graph& graph) {
-    if (graph.symbols > 0)
-      detail::raise("jit", "'" + graph.name + "' has dynamic dimensions, which the cuda device does not compile yet",
-                    Location(), "compile each size (JitOptions::automatic_dynamic = false), or use device \"cpu\"");
+    if (graph.symbols == 0) return;
+    for (const ir::Node& node : graph.nodes)
+      if (!node.bodies.empty())
+        detail::raise("jit",
+                      "'" + graph.name +
+                          "' has dynamic dimensions and a loop or branch, which the cuda device does not compile "
+                          "together yet",
+                      node.where, "compile each size (JitOptions::automatic_dynamic = false), or use device \"cpu\"");
+  }
+
+  // What a call at one binding of the symbols runs with: the concrete graph
+  // (every value's type), each kernel's constants on the device (its
+  // literals, then the symbols' values) and its range.
+  struct Instance {
+    std::shared_ptr<const ir::Graph> graph;
+    std::vector<DeviceValue> constants;  // by kernel; null when it has none
+    std::vector<int64_t> ranges;         // by kernel
+  };
+
+  Instance make_instance(const std::vector<int64_t>& values) const {
+    Instance instance;
+    instance.graph =
+        values.empty() ? graph_ : std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values));
+    for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+      const GpuKernel& kernel = program_->kernels[k];
+      instance.ranges.push_back(values.empty() ? kernel.range : kernel.range_count.evaluate(values));
+      std::vector<uint64_t> constants =
+          values.empty() ? kernel.constants : llvm_backend::kernel_constants(*graph_, plan_.kernels[k], values);
+      if (constants.empty()) {
+        instance.constants.push_back(nullptr);
+        continue;
+      }
+      size_t bytes = constants.size() * sizeof(uint64_t);
+      instance.constants.push_back(device_->allocate(bytes, "compile"));
+      device_->copy_to_device(instance.constants.back()->address(), constants.data(), bytes);
+    }
+    return instance;
   }
 
   // A loop or branch (ops::run_control's semantics) over arrays on the
@@ -170,21 +207,22 @@ class GpuExecutable final : public runtime::Executable {
 
   const ir::Node& node(ir::ValueId id) const { return graph_->nodes[static_cast<size_t>(id)]; }
 
-  void run_step(const Step& step, std::vector<DeviceValue>& values) const {
-    const ir::Node& result = node(step.value);
+  void run_step(const Instance& bound, const Step& step, std::vector<DeviceValue>& values) const {
+    const ir::Node& result = bound.graph->nodes[static_cast<size_t>(step.value)];
     DeviceValue& value = values[static_cast<size_t>(step.value)];
     switch (step.kind) {
-      case Step::Kind::kernel: run_kernel(static_cast<size_t>(step.kernel), values); return;
+      case Step::Kind::kernel: run_kernel(bound, static_cast<size_t>(step.kernel), values); return;
       case Step::Kind::matmul:
         value = fresh(result);
-        multiply(step, values, value);
+        multiply(bound, step, values, value);
         return;
       case Step::Kind::view: value = values[static_cast<size_t>(result.inputs[0])]; return;
       case Step::Kind::constant: value = folded_[static_cast<size_t>(step.value)]; return;
       case Step::Kind::reference: {
         std::vector<Array> inputs;
         for (ir::ValueId input : result.inputs)
-          inputs.push_back(download(node(input), values[static_cast<size_t>(input)]));
+          inputs.push_back(
+              download(bound.graph->nodes[static_cast<size_t>(input)], values[static_cast<size_t>(input)]));
         value = upload(ops::rules(result.op).evaluate(result, inputs), "call");
         return;
       }
@@ -193,19 +231,20 @@ class GpuExecutable final : public runtime::Executable {
     KILN_CHECK(false, "a step kind the cuda backend does not run");
   }
 
-  void run_kernel(size_t k, std::vector<DeviceValue>& values) const {
+  void run_kernel(const Instance& bound, size_t k, std::vector<DeviceValue>& values) const {
     const Kernel& kernel = plan_.kernels[k];
-    const GpuKernel& gpu = program_->kernels[k];
-    const ir::Node& root = node(kernel.root);
+    const ir::Graph& graph = *bound.graph;
+    const ir::Node& root = graph.nodes[static_cast<size_t>(kernel.root)];
+    const int64_t range = bound.ranges[k];
     Launch launch;
     launch.kernel = static_cast<int>(k);
-    launch.buffers.push_back(constants_[k] ? constants_[k]->address() : 0);
+    launch.buffers.push_back(bound.constants[k] ? bound.constants[k]->address() : 0);
     DeviceValue partials;
     if (kernel.chunked) {
       int64_t slices =
-          std::clamp<int64_t>(gpu.range / slice_minimum, 1, device_->resident_blocks() * device_->threads_per_block());
-      launch.chunk = std::max<int64_t>((gpu.range + slices - 1) / slices, 1);  // an empty input: no slice
-      slices = (gpu.range + launch.chunk - 1) / launch.chunk;
+          std::clamp<int64_t>(range / slice_minimum, 1, device_->resident_blocks() * device_->threads_per_block());
+      launch.chunk = std::max<int64_t>((range + slices - 1) / slices, 1);  // an empty input: no slice
+      slices = (range + launch.chunk - 1) / launch.chunk;
       launch.stride = static_cast<int64_t>(dtype_size(root.type.dtype));
       partials =
           device_->allocate(static_cast<size_t>(slices * launch.stride), std::string(ir::primitive_name(root.op)));
@@ -215,12 +254,12 @@ class GpuExecutable final : public runtime::Executable {
       launch.buffers.push_back(values[static_cast<size_t>(kernel.root)]->address());
     }
     for (ir::ValueId extra : kernel.extra_roots) {
-      values[static_cast<size_t>(extra)] = fresh(node(extra));
+      values[static_cast<size_t>(extra)] = fresh(graph.nodes[static_cast<size_t>(extra)]);
       launch.buffers.push_back(values[static_cast<size_t>(extra)]->address());
     }
     for (ir::ValueId leaf : kernel.leaves) launch.buffers.push_back(values[static_cast<size_t>(leaf)]->address());
-    launch.range = gpu.range;
-    int64_t iterations = (gpu.range + launch.chunk - 1) / launch.chunk;
+    launch.range = range;
+    int64_t iterations = (range + launch.chunk - 1) / launch.chunk;
     launch.threads = device_->threads_per_block();
     launch.blocks =
         std::clamp<int64_t>((iterations + launch.threads - 1) / launch.threads, 1, device_->resident_blocks());
@@ -245,10 +284,11 @@ class GpuExecutable final : public runtime::Executable {
   // C^T = B^T A^T: a row-major matrix is its transpose in column-major
   // order. `a` is stored [..., k, m] when transpose_a, `b` [..., n, k] when
   // transpose_b (a transpose feeding the product is read as a flag).
-  void multiply(const Step& step, const std::vector<DeviceValue>& values, const DeviceValue& c) const {
-    const ir::Node& result = node(step.value);
+  void multiply(const Instance& bound, const Step& step, const std::vector<DeviceValue>& values,
+                const DeviceValue& c) const {
+    const ir::Node& result = bound.graph->nodes[static_cast<size_t>(step.value)];
     const Shape& shape = result.type.shape;
-    const Shape& stored_a = node(step.operand_a).type.shape;
+    const Shape& stored_a = bound.graph->nodes[static_cast<size_t>(step.operand_a)].type.shape;
     size_t rank = shape.size();
     int64_t m = shape[rank - 2], n = shape[rank - 1];
     int64_t k = step.transpose_a ? stored_a[rank - 2] : stored_a[rank - 1];
@@ -282,7 +322,8 @@ class GpuExecutable final : public runtime::Executable {
   std::shared_ptr<const ir::Graph> graph_;
   Plan plan_;
   std::shared_ptr<const LoadedProgram> program_;
-  std::vector<DeviceValue> constants_;                                     // by kernel
+  std::shared_ptr<const Instance> static_instance_;  // a graph without symbols: its only one
+  mutable runtime::BindingCache<Instance> instances_;
   std::vector<DeviceValue> folded_;                                        // by value id
   std::vector<int> last_reads_;                                            // by value id
   std::vector<std::vector<std::shared_ptr<const GpuExecutable>>> bodies_;  // by step: a control node's
