@@ -64,7 +64,11 @@ class GpuExecutable final : public runtime::Executable {
     for (size_t id = 0; id < folded.size(); ++id)
       if (folded[id].defined()) folded_[id] = upload(folded[id], "compile");
     std::vector<runtime::ProgramStep> steps = llvm_backend::program_steps(*graph_, plan_);
-    last_reads_ = runtime::last_reading_steps(steps, graph_->nodes.size(), graph_->outputs);
+    std::vector<int> last_reads = runtime::last_reading_steps(steps, graph_->nodes.size(), graph_->outputs);
+    released_after_.resize(plan_.steps.size());
+    for (size_t id = 0; id < last_reads.size(); ++id)
+      if (last_reads[id] >= 0 && static_cast<size_t>(last_reads[id]) < plan_.steps.size())
+        released_after_[static_cast<size_t>(last_reads[id])].push_back(static_cast<ir::ValueId>(id));
     // A loop's or branch's bodies compile once, here, and run on the device
     // at each iteration; the loop itself is driven from the host.
     bodies_.resize(plan_.steps.size());
@@ -94,8 +98,7 @@ class GpuExecutable final : public runtime::Executable {
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       if (plan_.steps[s].kind == Step::Kind::control) run_control_step(s, values, control_results);
       else run_step(bound, plan_.steps[s], values);
-      for (size_t id = 0; id < values.size(); ++id)
-        if (last_reads_[id] == static_cast<int>(s)) values[id].reset();
+      for (ir::ValueId id : released_after_[s]) values[static_cast<size_t>(id)].reset();
     }
     std::vector<Array> outputs;
     for (ir::ValueId id : graph_->outputs) {
@@ -325,7 +328,7 @@ class GpuExecutable final : public runtime::Executable {
   std::shared_ptr<const Instance> static_instance_;  // a graph without symbols: its only one
   mutable runtime::BindingCache<Instance> instances_;
   std::vector<DeviceValue> folded_;                                        // by value id
-  std::vector<int> last_reads_;                                            // by value id
+  std::vector<std::vector<ir::ValueId>> released_after_;                   // by step: the values no later step reads
   std::vector<std::vector<std::shared_ptr<const GpuExecutable>>> bodies_;  // by step: a control node's
   ops::ElementCounts element_counts_;
 };
