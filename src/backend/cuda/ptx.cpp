@@ -1,7 +1,6 @@
 // PTX for NVIDIA GPUs (see the header).
 #include "backend/cuda/ptx.h"
 
-#include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
@@ -12,12 +11,10 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "backend/cuda/gpu_entries.h"
 #include "core/error_format.h"
