@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <atomic>
+#include <thread>
+
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/emulated_device.h"
@@ -273,6 +276,29 @@ TEST_P(GpuBackendTest, FreedMemoryServesTheNextCall) {
   executable->run({&x, 1}, {});
   EXPECT_EQ(device_->cached_bytes(), cached);
   EXPECT_EQ(device_->used_bytes(), used);
+}
+
+TEST_P(GpuBackendTest, CallsFromSeveralThreadsTakeTurnsOnTheDevice) {
+  // Runs on one device take turns; memory freed by one thread's call serves
+  // another's, and each result is read on the host by the thread that made it.
+  auto scaled = jit([](const Array& v, const Array& by) { return tanh(v * by) + sum(v); }, {.device = "cuda"});
+  Array x = to_device(normal({3000}), "cuda");
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 25; ++k) {
+        float factor = static_cast<float>(t * 25 + k) / 50.0f;
+        std::vector<float> got = scaled(x, scalar(factor)).to_vector<float>();
+        std::vector<float> expected =
+            (tanh(to_device(x, "cpu") * factor) + sum(to_device(x, "cpu"))).to_vector<float>();
+        for (size_t i = 0; i < got.size(); ++i)
+          wrong += std::abs(got[i] - expected[i]) > 1e-4f * (1 + std::abs(expected[i]));
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(scaled.stats().compiles, 1);
 }
 
 TEST_P(GpuBackendTest, LoopsAndBranchesRunTheirBodiesOnTheDevice) {
