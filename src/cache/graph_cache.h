@@ -16,9 +16,9 @@ namespace kiln::cache {
 
 class TieredExecutable;
 
-/// A graph as a cache knows it: by its key, confirmed by structure and literal values.
-// A graph's executable is its backend's: the same graph on two devices is
-// two entries.
+/// A graph as a cache knows it: by its key, confirmed by structure and
+/// literal values, and by its backend (the same graph on two devices is two
+/// entries).
 struct CachedGraph {
   uint64_t key = 0;
   std::shared_ptr<const ir::Graph> graph;

@@ -5,12 +5,16 @@
 
 namespace kiln::cuda_backend {
 
+namespace {
+// Sizes as the cache rounds them: 512 bytes up to 1 MiB, then 2 MiB, so a
+// block freed by one call serves the next call's value of about that size.
 size_t rounded_device_size(size_t bytes) {
   constexpr size_t small = 512, large = size_t{2} << 20;
   if (bytes == 0) bytes = 1;
   size_t unit = bytes <= (size_t{1} << 20) ? small : large;
   return (bytes + unit - 1) / unit * unit;
 }
+}  // namespace
 
 DeviceBuffer::~DeviceBuffer() { device_->give_back(address_, bytes_); }
 

@@ -119,8 +119,4 @@ class Device : public std::enable_shared_from_this<Device> {
   std::recursive_mutex run_mutex_;
 };
 
-/// Sizes as the cache rounds them: 512 bytes up to 1 MiB, then 2 MiB, so a
-/// block freed by one call serves the next call's value of about that size.
-size_t rounded_device_size(size_t bytes);
-
 }  // namespace kiln::cuda_backend

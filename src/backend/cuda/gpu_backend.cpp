@@ -27,8 +27,6 @@ using llvm_backend::Step;
 // A value on the device: a block of memory (shared by a reshape's view).
 using DeviceValue = std::shared_ptr<DeviceBuffer>;
 
-size_t bytes_of(const ir::Node& node) { return static_cast<size_t>(node.type.size()) * dtype_size(node.type.dtype); }
-
 // A device-resident array's elements: a block of the device's memory.
 class GpuStorage final : public detail::DeviceStorage {
  public:
@@ -103,9 +101,9 @@ class GpuExecutable final : public runtime::Executable {
     std::vector<Array> outputs;
     for (ir::ValueId id : graph_->outputs) {
       const Array& input = host[static_cast<size_t>(id)];
-      outputs.push_back(input.defined()
-                            ? input
-                            : resident(bound.graph->nodes[static_cast<size_t>(id)], values[static_cast<size_t>(id)]));
+      outputs.push_back(input.defined() ? input
+                                        : resident(bound.graph->nodes[static_cast<size_t>(id)].type,
+                                                   values[static_cast<size_t>(id)]));
     }
     return outputs;
   }
@@ -166,7 +164,7 @@ class GpuExecutable final : public runtime::Executable {
     }
     std::vector<Array> operands;
     for (ir::ValueId input : control.inputs)
-      operands.push_back(resident(node(input), values[static_cast<size_t>(input)]));
+      operands.push_back(resident(node(input).type, values[static_cast<size_t>(input)]));
     const auto& bodies = bodies_[s];
     auto run_body = [&](size_t b, std::span<const Array> arguments, std::span<const Array> captures,
                         std::span<const char>) { return bodies[b]->run(arguments, captures); };
@@ -182,30 +180,25 @@ class GpuExecutable final : public runtime::Executable {
     return upload(array, "call");
   }
 
-  // A result left on the device, as an array.
-  static Array resident(const ir::Node& node, DeviceValue value) {
+  // Values left on the device as arrays: the host reads them (a reference
+  // kernel, a caller's item()) through one copy.
+  static Array resident(const detail::AbstractValue& type, DeviceValue value) {
     auto impl = std::make_shared<detail::ArrayImpl>();
-    impl->type = node.type;
-    impl->buffer = std::make_shared<detail::Buffer>(std::make_shared<GpuStorage>(std::move(value)), bytes_of(node));
+    impl->type = type;
+    impl->buffer = std::make_shared<detail::Buffer>(std::make_shared<GpuStorage>(std::move(value)), type.bytes());
     return detail::wrap(std::move(impl));
   }
 
   DeviceValue upload(const Array& array, const char* operation) const {
     const detail::ArrayImpl& impl = *detail::impl(array);
-    size_t bytes = static_cast<size_t>(impl.type.size()) * dtype_size(impl.type.dtype);
+    size_t bytes = impl.type.bytes();
     DeviceValue value = device_->allocate(bytes, operation);
     device_->copy_to_device(value->address(), impl.buffer->data(), bytes);
     return value;
   }
 
-  Array download(const ir::Node& node, const DeviceValue& value) const {
-    Array result = detail::allocate(node.type);
-    device_->copy_to_host(detail::impl(result)->buffer->data(), value->address(), bytes_of(node));
-    return result;
-  }
-
   DeviceValue fresh(const ir::Node& node) const {
-    return device_->allocate(bytes_of(node), std::string(ir::primitive_name(node.op)));
+    return device_->allocate(node.type.bytes(), std::string(ir::primitive_name(node.op)));
   }
 
   const ir::Node& node(ir::ValueId id) const { return graph_->nodes[static_cast<size_t>(id)]; }
@@ -225,7 +218,7 @@ class GpuExecutable final : public runtime::Executable {
         std::vector<Array> inputs;
         for (ir::ValueId input : result.inputs)
           inputs.push_back(
-              download(bound.graph->nodes[static_cast<size_t>(input)], values[static_cast<size_t>(input)]));
+              resident(bound.graph->nodes[static_cast<size_t>(input)].type, values[static_cast<size_t>(input)]));
         value = upload(ops::rules(result.op).evaluate(result, inputs), "call");
         return;
       }
@@ -277,9 +270,7 @@ class GpuExecutable final : public runtime::Executable {
     combine.inputs = {0};
     combine.attrs.ints = {0};
     combine.type.shape = {};
-    Array partial = detail::allocate(detail::AbstractValue{.dtype = root.type.dtype, .shape = {slices}});
-    device_->copy_to_host(detail::impl(partial)->buffer->data(), partials->address(),
-                          static_cast<size_t>(slices) * dtype_size(root.type.dtype));
+    Array partial = resident(detail::AbstractValue{.dtype = root.type.dtype, .shape = {slices}}, partials);
     return upload(ops::rules(root.op).evaluate(combine, {&partial, 1}), "call");
   }
 
@@ -297,7 +288,7 @@ class GpuExecutable final : public runtime::Executable {
     int64_t k = step.transpose_a ? stored_a[rank - 2] : stored_a[rank - 1];
     if (m * n == 0) return;
     if (k == 0) {
-      std::vector<char> zeros(bytes_of(result), 0);
+      std::vector<char> zeros(result.type.bytes(), 0);
       device_->copy_to_device(c->address(), zeros.data(), zeros.size());
       return;
     }

@@ -290,8 +290,8 @@ GpuTarget gpu_target(int major, int minor, int driver_version) {
 }
 
 std::string find_libdevice() {
-  std::vector<std::filesystem::path> candidates;
   if (const char* chosen = std::getenv("KILN_LIBDEVICE"); chosen && *chosen) return chosen;
+  std::vector<std::filesystem::path> candidates;
   for (const char* variable : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* root = std::getenv(variable); root && *root)
       candidates.push_back(std::filesystem::path(root) / "nvvm/libdevice/libdevice.10.bc");
