@@ -40,6 +40,7 @@
 #include "kiln/cache.h"
 #include "mlp.h"
 #include "runtime/thread_pool.h"
+#include "spread.h"
 
 extern char** environ;
 
@@ -69,14 +70,8 @@ void remove_scratch() {
   std::exit(1);
 }
 
-struct Spread {
-  double min = 0, median = 0;
-};
-
-Spread spread(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return {values.front(), values[values.size() / 2]};
-}
+using kiln::bench::Spread;
+using kiln::bench::spread;
 
 // Bytes, not values: "equal" must hold for NaNs and signed zeros too.
 template <class T>

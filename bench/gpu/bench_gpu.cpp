@@ -22,19 +22,14 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/emulated_device.h"
 #include "mlp.h"
+#include "spread.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Spread {
-  double min = 0, median = 0;
-};
-
-Spread spread(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return {samples.front(), samples[samples.size() / 2]};
-}
+using kiln::bench::Spread;
+using kiln::bench::spread;
 
 template <class F>
 Spread time_repeats(int repeats, F&& run) {
