@@ -129,8 +129,7 @@ Arguments parse(int argc, char** argv) {
   if (arguments.runs < 1) usage("--runs must be at least 1");
   if (arguments.max_size < 2) usage("--max-size must be at least 2");
   if (arguments.interpreter && !arguments.dynamic) usage("--interpreter needs --dynamic");
-  if (arguments.gpu && arguments.dynamic)
-    usage("--gpu runs static graphs (the cuda device compiles no dynamic dimensions)");
+  if (arguments.gpu && arguments.interpreter) usage("--gpu and --interpreter each name the backend: give one");
   return arguments;
 }
 
@@ -145,14 +144,16 @@ std::string seed_list(const std::vector<uint64_t>& seeds) {
   return text;
 }
 
-int fuzz_dynamic(const Arguments& arguments) {
+int fuzz_dynamic(const Arguments& arguments, const kiln::runtime::Backend* gpu_backend) {
   using namespace kiln;
   testing::DynamicGraphOptions options;
   options.max_steps = arguments.max_steps;
   options.min_steps = std::min(options.min_steps, options.max_steps);
   options.runs = arguments.runs;
   options.max_size = arguments.max_size;
-  const runtime::Backend& backend = arguments.interpreter ? interp::interpreter_backend() : cache::default_backend();
+  const runtime::Backend& backend = gpu_backend             ? *gpu_backend
+                                    : arguments.interpreter ? interp::interpreter_backend()
+                                                            : cache::default_backend();
 
   auto start = std::chrono::steady_clock::now();
   std::vector<uint64_t> failing, invalid;
@@ -224,7 +225,6 @@ int main(int argc, char** argv) {
   using namespace kiln;
   Arguments arguments = parse(argc, argv);
   for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(signal_number, report_crash);
-  if (arguments.dynamic) return fuzz_dynamic(arguments);
   // The backend jit's device "cuda" gets (cache/backend_choice.h).
   const runtime::Backend* gpu_backend = nullptr;
   if (arguments.gpu) {
@@ -235,6 +235,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (arguments.dynamic) return fuzz_dynamic(arguments, gpu_backend);
   testing::RandomGraphOptions options;
   options.max_steps = arguments.max_steps;
   options.large_percent = arguments.large_percent;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <unordered_set>
 
 #include "backend/interp/op_by_op.h"
@@ -82,10 +83,12 @@ class GraphCache {
       compiled_.wait(lock);
     }
     compiling_.insert(cached);
+    GraphLookup lookup{nullptr, true, 0, key};
+    lookup.compiled_for_device = device_holding(cached);
+    backends_seen_.insert(device);
     lock.unlock();
 
     std::shared_ptr<const runtime::Executable> executable;
-    GraphLookup lookup{nullptr, true, 0, key};
     auto start = std::chrono::steady_clock::now();
     try {
       // Traces, derivative replays and lifting all end here.
@@ -164,11 +167,22 @@ class GraphCache {
   }
 
  private:
+  // The device of another backend that has `cached`'s graph compiled; empty
+  // when none has. Called with the mutex held.
+  std::string device_holding(const CachedGraph& cached) const {
+    for (const runtime::Backend* backend : backends_seen_) {
+      if (backend == cached.backend || !executables_.contains(CachedGraph{cached.key, cached.graph, backend})) continue;
+      return backend ? std::string(backend->name()) : "cpu";
+    }
+    return {};
+  }
+
   std::mutex mutex_;
   std::condition_variable compiled_;
   detail::LruMap<CachedGraph, std::shared_ptr<const runtime::Executable>, CachedGraphHash, SameGraph> executables_{
       CacheLimits{}.graphs};
   std::unordered_set<CachedGraph, CachedGraphHash, SameGraph> compiling_;  // graphs some thread is compiling
+  std::set<const runtime::Backend*> backends_seen_;                        // null: the default backend
 };
 
 // Never destroyed: kiln's compile thread may use it while the process exits.

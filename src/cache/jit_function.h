@@ -111,6 +111,8 @@ class JitFunction {
   /// Unlocked: logs the explanation and the storm, or throws StormError.
   void report_miss(const Candidate& candidate, const Miss& miss) const;
   void report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const;
+  /// Why this call compiled, in the words logs and traces give.
+  std::string compile_reason(const cache::GraphLookup& lookup, const Miss& miss) const;
   /// Writes a compile (or a persistent hit) and its graph to the structured trace.
   void trace_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const;
   /// Writes the entries a new one pushed out to the structured trace.

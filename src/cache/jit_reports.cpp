@@ -51,8 +51,17 @@ void JitFunction::report_hit(uint64_t key, const char* how) const {
     telemetry::emit({telemetry::EventKind::cache_hit, name_, telemetry::digest(key), 0, how});
 }
 
+std::string JitFunction::compile_reason(const cache::GraphLookup& lookup, const Miss& miss) const {
+  std::string reason = miss.explanation.empty() ? "first call" : miss.explanation;
+  // The same graph on another device is another executable: said as such,
+  // or a function moved to the GPU would seem to recompile for nothing.
+  if (!lookup.compiled_for_device.empty())
+    reason += "; for device '" + options_.device + "' (the graph cache holds this graph compiled for device '" +
+              lookup.compiled_for_device + "': each device compiles its own code)";
+  return reason;
+}
+
 void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::Entry& entry, const Miss& miss) const {
-  const std::string& explanation = miss.explanation;
   if (cache::tracing()) trace_compile(lookup, entry, miss);
   if (lookup.loaded) {
     cache::add_global(CacheStats{.persistent_hits = 1,
@@ -64,7 +73,7 @@ void JitFunction::report_compile(const cache::GraphLookup& lookup, const cache::
   }
   if (!lookup.compiled) return;
   cache::add_global(CacheStats{.compiles = 1, .compile_seconds = lookup.compile_seconds});
-  std::string reason = explanation.empty() ? "first call" : explanation;
+  std::string reason = compile_reason(lookup, miss);
   std::string what = "'" + name_ + "' (" + std::to_string(entry.traced->nodes.size()) + " nodes, key " +
                      telemetry::digest(lookup.key) + ")";
   const char* tier = lookup.tiered ? "op by op" : "optimized";
@@ -115,7 +124,7 @@ void JitFunction::trace_compile(const cache::GraphLookup& lookup, const cache::E
                                            {"key", telemetry::digest(lookup.key)},
                                            {"load_seconds", lookup.load_seconds},
                                            {"saved_compile_seconds", lookup.saved_compile_seconds}});
-  std::string reason = miss.explanation.empty() ? "first call" : miss.explanation;
+  std::string reason = compile_reason(lookup, miss);
   if (!lookup.compiled && !lookup.loaded) {
     // Another function compiled this very graph: the miss costs a trace, not a compile.
     cache::trace_record("shared_graph", {{"function", name_},
@@ -126,7 +135,8 @@ void JitFunction::trace_compile(const cache::GraphLookup& lookup, const cache::E
                                          {"lines", cache::source_lines(miss.explanation)}});
     return;
   }
-  cache::trace_graph(lookup.key, name_, entry.lifted.graph, cache::default_backend());
+  cache::trace_graph(lookup.key, name_, entry.lifted.graph,
+                     device_backend_ ? *device_backend_ : cache::default_backend());
   if (!lookup.compiled) return;
   cache::trace_record("compile", {{"function", name_},
                                   {"where", location_string(where_)},

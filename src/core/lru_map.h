@@ -25,6 +25,9 @@ class LruMap {
     return &found->second->second;
   }
 
+  /// Whether `key` is held, leaving the order of use as it is.
+  bool contains(const Key& key) const { return index_.contains(std::cref(key)); }
+
   /// Holds `value` under `key`, which must be absent, as the most recently
   /// used; then forgets the least recently used beyond the limit (this one
   /// too, when the limit is 0).

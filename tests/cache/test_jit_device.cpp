@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "fresh_cache_fixture.h"
+#include "persistent_fixture.h"
 
 namespace kiln::testing {
 namespace {
@@ -53,6 +55,25 @@ TEST_F(JitDevice, TheSameGraphCompilesOnceForEachDevice) {
   EXPECT_EQ(on_gpu.stats().hits, 1);
 }
 
+TEST_F(JitDevice, ACompileForAnotherDeviceSaysSo) {
+  std::vector<telemetry::Event> compiles;
+  auto subscription = telemetry::subscribe([&](const telemetry::Event& event) {
+    if (event.kind == telemetry::EventKind::compile) compiles.push_back(event);
+  });
+  auto scale = [](const Array& x) { return exp(x) * 3.0f; };
+  Array x = normal({32}, 1);
+  jit(scale, {.name = "on_cpu"})(x);
+  jit(scale, {.name = "on_gpu", .device = "cuda"})(x);
+  jit([](const Array& x) { return x - 1.0f; }, {.name = "new_graph", .device = "cuda"})(x);
+  ASSERT_EQ(compiles.size(), 3u);
+  EXPECT_EQ(compiles[0].reason, "first call");
+  EXPECT_EQ(compiles[1].function, "on_gpu");
+  EXPECT_EQ(compiles[1].reason,
+            "first call; for device 'cuda' (the graph cache holds this graph compiled for device 'cpu': each device "
+            "compiles its own code)");
+  EXPECT_EQ(compiles[2].reason, "first call");  // no other device has this graph
+}
+
 TEST_F(JitDevice, ATrainingLoopRunsOnTheDevice) {
   // Linear regression by gradient descent, the same steps on both devices.
   auto step = [](const Array& w, const Array& x, const Array& y) {
@@ -76,6 +97,61 @@ TEST_F(JitDevice, ATrainingLoopRunsOnTheDevice) {
   }
   expect_close(w_gpu, w_cpu);
   EXPECT_EQ(gpu_step.stats().compiles, 1);
+}
+
+// The persistent cache with the "cuda" device: its entries hold the device's
+// code under the device's target.
+class JitDeviceSaved : public PersistentCacheTest {
+ protected:
+  void SetUp() override {
+    PersistentCacheTest::SetUp();
+    ::setenv("KILN_CUDA_EMULATE", "1", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("KILN_CUDA_EMULATE");
+    PersistentCacheTest::TearDown();
+  }
+
+  // One call of a fresh jitted function for `device`; its executables are
+  // forgotten when this returns, as when a process ends.
+  static std::pair<std::vector<float>, CacheStats> call(const std::string& device) {
+    auto step = jit(
+        [](const Array& x, const Array& w) {
+          Array h = fori_loop(
+              0, 2, [](const Array&, const Array& c) { return tanh(c) + 0.5f; }, matmul(x, w));
+          return softmax(h, -1) * sum(square(x));
+        },
+        {.name = "saved_step", .device = device});
+    std::vector<float> result = step(normal({16, 32}, 1), normal({32, 8}, 2)).to_vector<float>();
+    CacheStats stats = step.stats();
+    forget_in_memory();
+    return {result, stats};
+  }
+
+  // Entries of the step (the eager operations making its inputs have theirs).
+  int64_t saved_steps() {
+    std::vector<cache::EntryInfo> all = entries(/*check=*/false);
+    return std::count_if(all.begin(), all.end(), [](const cache::EntryInfo& entry) {
+      return entry.function == "saved_step" && entry.problem.empty();
+    });
+  }
+};
+
+TEST_F(JitDeviceSaved, AFreshStartLoadsTheDevicesCodeAndComputesTheSame) {
+  auto [cold, cold_stats] = call("cuda");
+  EXPECT_EQ(cold_stats.compiles, 1);
+  EXPECT_EQ(saved_steps(), 1);
+  auto [warm, warm_stats] = call("cuda");
+  EXPECT_EQ(warm_stats.compiles, 0);
+  EXPECT_EQ(warm_stats.persistent_hits, 1);
+  EXPECT_EQ(warm, cold);  // the same code, bit for bit
+  // The cpu's executable of the same graph is an entry of its own.
+  auto [on_cpu, cpu_stats] = call("cpu");
+  EXPECT_EQ(cpu_stats.compiles, 1);
+  EXPECT_EQ(cpu_stats.persistent_hits, 0);
+  EXPECT_EQ(saved_steps(), 2);
+  ASSERT_EQ(on_cpu.size(), cold.size());
+  for (size_t k = 0; k < cold.size(); ++k) EXPECT_NEAR(on_cpu[k], cold[k], 1e-5f * (1 + std::abs(cold[k])));
 }
 
 }  // namespace

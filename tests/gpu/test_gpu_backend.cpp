@@ -351,19 +351,86 @@ TEST_P(GpuBackendTest, ADynamicGraphCompilesOnceAndRunsAtEverySize) {
   EXPECT_EQ(on_gpu.stats().compiles, 1);  // six sizes, one symbolic graph
 }
 
-TEST_P(GpuBackendTest, DynamicDimensionsWithALoopAreRefusedByName) {
+TEST_P(GpuBackendTest, DynamicDimensionsWithLoopsCompileOnceAndRunAtEverySize) {
+  // Rows marked dynamic: a loop body whose literal depends on them (a mean
+  // over the rows), a scan over the rows and a branch, one symbolic graph.
   JitOptions options;
   options.dynamic_dims = {{0, 0}};
-  auto looped = jit(
-      [](const Array& v) {
-        return fori_loop(
-            0, 2, [](const Array&, const Array& c) { return c * 2.0f; }, v);
+  auto model = [](const Array& v, const Array& h) {
+    Array smoothed = fori_loop(
+        0, 3, [](const Array&, const Array& c) { return c * 0.5f + mean(c, 0, true); }, v);
+    auto [last, hidden] = scan(
+        [](const Array& carry, const Array& row) {
+          Array next = tanh(carry + row);
+          return std::pair{next, next * 2.0f};
+        },
+        h, v);
+    Array branch = cond(
+        sum(v) > 0.0f, [](const Array& a) { return exp(a); }, [](const Array& a) { return -a; }, v);
+    return std::vector<Array>{smoothed, last, hidden, branch};
+  };
+  auto on_cpu = jit(model, options);
+  options.device = "cuda";
+  auto on_gpu = jit(model, options);
+  Array h = normal({6}, 2);
+  for (int64_t rows : {8, 37, 3, 8}) {
+    Array v = normal({rows, 6}, static_cast<uint32_t>(rows));
+    EXPECT_EQ(compare_outputs(on_gpu(to_device(v, "cuda"), h), on_cpu(v, h), {close}), "") << rows << " rows";
+  }
+  EXPECT_EQ(on_cpu.stats().compiles, 1);
+  EXPECT_EQ(on_gpu.stats().compiles, 1);  // three sizes, one symbolic graph
+}
+
+TEST_P(GpuBackendTest, ASavedExecutableLoadsWithoutGeneratingCode) {
+  // Kernels, a reduction in slices, a product, and a loop whose body is
+  // saved with it.
+  Array x = normal({1 << 17}), rows = normal({37, 300}, 2), w = normal({300, 8}, 3);
+  DifferentialCase test = trace_case(
+      "saved",
+      [](const Array& v, const Array& r, const Array& m) {
+        Array looped = fori_loop(
+            0, 3, [](const Array&, const Array& c) { return tanh(c) * 1.5f; }, r);
+        return std::vector<Array>{sum(v * v), softmax(matmul(looped, m), -1)};
       },
-      options);
-  Graph traced = looped.lower(normal({8, 3}));
-  std::string message = error_message([&] { backend_->compile(std::make_shared<ir::Graph>(detail::ir_of(traced))); });
-  EXPECT_NE(message.find("has dynamic dimensions and a loop or branch"), std::string::npos) << message;
-  EXPECT_NE(message.find("automatic_dynamic = false"), std::string::npos) << message;
+      x, rows, w);
+  auto graph = std::make_shared<ir::Graph>(detail::ir_of(test.graph));
+  auto compiled = backend_->compile(graph);
+  std::string saved = backend_->save(*compiled);
+  ASSERT_FALSE(saved.empty());
+  size_t programs = device_->programs_compiled();
+  auto loaded = backend_->load(graph, saved);
+  EXPECT_EQ(device_->programs_compiled(), programs);  // the loop's body neither
+  std::vector<Array> expected = compiled->run(test.arguments, test.captures);
+  EXPECT_EQ(compare_outputs(loaded->run(test.arguments, test.captures), expected, std::vector<Tolerance>{}),
+            "");  // bit for bit
+
+  // Bytes that do not describe the graph are refused before anything runs.
+  EXPECT_THROW(backend_->load(graph, saved.substr(0, saved.size() / 2)), runtime::SavedExecutableMismatch);
+  DifferentialCase other = trace_case(
+      "other", [](const Array& v) { return exp(v) - v; }, x);
+  EXPECT_THROW(backend_->load(std::make_shared<ir::Graph>(detail::ir_of(other.graph)), saved),
+               runtime::SavedExecutableMismatch);
+}
+
+TEST_P(GpuBackendTest, ASavedSymbolicExecutableRunsAtEveryBinding) {
+  JitOptions options;
+  options.dynamic_dims = {{0, 0}};
+  auto model = [](const Array& v) {
+    return fori_loop(
+        0, 2, [](const Array&, const Array& c) { return softmax(c - mean(c, 0, true), -1); }, v);
+  };
+  Graph traced = jit(model, options).lower(normal({8, 5}));
+  auto graph = std::make_shared<ir::Graph>(detail::ir_of(traced));
+  ASSERT_GT(graph->symbols, 0);
+  auto compiled = backend_->compile(graph);
+  size_t programs = device_->programs_compiled();
+  auto loaded = backend_->load(graph, backend_->save(*compiled));
+  EXPECT_EQ(device_->programs_compiled(), programs);
+  for (int64_t rows : {8, 21, 2}) {
+    Array v = normal({rows, 5}, static_cast<uint32_t>(rows));
+    EXPECT_EQ(compare_outputs(loaded->run({&v, 1}, {}), compiled->run({&v, 1}, {}), std::vector<Tolerance>{}), "")
+        << rows << " rows";
+  }
 }
 
 TEST(CudaDriver, AMissingOrWrongDriverIsAClearError) {

@@ -88,39 +88,46 @@ class CudaDevice final : public Device {
     driver_.check(driver_.copy_device_to_device(destination, source, bytes), "cuMemcpyDtoD");
   }
 
-  std::shared_ptr<const LoadedProgram> load(const ir::Graph& graph, const llvm_backend::Plan& plan,
-                                            const std::string& name) override {
-    auto program = std::make_shared<CudaProgram>(driver_, context_);
-    if (plan.kernels.empty()) return program;
+  std::shared_ptr<LoadedProgram> make_program() override { return std::make_shared<CudaProgram>(driver_, context_); }
+
+  void compile_program(LoadedProgram& program, const ir::Graph& graph, const llvm_backend::Plan& plan,
+                       const std::string& name) override {
+    if (plan.kernels.empty()) return;
     PtxModule ptx = compile_ptx(graph, plan, target_, name, libdevice());
-    program->kernels = ptx.kernels;
     if (!ptx.libdevice_functions.empty())
       detail::raise("cuda",
                     "'" + name + "' calls " + ptx.libdevice_functions.front() +
                         ", which comes from the CUDA toolkit's libdevice, and none was found",
                     Location(), "point KILN_LIBDEVICE at nvvm/libdevice/libdevice.10.bc of a CUDA toolkit");
+    program.kernels = std::move(ptx.kernels);
+    program.code = std::move(ptx.ptx);
+  }
+
+  // The driver compiles the PTX for this GPU (and keeps what it compiled in
+  // its own cache, ~/.nv/ComputeCache, so a saved entry loads quickly).
+  void link_program(LoadedProgram& loaded, const std::string& name) override {
+    auto& program = static_cast<CudaProgram&>(loaded);
     make_current();
     std::vector<char> error_log(16384, 0), info_log(4096, 0);
     int options[] = {driver::jit_error_log_buffer, driver::jit_error_log_buffer_size, driver::jit_info_log_buffer,
                      driver::jit_info_log_buffer_size};
     void* values[] = {error_log.data(), reinterpret_cast<void*>(error_log.size()), info_log.data(),
                       reinterpret_cast<void*>(info_log.size())};
-    driver::Result loaded = driver_.module_load(&program->module, ptx.ptx.c_str(), 4, options, values);
-    if (loaded != 0) {
-      program->module = nullptr;
+    driver::Result loaded_module = driver_.module_load(&program.module, program.code.c_str(), 4, options, values);
+    if (loaded_module != 0) {
+      program.module = nullptr;
       const char* error = nullptr;
-      driver_.error_name(loaded, &error);
+      driver_.error_name(loaded_module, &error);
       detail::raise("cuda",
                     "the GPU driver refused the PTX of '" + name + "' (" + (error ? error : "error") +
                         "): " + std::string(error_log.data()),
                     Location(), "report this as a kiln bug, with the graph (KILN_DUMP)");
     }
-    for (const GpuKernel& kernel : ptx.kernels) {
+    for (const GpuKernel& kernel : program.kernels) {
       driver::Function function = nullptr;
-      driver_.check(driver_.module_function(&function, program->module, kernel.entry.c_str()), "cuModuleGetFunction");
-      program->functions.push_back(function);
+      driver_.check(driver_.module_function(&function, program.module, kernel.entry.c_str()), "cuModuleGetFunction");
+      program.functions.push_back(function);
     }
-    return program;
   }
 
   void launch(const LoadedProgram& loaded, const Launch& launch) override {

@@ -18,6 +18,24 @@ size_t rounded_device_size(size_t bytes) {
 
 DeviceBuffer::~DeviceBuffer() { device_->give_back(address_, bytes_); }
 
+std::shared_ptr<const LoadedProgram> Device::load(const ir::Graph& graph, const llvm_backend::Plan& plan,
+                                                  const std::string& name) {
+  std::shared_ptr<LoadedProgram> program = make_program();
+  compile_program(*program, graph, plan, name);
+  ++programs_compiled_;
+  if (!program->kernels.empty()) link_program(*program, name);
+  return program;
+}
+
+std::shared_ptr<const LoadedProgram> Device::load_saved(std::vector<GpuKernel> kernels, std::string code,
+                                                        const std::string& name) {
+  std::shared_ptr<LoadedProgram> program = make_program();
+  program->kernels = std::move(kernels);
+  program->code = std::move(code);
+  if (!program->kernels.empty()) link_program(*program, name);
+  return program;
+}
+
 std::shared_ptr<DeviceBuffer> Device::allocate(size_t bytes, const std::string& operation) {
   size_t size = rounded_device_size(bytes);
   {

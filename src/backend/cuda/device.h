@@ -6,6 +6,7 @@
 // column-major products) is tested on machines without a GPU.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,6 +45,9 @@ class LoadedProgram {
  public:
   virtual ~LoadedProgram() = default;
   std::vector<GpuKernel> kernels;  // by the plan's kernel index
+  /// The kernels' code as Device::load_saved takes it back in a later
+  /// process: PTX on a GPU, an object file on the emulated device.
+  std::string code;
 };
 
 /// One launch of a kernel: its buffers (constants, outputs, leaves), then
@@ -86,8 +90,14 @@ class Device : public std::enable_shared_from_this<Device> {
   virtual void copy_on_device(DeviceAddress destination, DeviceAddress source, size_t bytes) = 0;
 
   /// Compiles and loads the plan's kernels.
-  virtual std::shared_ptr<const LoadedProgram> load(const ir::Graph& graph, const llvm_backend::Plan& plan,
-                                                    const std::string& name) = 0;
+  std::shared_ptr<const LoadedProgram> load(const ir::Graph& graph, const llvm_backend::Plan& plan,
+                                            const std::string& name);
+  /// Loads `code` (LoadedProgram::code of an earlier load of the same plan)
+  /// as the program of `kernels`, generating no code.
+  std::shared_ptr<const LoadedProgram> load_saved(std::vector<GpuKernel> kernels, std::string code,
+                                                  const std::string& name);
+  /// How many programs load has compiled in this process.
+  size_t programs_compiled() const { return programs_compiled_.load(); }
   virtual void launch(const LoadedProgram& program, const Launch& launch) = 0;
   /// f32 and f64 products.
   virtual void multiply(const ColumnMajorProduct& product) = 0;
@@ -103,6 +113,13 @@ class Device : public std::enable_shared_from_this<Device> {
   size_t used_bytes() const;
 
  protected:
+  /// A program of this device's kind with nothing in it.
+  virtual std::shared_ptr<LoadedProgram> make_program() = 0;
+  /// Sets `program`'s kernels and code to the plan's, compiled.
+  virtual void compile_program(LoadedProgram& program, const ir::Graph& graph, const llvm_backend::Plan& plan,
+                               const std::string& name) = 0;
+  /// Makes `program`'s code (of one or more kernels) ready to launch.
+  virtual void link_program(LoadedProgram& program, const std::string& name) = 0;
   /// Fresh device memory, or 0 when there is none.
   virtual DeviceAddress fresh_memory(size_t bytes) = 0;
   virtual void free_memory(DeviceAddress address) = 0;
@@ -117,6 +134,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::multimap<size_t, DeviceAddress> cached_;  // by rounded size
   size_t cached_bytes_ = 0, used_bytes_ = 0;
   std::recursive_mutex run_mutex_;
+  std::atomic<size_t> programs_compiled_{0};
 };
 
 }  // namespace kiln::cuda_backend

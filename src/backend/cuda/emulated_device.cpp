@@ -8,6 +8,8 @@
 
 #include "backend/cuda/gpu_entries.h"
 #include "backend/llvm/engine.h"
+#include "core/byte_stream.h"
+#include "runtime/executable.h"
 
 namespace kiln::cuda_backend {
 
@@ -18,8 +20,15 @@ using Launcher = void (*)(void** parameters);
 class EmulatedProgram final : public LoadedProgram {
  public:
   std::vector<Launcher> launchers;
-  std::shared_ptr<const void> code;  // keeps the module linked
+  std::shared_ptr<const void> linked;  // keeps the module linked
+  std::shared_ptr<const llvm_backend::ObjectCode> object;
 };
+
+void use(EmulatedProgram& program, const llvm_backend::Engine::Linked& linked) {
+  for (void* address : linked.addresses) program.launchers.push_back(reinterpret_cast<Launcher>(address));
+  program.linked = linked.code;
+  program.object = linked.object;
+}
 
 class EmulatedDevice final : public Device {
  public:
@@ -27,7 +36,11 @@ class EmulatedDevice final : public Device {
   ~EmulatedDevice() override { release_cache(); }
 
   std::string name() const override { return "emulated GPU (host)"; }
-  std::string target() const override { return "emulated " + llvm_backend::Engine::instance().target_triple(); }
+  // Its kernels are host code: saved ones load only on the same CPU.
+  std::string target() const override {
+    llvm_backend::Engine& engine = llvm_backend::Engine::instance();
+    return "emulated " + engine.target_triple() + " cpu " + engine.cpu() + " features " + engine.features();
+  }
   int64_t resident_blocks() const override { return blocks_; }
   int64_t threads_per_block() const override { return threads_; }
 
@@ -41,8 +54,11 @@ class EmulatedDevice final : public Device {
     if (bytes) std::memmove(pointer(destination), pointer(source), bytes);
   }
 
-  std::shared_ptr<const LoadedProgram> load(const ir::Graph& graph, const llvm_backend::Plan& plan,
-                                            const std::string& name) override {
+  std::shared_ptr<LoadedProgram> make_program() override { return std::make_shared<EmulatedProgram>(); }
+
+  void compile_program(LoadedProgram& loaded, const ir::Graph& graph, const llvm_backend::Plan& plan,
+                       const std::string& name) override {
+    auto& program = static_cast<EmulatedProgram&>(loaded);
     llvm_backend::Engine& engine = llvm_backend::Engine::instance();
     auto context = std::make_unique<llvm::LLVMContext>();
     std::unique_ptr<llvm::Module> module = engine.new_module(name, *context);
@@ -62,13 +78,32 @@ class EmulatedDevice final : public Device {
     for (llvm::Function& function : *module)
       for (llvm::BasicBlock& block : function) block.getTerminator()->setMetadata(llvm::LLVMContext::MD_loop, nullptr);
     for (const GpuKernel& kernel : entries.kernels) symbols.push_back(kernel.entry + "_launch");
-    auto program = std::make_shared<EmulatedProgram>();
-    program->kernels = entries.kernels;
-    if (symbols.empty()) return program;
-    llvm_backend::Engine::Linked linked = engine.compile(std::move(module), std::move(context), symbols);
-    for (void* address : linked.addresses) program->launchers.push_back(reinterpret_cast<Launcher>(address));
-    program->code = linked.code;
-    return program;
+    program.kernels = entries.kernels;
+    if (symbols.empty()) return;
+    // Compiling links the code too: link_program then has nothing to do.
+    use(program, engine.compile(std::move(module), std::move(context), symbols));
+    detail::ByteWriter out(program.code);
+    out.add_string(program.object->bytes);
+    for (const std::string& symbol : program.object->symbols) out.add_string(symbol);
+  }
+
+  void link_program(LoadedProgram& loaded, const std::string&) override {
+    auto& program = static_cast<EmulatedProgram&>(loaded);
+    if (!program.launchers.empty()) return;  // compiled here, and linked by compiling
+    try {
+      detail::ByteReader in(program.code);
+      auto object = std::make_shared<llvm_backend::ObjectCode>();
+      object->bytes = in.read_string();
+      for (const GpuKernel& kernel : program.kernels) {
+        object->symbols.emplace_back(in.read_string());
+        if (object->symbols.back() != kernel.entry + "_launch")
+          throw runtime::SavedExecutableMismatch("a launcher's symbol is not its kernel's");
+      }
+      if (in.left() != 0) throw runtime::SavedExecutableMismatch("bytes are left over");
+      use(program, llvm_backend::Engine::instance().load(object));
+    } catch (const detail::TruncatedBytes&) {
+      throw runtime::SavedExecutableMismatch("the emulated program's code ends early");
+    }
   }
 
   void launch(const LoadedProgram& loaded, const Launch& launch) override {

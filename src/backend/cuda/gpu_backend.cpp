@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/llvm/backend.h"
 #include "backend/llvm/codegen.h"
 #include "backend/llvm/plan.h"
 #include "core/array_impl.h"
+#include "core/byte_stream.h"
 #include "core/error_format.h"
 #include "ir/symbolic.h"
 #include "ops/common/rules.h"
@@ -48,14 +50,27 @@ class GpuStorage final : public detail::DeviceStorage {
 constexpr int64_t slice_minimum = 4096;
 
 class GpuExecutable final : public runtime::Executable {
+  // What a call at one binding of the symbols runs with: the symbols'
+  // values, the concrete graph (every value's type), each kernel's constants
+  // on the device (its literals, then the symbols' values) and its range.
+  struct Instance {
+    std::vector<int64_t> values;
+    std::shared_ptr<const ir::Graph> graph;
+    std::vector<DeviceValue> constants;  // by kernel; null when it has none
+    std::vector<int64_t> ranges;         // by kernel
+  };
+
  public:
-  GpuExecutable(std::shared_ptr<const ir::Graph> traced, std::shared_ptr<Device> device) : device_(std::move(device)) {
+  /// Compiles `traced`, or with `saved`, loads the code a saved executable
+  /// of the same graph describes (save below) without generating any.
+  GpuExecutable(std::shared_ptr<const ir::Graph> traced, std::shared_ptr<Device> device,
+                detail::ByteReader* saved = nullptr)
+      : device_(std::move(device)) {
     auto simplified = std::make_shared<ir::Graph>(*traced);
     transform::simplify(*simplified);
     graph_ = std::move(simplified);
-    refuse_what_is_not_built(*graph_);
     plan_ = llvm_backend::plan_graph(*graph_);
-    program_ = device_->load(*graph_, plan_, graph_->name);
+    program_ = saved ? load_program(*saved) : device_->load(*graph_, plan_, graph_->name);
     if (graph_->symbols == 0) static_instance_ = std::make_shared<const Instance>(make_instance({}));
     std::vector<Array> folded = llvm_backend::fold_constants(*graph_, plan_);
     folded_.resize(folded.size());
@@ -72,7 +87,7 @@ class GpuExecutable final : public runtime::Executable {
     bodies_.resize(plan_.steps.size());
     for (size_t s = 0; s < plan_.steps.size(); ++s)
       for (const auto& body : node(plan_.steps[s].value).bodies)
-        bodies_[s].push_back(std::make_shared<GpuExecutable>(body, device_));
+        bodies_[s].push_back(std::make_shared<GpuExecutable>(body, device_, saved));
     element_counts_ = ops::count_elements(*graph_);
   }
 
@@ -80,11 +95,76 @@ class GpuExecutable final : public runtime::Executable {
                          std::span<const char> = {}) const override {
     runtime::check_input_count(*graph_, graph_->arguments, arguments.size(), "arguments");
     runtime::check_input_count(*graph_, graph_->captures, implicit_inputs.size(), "implicit inputs");
-    std::shared_ptr<const Instance> instance = static_instance_;
-    if (!instance)
-      instance = instances_.get(ir::bind_symbols(*graph_, arguments, implicit_inputs),
-                                [&](const std::vector<int64_t>& values) { return make_instance(values); });
-    const Instance& bound = *instance;
+    if (static_instance_) return run_instance(*static_instance_, arguments, implicit_inputs);
+    return run_instance(*instance(ir::bind_symbols(*graph_, arguments, implicit_inputs)), arguments, implicit_inputs);
+  }
+
+  std::string_view backend() const override { return "cuda"; }
+
+  /// Writes what the loading constructor reads: a digest of the plan (a
+  /// later build planning differently must not run these kernels), each
+  /// kernel's entry and range, the program's code, then each loop's or
+  /// branch's bodies in turn.
+  void save(detail::ByteWriter& out) const {
+    out.add(llvm_backend::plan_digest(*graph_, plan_));
+    out.add(static_cast<uint32_t>(program_->kernels.size()));
+    for (const GpuKernel& kernel : program_->kernels) {
+      out.add_string(kernel.entry);
+      out.add(static_cast<int32_t>(kernel.output_count));
+      out.add(static_cast<int32_t>(kernel.leaf_count));
+      out.add(static_cast<uint8_t>(kernel.chunked));
+      out.add(kernel.range);
+      // A symbolic graph's ranges are formulas, evaluated per binding.
+      if (symbolic()) kernel.range_count.write(out);
+    }
+    out.add_string(program_->code);
+    for (const auto& bodies : bodies_)
+      for (const auto& body : bodies) body->save(out);
+  }
+
+ private:
+  bool symbolic() const { return graph_->symbols > 0; }
+
+  std::shared_ptr<const LoadedProgram> load_program(detail::ByteReader& saved) const {
+    using runtime::SavedExecutableMismatch;
+    if (saved.read<uint64_t>() != llvm_backend::plan_digest(*graph_, plan_))
+      throw SavedExecutableMismatch("the plan differs");
+    if (saved.read<uint32_t>() != plan_.kernels.size()) throw SavedExecutableMismatch("the number of kernels differs");
+    std::vector<GpuKernel> kernels;
+    for (const Kernel& planned : plan_.kernels) {
+      GpuKernel& kernel = kernels.emplace_back();
+      kernel.entry = saved.read_string();
+      kernel.output_count = saved.read<int32_t>();
+      kernel.leaf_count = saved.read<int32_t>();
+      kernel.chunked = saved.read<uint8_t>() != 0;
+      kernel.range = saved.read<int64_t>();
+      if (symbolic()) kernel.range_count = llvm_backend::SymbolicCount::read(saved);
+      if (kernel.output_count != 1 + static_cast<int>(planned.extra_roots.size()) ||
+          kernel.leaf_count != static_cast<int>(planned.leaves.size()) || kernel.chunked != planned.chunked)
+        throw SavedExecutableMismatch("a kernel's buffers differ from its plan's");
+      kernel.constants = llvm_backend::kernel_constants(*graph_, planned);
+    }
+    return device_->load_saved(std::move(kernels), std::string(saved.read_string()), graph_->name);
+  }
+
+  // The instance of a symbolic graph at the symbols' `values`, prepared once.
+  std::shared_ptr<const Instance> instance(const std::vector<int64_t>& values) const {
+    return instances_.get(values, [&](const std::vector<int64_t>& bound) { return make_instance(bound); });
+  }
+
+  /// A body of a loop or branch, run at its enclosing graph's binding
+  /// `values` (a body shares its graph's symbols, some of which its own
+  /// inputs may not show).
+  std::vector<Array> run_body(std::span<const int64_t> values, std::span<const Array> arguments,
+                              std::span<const Array> implicit_inputs) const {
+    if (!symbolic() || values.empty()) return run(arguments, implicit_inputs);
+    runtime::check_input_count(*graph_, graph_->arguments, arguments.size(), "arguments");
+    runtime::check_input_count(*graph_, graph_->captures, implicit_inputs.size(), "implicit inputs");
+    return run_instance(*instance(std::vector<int64_t>(values.begin(), values.end())), arguments, implicit_inputs);
+  }
+
+  std::vector<Array> run_instance(const Instance& bound, std::span<const Array> arguments,
+                                  std::span<const Array> implicit_inputs) const {
     std::vector<Array> host(graph_->nodes.size());
     runtime::bind_inputs(host, *bound.graph, bound.graph->arguments, arguments, "arguments");
     runtime::bind_inputs(host, *bound.graph, bound.graph->captures, implicit_inputs, "implicit inputs");
@@ -94,7 +174,7 @@ class GpuExecutable final : public runtime::Executable {
       for (ir::ValueId id : *ids) values[static_cast<size_t>(id)] = on_device(host[static_cast<size_t>(id)]);
     ops::ControlResults control_results(element_counts_);
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
-      if (plan_.steps[s].kind == Step::Kind::control) run_control_step(s, values, control_results);
+      if (plan_.steps[s].kind == Step::Kind::control) run_control_step(bound, s, values, control_results);
       else run_step(bound, plan_.steps[s], values);
       for (ir::ValueId id : released_after_[s]) values[static_cast<size_t>(id)].reset();
     }
@@ -108,32 +188,9 @@ class GpuExecutable final : public runtime::Executable {
     return outputs;
   }
 
-  std::string_view backend() const override { return "cuda"; }
-
- private:
-  // What this backend does not run yet, refused before anything is compiled.
-  static void refuse_what_is_not_built(const ir::Graph& graph) {
-    if (graph.symbols == 0) return;
-    for (const ir::Node& node : graph.nodes)
-      if (!node.bodies.empty())
-        detail::raise("jit",
-                      "'" + graph.name +
-                          "' has dynamic dimensions and a loop or branch, which the cuda device does not compile "
-                          "together yet",
-                      node.where, "compile each size (JitOptions::automatic_dynamic = false), or use device \"cpu\"");
-  }
-
-  // What a call at one binding of the symbols runs with: the concrete graph
-  // (every value's type), each kernel's constants on the device (its
-  // literals, then the symbols' values) and its range.
-  struct Instance {
-    std::shared_ptr<const ir::Graph> graph;
-    std::vector<DeviceValue> constants;  // by kernel; null when it has none
-    std::vector<int64_t> ranges;         // by kernel
-  };
-
   Instance make_instance(const std::vector<int64_t>& values) const {
     Instance instance;
+    instance.values = values;
     instance.graph =
         values.empty() ? graph_ : std::make_shared<const ir::Graph>(runtime::instantiate_checked(*graph_, values));
     for (size_t k = 0; k < plan_.kernels.size(); ++k) {
@@ -155,19 +212,21 @@ class GpuExecutable final : public runtime::Executable {
   // A loop or branch (ops::run_control's semantics) over arrays on the
   // device: each iteration's predicate or index is read on the host, the
   // bodies run here; an element node takes one of its results.
-  void run_control_step(size_t s, std::vector<DeviceValue>& values, ops::ControlResults& control_results) const {
+  void run_control_step(const Instance& bound, size_t s, std::vector<DeviceValue>& values,
+                        ops::ControlResults& control_results) const {
     ir::ValueId id = plan_.steps[s].value;
-    const ir::Node& control = node(id);
+    const ir::Node& control = bound.graph->nodes[static_cast<size_t>(id)];
     if (control.op == ir::Primitive::element) {
       values[static_cast<size_t>(id)] = on_device(control_results.take(control));
       return;
     }
     std::vector<Array> operands;
     for (ir::ValueId input : control.inputs)
-      operands.push_back(resident(node(input).type, values[static_cast<size_t>(input)]));
+      operands.push_back(
+          resident(bound.graph->nodes[static_cast<size_t>(input)].type, values[static_cast<size_t>(input)]));
     const auto& bodies = bodies_[s];
     auto run_body = [&](size_t b, std::span<const Array> arguments, std::span<const Array> captures,
-                        std::span<const char>) { return bodies[b]->run(arguments, captures); };
+                        std::span<const char>) { return bodies[b]->run_body(bound.values, arguments, captures); };
     values[static_cast<size_t>(id)] =
         on_device(control_results.keep(id, ops::run_control(control, operands, run_body)));
   }
@@ -333,7 +392,32 @@ class GpuBackend final : public runtime::Backend {
   }
   // Its reductions slice differently from eager code's.
   bool matches_op_by_op(const ir::Graph&) const override { return false; }
+  // The CPU's fusion plan is this backend's too.
+  runtime::FusedView fused_view(std::shared_ptr<const ir::Graph> graph) const override {
+    return llvm_backend::llvm_backend().fused_view(std::move(graph));
+  }
   std::string target() const override { return "LLVM " LLVM_VERSION_STRING " " + device_->target(); }
+
+  std::string save(const runtime::Executable& executable) const override {
+    const auto* compiled = dynamic_cast<const GpuExecutable*>(&executable);
+    if (!compiled) return {};
+    std::string bytes;
+    detail::ByteWriter out(bytes);
+    compiled->save(out);
+    return bytes;
+  }
+
+  std::shared_ptr<const runtime::Executable> load(std::shared_ptr<const ir::Graph> graph,
+                                                  std::string_view saved) const override {
+    try {
+      detail::ByteReader in(saved);
+      auto executable = std::make_shared<GpuExecutable>(std::move(graph), device_, &in);
+      if (in.left() != 0) throw runtime::SavedExecutableMismatch("bytes are left over");
+      return executable;
+    } catch (const detail::TruncatedBytes&) {
+      throw runtime::SavedExecutableMismatch("the description ends early");
+    }
+  }
 
  private:
   std::shared_ptr<Device> device_;

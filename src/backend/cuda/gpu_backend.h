@@ -8,8 +8,13 @@
 // Matrix products are the device's (cuBLAS on a GPU); a step with no GPU
 // code (a primitive run by its reference kernel) runs on the host between
 // two copies. A loop or branch runs its compiled bodies on the device,
-// reading each iteration's predicate or index on the host. Graphs with
-// dynamic dimensions are refused when compiled, naming the function.
+// reading each iteration's predicate or index on the host. A graph with
+// dynamic dimensions compiles once; each binding of its symbols prepares
+// the kernels' constants and ranges once, bodies included.
+//
+// Saved executables (the persistent cache) keep the plan's digest, each
+// kernel's entry and range, and the device's code: PTX, which the driver
+// compiles for its GPU when loaded.
 #pragma once
 
 #include <memory>

@@ -7,7 +7,6 @@
 #include "backend/llvm/backend.h"
 
 #include <llvm/Config/llvm-config.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -143,7 +142,7 @@ class CompiledGraph final : public runtime::Executable {
   /// later build planning differently must not run these kernels), each
   /// kernel's object and symbol, and each loop's code or bodies in turn.
   void save(ObjectTable& objects, detail::ByteWriter& out) const {
-    out.add(plan_digest());
+    out.add(plan_digest(*graph_, plan_));
     out.add(static_cast<uint32_t>(kernels_.size()));
     for (const CompiledKernel& kernel : kernels_) {
       // Quick code serves a first tier for a moment; a saved entry serves for good.
@@ -358,13 +357,8 @@ class CompiledGraph final : public runtime::Executable {
         control_results.keep(id, ops::run_control(node, gather(values, node, inputs), run_body));
   }
 
-  uint64_t plan_digest() const {
-    std::string text = describe(*graph_, plan_);
-    return XXH3_64bits(text.data(), text.size());
-  }
-
   void load_kernels(LinkedObjects& objects, detail::ByteReader& saved) {
-    if (saved.read<uint64_t>() != plan_digest()) throw SavedCodeMismatch("the plan differs");
+    if (saved.read<uint64_t>() != plan_digest(*graph_, plan_)) throw SavedCodeMismatch("the plan differs");
     if (saved.read<uint32_t>() != plan_.kernels.size()) throw SavedCodeMismatch("the number of kernels differs");
     for (const Kernel& kernel : plan_.kernels) {
       CompiledKernel& loaded = kernels_.emplace_back();

@@ -1,6 +1,8 @@
 // Fusion planning (see the header).
 #include "backend/llvm/plan.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -603,6 +605,11 @@ std::vector<runtime::ProgramStep> program_steps(const ir::Graph& graph, const Pl
       described.shares_memory_of = graph.nodes[static_cast<size_t>(step.value)].inputs[0];
   }
   return steps;
+}
+
+uint64_t plan_digest(const ir::Graph& graph, const Plan& plan) {
+  std::string text = describe(graph, plan);
+  return XXH3_64bits(text.data(), text.size());
 }
 
 }  // namespace kiln::llvm_backend

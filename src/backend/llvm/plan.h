@@ -157,5 +157,8 @@ std::vector<Array> fold_constants(const ir::Graph& graph, const Plan& plan);
 
 /// A readable listing of the plan, for KILN_DUMP.
 std::string describe(const ir::Graph& graph, const Plan& plan);
+/// A digest of that listing: saved code records it, so that a later build
+/// planning the graph differently never runs it.
+uint64_t plan_digest(const ir::Graph& graph, const Plan& plan);
 
 }  // namespace kiln::llvm_backend
