@@ -24,7 +24,8 @@ class EmulatedProgram final : public LoadedProgram {
   std::shared_ptr<const llvm_backend::ObjectCode> object;
 };
 
-void use(EmulatedProgram& program, const llvm_backend::Engine::Linked& linked) {
+// The program runs `linked`: its launchers, and the code and object they live in.
+void run_linked(EmulatedProgram& program, const llvm_backend::Engine::Linked& linked) {
   for (void* address : linked.addresses) program.launchers.push_back(reinterpret_cast<Launcher>(address));
   program.linked = linked.code;
   program.object = linked.object;
@@ -81,7 +82,7 @@ class EmulatedDevice final : public Device {
     program.kernels = entries.kernels;
     if (symbols.empty()) return;
     // Compiling links the code too: link_program then has nothing to do.
-    use(program, engine.compile(std::move(module), std::move(context), symbols));
+    run_linked(program, engine.compile(std::move(module), std::move(context), symbols));
     detail::ByteWriter out(program.code);
     out.add_string(program.object->bytes);
     for (const std::string& symbol : program.object->symbols) out.add_string(symbol);
@@ -100,7 +101,7 @@ class EmulatedDevice final : public Device {
           throw runtime::SavedExecutableMismatch("a launcher's symbol is not its kernel's");
       }
       if (in.left() != 0) throw runtime::SavedExecutableMismatch("bytes are left over");
-      use(program, llvm_backend::Engine::instance().load(object));
+      run_linked(program, llvm_backend::Engine::instance().load(object));
     } catch (const detail::TruncatedBytes&) {
       throw runtime::SavedExecutableMismatch("the emulated program's code ends early");
     }
