@@ -123,6 +123,23 @@ TEST(Ptx, RowReductionsAndSoftmaxLowerEveryKernel) {
   expect_entries_match_plan(statistics);
 }
 
+TEST(Ptx, ColumnReductionsAccumulateInRegisters) {
+  // A bias gradient's sum over the batch, and a maximum over it: each thread
+  // keeps its output's accumulator in a register across the rows and stores
+  // once, with no stack arrays (local memory) and no store inside the loop.
+  Array x = normal({256, 512});
+  for (bool maximum : {false, true}) {
+    Lowered lowered =
+        lower_function([maximum](const Array& v) { return maximum ? max(v * 2.0f, 0) : sum(v * 2.0f, 0); }, x);
+    ASSERT_EQ(lowered.plan.kernels.size(), 1u);
+    expect_entries_match_plan(lowered);
+    EXPECT_EQ(lowered.module.kernels[0].range, 512);
+    const std::string& ptx = lowered.module.ptx;
+    EXPECT_EQ(ptx.find(".local"), std::string::npos) << ptx;
+    EXPECT_EQ(count_of(ptx, "st\\.global[.a-z]*\\.f32"), 1) << ptx;
+  }
+}
+
 TEST(Ptx, AReductionToOneValueRunsInSlicesWithAStridedOutput) {
   Array x = normal({1 << 18});
   Lowered lowered = lower_function([](const Array& v) { return sum(v * v); }, x);

@@ -104,6 +104,7 @@ GpuEntries emit_gpu_entries(llvm::Module& module, const ir::Graph& graph, const 
     const Kernel& kernel = kernels[k];
     std::string host_entry = "kiln_host_entry_" + std::to_string(k);
     llvm_backend::KernelEmitter emitter(module, graph, kernel, host_entry);
+    emitter.accumulate_in_registers();
     llvm_backend::CompiledKernel compiled = emitter.emit();
     // The emitter's CPU entry unpacks an array of buffers; the GPU's takes them as parameters.
     module.getFunction(host_entry)->eraseFromParent();

@@ -62,6 +62,13 @@ class KernelEmitter {
 
   CompiledKernel emit();
 
+  /// Each iteration of the kernel's range runs on a GPU thread of its own: a
+  /// reduction over leading axes keeps each output's accumulator in
+  /// registers, where a CPU, with vectors across the columns, adds row after
+  /// row into the output's memory (a GPU thread would wait on that memory
+  /// at every row).
+  void accumulate_in_registers() { registers_only_ = true; }
+
   // Rows combined in the input's own dtype before each f64 addition: the
   // vector width of f32 for most of the work, at an error bound of this many
   // f32 roundings. (Interpreted column sums add in this order too: interpreted_rows.h.)
@@ -297,6 +304,7 @@ class KernelEmitter {
   // Loops left unvectorized: quick code of sums whose order does not depend
   // on the vector width (emit_accumulating_rows).
   bool scalar_loops_ = false;
+  bool registers_only_ = false;  // accumulate_in_registers
   llvm::Value* flat_index_ = nullptr;
   llvm::AllocaInst* nan_seen_ = nullptr;  // floating max/min reductions
 };

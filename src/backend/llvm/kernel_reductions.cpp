@@ -98,7 +98,8 @@ bool accumulates_rows(const Shape& shape, const std::vector<size_t>& axes, DType
 }
 
 bool KernelEmitter::rows_accumulate(const ir::Node& root, const std::vector<size_t>& reduced_dims) const {
-  return accumulates_rows(space_, reduced_dims, root.type.dtype) && reads_at_flat_index(graph_, kernel_);
+  return !registers_only_ && accumulates_rows(space_, reduced_dims, root.type.dtype) &&
+         reads_at_flat_index(graph_, kernel_);
 }
 
 CompiledKernel KernelEmitter::emit_accumulating_rows(const ir::Node& root, const std::vector<size_t>& reduced_dims,
