@@ -84,7 +84,7 @@ class GraphCache {
     }
     compiling_.insert(cached);
     GraphLookup lookup{nullptr, true, 0, key};
-    lookup.compiled_for_device = device_holding(cached);
+    lookup.held_for_device = device_holding(cached);
     backends_seen_.insert(device);
     lock.unlock();
 

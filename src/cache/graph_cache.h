@@ -49,9 +49,9 @@ struct GraphLookup {
   runtime::CompilePhases phases;  // where compile_seconds went
   // Compiling in the background: the executable, whose outcome says when it is ready.
   std::shared_ptr<const TieredExecutable> tiered;
-  // Compiled here while the cache holds this graph's executable for another
-  // device: that device ("cpu", "cuda"), which explanations name.
-  std::string compiled_for_device;
+  // When this call compiles the graph while the cache holds it compiled for
+  // another device: that device ("cpu", "cuda"), which explanations name.
+  std::string held_for_device;
 };
 
 /// Finds or compiles the executable for `graph`, whose key is `key`. In

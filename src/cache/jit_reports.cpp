@@ -55,9 +55,9 @@ std::string JitFunction::compile_reason(const cache::GraphLookup& lookup, const 
   std::string reason = miss.explanation.empty() ? "first call" : miss.explanation;
   // The same graph on another device is another executable: said as such,
   // or a function moved to the GPU would seem to recompile for nothing.
-  if (!lookup.compiled_for_device.empty())
+  if (!lookup.held_for_device.empty())
     reason += "; for device '" + options_.device + "' (the graph cache holds this graph compiled for device '" +
-              lookup.compiled_for_device + "': each device compiles its own code)";
+              lookup.held_for_device + "': each device compiles its own code)";
   return reason;
 }
 

@@ -76,20 +76,16 @@ void Buffer::wait_for_work() {
 
 void Buffer::fulfil(std::shared_ptr<Buffer> result) {
   result->wait_for_work();
+  if (result->bytes_ != bytes_)
+    throw Error("kiln: queued work computed " + std::to_string(result->bytes_) + " bytes for an array of " +
+                std::to_string(bytes_) + " (a kiln bug; KILN_DISPATCH=sync avoids it)");
   if (result->device_) {
     // Stays on its device: this buffer shares it, and its host copy when made.
-    if (result->bytes_ != bytes_)
-      throw Error("kiln: queued work computed " + std::to_string(result->bytes_) + " bytes for an array of " +
-                  std::to_string(bytes_) + " (a kiln bug; KILN_DISPATCH=sync avoids it)");
     device_ = result->device_;
     state_.store(on_device, std::memory_order_release);
     state_.notify_all();
     return;
   }
-  result->wait();
-  if (result->bytes_ != bytes_)
-    throw Error("kiln: queued work computed " + std::to_string(result->bytes_) + " bytes for an array of " +
-                std::to_string(bytes_) + " (a kiln bug; KILN_DISPATCH=sync avoids it)");
   // Taken over only when no other array can read it: the result's own handle
   // is the last one. Shared otherwise (an argument returned as it is, storage
   // a donated argument gave), and then never written, like lent storage.
@@ -355,14 +351,10 @@ Array to_device(const Array& x, const std::string& device, Location where) {
     detail::raise("to_device", "cannot move a traced value (" + impl.type.to_string() + ") between devices", where,
                   "inside a jitted function, JitOptions::device decides where values live");
   if (x.device(where) == device) return x;
+  if (device == "cpu") return detail::copy_of(x);
   auto moved = std::make_shared<detail::ArrayImpl>();
   moved->type = impl.type;
   size_t bytes = impl.type.bytes();
-  if (device == "cpu") {
-    moved->buffer = std::make_shared<detail::Buffer>(bytes);
-    std::memcpy(moved->buffer->data(), impl.buffer->data(), bytes);
-    return detail::wrap(std::move(moved));
-  }
   detail::DeviceUpload upload = detail::installed_upload.load();
   if (!upload)
     detail::raise("to_device", "no device but \"cpu\" is linked into this program (" + impl.type.to_string() + ")",

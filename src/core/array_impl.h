@@ -87,11 +87,11 @@ class Buffer {
   size_t bytes() const { return bytes_; }
   /// Lent storage is never taken over for a result (a donated argument's
   /// included), nor is storage shared with another buffer.
+  /// Storage on a device is shared with it, which may read it again.
   bool lent() const {
-    if (device_) return true;  // shared with the device, which may read it again
     if (state_.load(std::memory_order_acquire) != ready) [[unlikely]]
-      const_cast<Buffer*>(this)->wait();
-    return owner_ != nullptr || source_ != nullptr;
+      const_cast<Buffer*>(this)->wait_for_work();
+    return device_ != nullptr || owner_ != nullptr || source_ != nullptr;
   }
   /// The device holding the elements, or null for host memory (a pending
   /// buffer's: once its work has run).

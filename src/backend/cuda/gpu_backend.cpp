@@ -44,6 +44,14 @@ class GpuStorage final : public detail::DeviceStorage {
   DeviceValue value_;
 };
 
+// `bytes` of host memory in fresh memory of `device`; `operation` names it
+// when the device has none left.
+DeviceValue copied_to(Device& device, const void* data, size_t bytes, const std::string& operation) {
+  DeviceValue value = device.allocate(bytes, operation);
+  device.copy_to_device(value->address(), data, bytes);
+  return value;
+}
+
 // The fewest input elements a slice of a reduction to one value gets: each
 // slice's partial result is read back and combined on the host, so a few
 // thousand slices at most.
@@ -158,8 +166,6 @@ class GpuExecutable final : public runtime::Executable {
   std::vector<Array> run_body(std::span<const int64_t> values, std::span<const Array> arguments,
                               std::span<const Array> implicit_inputs) const {
     if (!symbolic() || values.empty()) return run(arguments, implicit_inputs);
-    runtime::check_input_count(*graph_, graph_->arguments, arguments.size(), "arguments");
-    runtime::check_input_count(*graph_, graph_->captures, implicit_inputs.size(), "implicit inputs");
     return run_instance(*instance(std::vector<int64_t>(values.begin(), values.end())), arguments, implicit_inputs);
   }
 
@@ -250,10 +256,7 @@ class GpuExecutable final : public runtime::Executable {
 
   DeviceValue upload(const Array& array, const char* operation) const {
     const detail::ArrayImpl& impl = *detail::impl(array);
-    size_t bytes = impl.type.bytes();
-    DeviceValue value = device_->allocate(bytes, operation);
-    device_->copy_to_device(value->address(), impl.buffer->data(), bytes);
-    return value;
+    return copied_to(*device_, impl.buffer->data(), impl.type.bytes(), operation);
   }
 
   DeviceValue fresh(const ir::Node& node) const {
@@ -430,9 +433,7 @@ std::unique_ptr<runtime::Backend> make_gpu_backend(std::shared_ptr<Device> devic
 }
 
 std::shared_ptr<const detail::DeviceStorage> copy_to_device(Device& device, const void* data, size_t bytes) {
-  DeviceValue value = device.allocate(bytes, "to_device");
-  device.copy_to_device(value->address(), data, bytes);
-  return std::make_shared<GpuStorage>(std::move(value));
+  return std::make_shared<GpuStorage>(copied_to(device, data, bytes, "to_device"));
 }
 
 }  // namespace kiln::cuda_backend
